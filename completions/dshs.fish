@@ -1,0 +1,63 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_dshs_global_optspecs
+    string join \n color= q/quiet known-types= h/help V/version
+end
+
+function __fish_dshs_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_dshs_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_dshs_using_subcommand
+    set -l cmd (__fish_dshs_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c dshs -n "__fish_dshs_needs_command" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_needs_command" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_needs_command" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_needs_command" -s V -l version -d 'Print version'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)' -r -f -a "human\t''
+json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l deny-warnings -d 'Exit 1 when there are warnings, too'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,168 @@
+#compdef dshs
+
+autoload -U is-at-least
+
+_dshs() {
+    typeset -A opt_args
+    typeset -a _arguments_options
+    local ret=1
+
+    if is-at-least 5.2; then
+        _arguments_options=(-s -S -C)
+    else
+        _arguments_options=(-s -C)
+    fi
+
+    local context curcontext="$curcontext" state line
+    _arguments "${_arguments_options[@]}" : \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'-V[Print version]' \
+'--version[Print version]' \
+":: :_dshs_commands" \
+"*::: :->dshs" \
+&& ret=0
+    case $state in
+    (dshs)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:dshs-command-$line[1]:"
+        case $line[1] in
+            (validate)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format\: human-readable lines, or JSON Lines (findings, then a summary per file)]:FORMAT:(human json)' \
+'--max-findings=[Print at most N findings per file (the summary still counts all of them)]:N:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'--deny-warnings[Exit 1 when there are warnings, too]' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'*::files -- Log files, session directories, or `-` for standard input:_default' \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+'::code -- A finding code such as `replace-start-not-on-surface`; omit to list all codes:_default' \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':shell -- The shell to generate a completion script for:(bash zsh fish elvish powershell)' \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+":: :_dshs__subcmd__help_commands" \
+"*::: :->help" \
+&& ret=0
+
+    case $state in
+    (help)
+        words=($line[1] "${words[@]}")
+        (( CURRENT += 1 ))
+        curcontext="${curcontext%:*:*}:dshs-help-command-$line[1]:"
+        case $line[1] in
+            (validate)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(explain)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(completions)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(help)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+        esac
+    ;;
+esac
+;;
+        esac
+    ;;
+esac
+}
+
+(( $+functions[_dshs_commands] )) ||
+_dshs_commands() {
+    local commands; commands=(
+'validate:Check every rule of the log'\''s format version and report every finding' \
+'explain:Explain a finding code (or list them all)' \
+'completions:Print a shell completion script' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'dshs commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__completions_commands] )) ||
+_dshs__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__explain_commands] )) ||
+_dshs__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs explain commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help_commands] )) ||
+_dshs__subcmd__help_commands() {
+    local commands; commands=(
+'validate:Check every rule of the log'\''s format version and report every finding' \
+'explain:Explain a finding code (or list them all)' \
+'completions:Print a shell completion script' \
+'help:Print this message or the help of the given subcommand(s)' \
+    )
+    _describe -t commands 'dshs help commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__completions_commands] )) ||
+_dshs__subcmd__help__subcmd__completions_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__explain_commands] )) ||
+_dshs__subcmd__help__subcmd__explain_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help explain commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__help_commands] )) ||
+_dshs__subcmd__help__subcmd__help_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help help commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__validate_commands] )) ||
+_dshs__subcmd__help__subcmd__validate_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help validate commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__validate_commands] )) ||
+_dshs__subcmd__validate_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs validate commands' commands "$@"
+}
+
+if [ "$funcstack[1]" = "_dshs" ]; then
+    _dshs "$@"
+else
+    compdef _dshs dshs
+fi

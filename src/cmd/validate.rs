@@ -1,0 +1,209 @@
+//! `dshs validate`: every finding of every file, then one summary per file.
+
+use std::io::{self, Write};
+
+use anyhow::Result;
+
+use dshs::log::scan::{Scan, Status};
+use dshs::log::{Finding, Sink};
+
+use crate::cli::{ReportFormat, ValidateArgs};
+use crate::exit::Outcome;
+use crate::render::human::{self, Painter, SummaryLine};
+use crate::render::json::{FindingRecord, SummaryRecord};
+
+use super::Env;
+
+/// Renders findings as they arrive, up to `--max-findings`.
+struct Report<'o> {
+    out: &'o mut dyn Write,
+    file: String,
+    format: ReportFormat,
+    painter: Painter,
+    quiet: bool,
+    limit: Option<usize>,
+    shown: usize,
+    hidden: usize,
+    error: Option<io::Error>,
+}
+
+impl Sink for Report<'_> {
+    fn push(&mut self, f: Finding) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.limit.is_some_and(|n| self.shown >= n) {
+            self.hidden += 1;
+            return;
+        }
+        self.shown += 1;
+        let written = match self.format {
+            ReportFormat::Json => {
+                serde_json::to_writer(&mut *self.out, &FindingRecord::new(&self.file, &f))
+                    .map_err(io::Error::from)
+                    .and_then(|()| self.out.write_all(b"\n"))
+            }
+            ReportFormat::Human if self.quiet => Ok(()),
+            ReportFormat::Human => writeln!(
+                self.out,
+                "{}",
+                human::finding(&self.painter, &self.file, &f)
+            ),
+        };
+        if let Err(e) = written {
+            self.error = Some(e);
+        }
+    }
+}
+
+pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let painter = Painter {
+        color: env.color_out && args.format == ReportFormat::Human,
+    };
+    let mut worst = Outcome::Success;
+    for file in &args.files {
+        let outcome = validate_one(file, args, env, painter, out)?;
+        worst = worst.worst(outcome);
+    }
+    Ok(worst)
+}
+
+fn validate_one(
+    file: &str,
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
+    let opened = match super::open(file) {
+        Ok(o) => o,
+        Err(e) => {
+            let status = if e.is_unsupported() {
+                Status::Unsupported
+            } else {
+                Status::Unreadable
+            };
+            eprintln!("dshs: error: {}", crate::render::escape(&e.to_string()));
+            write_summary(
+                out,
+                args.format,
+                painter,
+                env.quiet,
+                &empty_summary(file, status),
+            )?;
+            return Ok(super::input_failure(&e));
+        }
+    };
+    let mut report = Report {
+        out: &mut *out,
+        file: file.to_owned(),
+        format: args.format,
+        painter,
+        quiet: env.quiet,
+        limit: args.max_findings,
+        shown: 0,
+        hidden: 0,
+        error: None,
+    };
+    let scanned = super::scan_source(opened, env, &env.scan_options(), &mut report, &mut ());
+    if let Some(e) = report.error.take() {
+        return Err(e.into());
+    }
+    let (hidden, quiet) = (report.hidden, report.quiet);
+    let scan = match scanned {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "dshs: error: cannot read {}: {e}",
+                crate::render::escape(file)
+            );
+            write_summary(
+                out,
+                args.format,
+                painter,
+                env.quiet,
+                &empty_summary(file, Status::Unreadable),
+            )?;
+            return Ok(Outcome::Failure);
+        }
+    };
+    if hidden > 0 && args.format == ReportFormat::Human && !quiet {
+        writeln!(
+            out,
+            "{}",
+            painter.dim(&format!(
+                "{}: … {hidden} more finding{} not shown (--max-findings {})",
+                crate::render::escape(file),
+                human::plural(hidden as u64),
+                args.max_findings.unwrap_or_default()
+            ))
+        )?;
+    }
+    let summary = summary_of(file, &scan);
+    write_summary(out, args.format, painter, env.quiet, &summary)?;
+    Ok(match scan.status() {
+        Status::Valid if args.deny_warnings && scan.tally.warnings > 0 => Outcome::Invalid,
+        Status::Valid => Outcome::Success,
+        Status::Invalid => Outcome::Invalid,
+        Status::Unsupported => Outcome::Unsupported,
+        Status::Unreadable => Outcome::Failure,
+    })
+}
+
+fn summary_of<'a>(file: &'a str, scan: &Scan) -> SummaryLine<'a> {
+    SummaryLine {
+        file,
+        version: scan.version,
+        events: scan.events(),
+        surface_nodes: scan.surface_nodes(),
+        status: scan.status(),
+        errors: scan.tally.errors,
+        warnings: scan.tally.warnings,
+        open_turn: scan.open_turn(),
+        torn_tail: scan.torn.is_some(),
+    }
+}
+
+fn empty_summary(file: &str, status: Status) -> SummaryLine<'_> {
+    SummaryLine {
+        file,
+        version: None,
+        events: 0,
+        surface_nodes: 0,
+        status,
+        errors: 0,
+        warnings: 0,
+        open_turn: false,
+        torn_tail: false,
+    }
+}
+
+fn write_summary(
+    out: &mut dyn Write,
+    format: ReportFormat,
+    painter: Painter,
+    quiet: bool,
+    s: &SummaryLine<'_>,
+) -> Result<()> {
+    match format {
+        ReportFormat::Json => {
+            let record = SummaryRecord {
+                kind: "summary",
+                file: s.file,
+                status: s.status.as_str(),
+                version: s.version,
+                events: s.events,
+                errors: s.errors,
+                warnings: s.warnings,
+                surface_nodes: s.surface_nodes,
+                open_turn: s.open_turn,
+                torn_tail: s.torn_tail,
+            };
+            serde_json::to_writer(&mut *out, &record)?;
+            out.write_all(b"\n")?;
+        }
+        ReportFormat::Human if quiet => {}
+        ReportFormat::Human => writeln!(out, "{}", human::summary(&painter, s))?,
+    }
+    Ok(())
+}

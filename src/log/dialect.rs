@@ -1,0 +1,338 @@
+//! Every difference between format versions 0–4, in one table. Checks ask the dialect; they
+//! never compare version numbers themselves.
+
+use super::codes::Severity;
+
+/// The event types that can join the surface.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SurfaceKind {
+    User,
+    Assistant,
+    ToolResult,
+    System,
+    Developer,
+}
+
+impl SurfaceKind {
+    pub fn from_type(t: &str) -> Option<SurfaceKind> {
+        Some(match t {
+            "user/message" => SurfaceKind::User,
+            "assistant/message" => SurfaceKind::Assistant,
+            "tool/result" => SurfaceKind::ToolResult,
+            "system/message" => SurfaceKind::System,
+            "developer/message" => SurfaceKind::Developer,
+            _ => return None,
+        })
+    }
+
+    pub fn type_name(self) -> &'static str {
+        match self {
+            SurfaceKind::User => "user/message",
+            SurfaceKind::Assistant => "assistant/message",
+            SurfaceKind::ToolResult => "tool/result",
+            SurfaceKind::System => "system/message",
+            SurfaceKind::Developer => "developer/message",
+        }
+    }
+}
+
+/// How a tool result message is shaped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolResultShape {
+    /// v0–v3: role `user`, content = exactly one `tool-result` block.
+    Wrapped,
+    /// v4: role `tool`, `toolCallId` on the message, content = the result blocks.
+    ToolRole,
+}
+
+/// Which header field says the session is seeded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SeedField {
+    /// v0/v1: `seedLength?` (the inherited event count).
+    Length,
+    /// v2+: `isSeeded` (required) plus an inherited `session/end-seed` marker.
+    Flag,
+}
+
+#[derive(Debug)]
+pub struct Dialect {
+    pub version: u8,
+    /// v0/v1 store runs of chunk deltas as packed rows.
+    pub packed_rows: bool,
+    pub seed_field: SeedField,
+    /// Header keys outside the version's set: v0 ignores them (warning), v1+ refuse.
+    pub strict_header: bool,
+    pub surface_types: &'static [SurfaceKind],
+    /// Replace endpoint keys: (`start`,`end`) or (`startSeq`,`endSeq`).
+    pub replace_keys: (&'static str, &'static str),
+    /// The V3 canonical envelope (§8): event-local violations are bad rows, endpoints must be
+    /// earlier, provenance runs before the range lookup, `-0` refused in surface seqs.
+    pub canonical: bool,
+    /// v3+: unknown ignorable events are opaque even with surface metadata.
+    pub opaque_unknown_metadata: bool,
+    /// v0–v2 allow an empty `sourceEventSeqs` on `assistant/message`; v3+ forbid the field there.
+    pub assistant_empty_provenance: bool,
+    /// v3+: a system/message at position 0 is protected.
+    pub system_head: bool,
+    /// v4: developer messages, developer binding, message projections.
+    pub developer: bool,
+    pub tool_result_shape: ToolResultShape,
+    /// v2+: assistant stream embedded in `assistant/message` and `assistant/attempt`.
+    pub embedded_stream: bool,
+    /// v0: the reader normalizes pre-release shapes and refuses retired legacy events.
+    pub legacy_v0: bool,
+    /// v3+: lifecycle restore rules (§13.2) instead of the v0 companion rules (§13.1).
+    pub restore_lifecycle: bool,
+    pub lifecycle_severity: Severity,
+    /// v4: source kind `plugin` retired, `tool-result` block retired.
+    pub v4_payloads: bool,
+    /// v4: message-projection events (`image/offload`) rewrite derived messages (§12.2).
+    pub message_projections: bool,
+    /// v4: message admission (identity, role, source, content array; §9.2) is part of the
+    /// fold (`validateSessionEventData` in `surface.ts`), so a message that fails it is
+    /// rejected from the surface. In v0–v3 the shape check is separate from the fold.
+    pub admission_in_fold: bool,
+    /// Types added to the 48 common ones.
+    pub extra_types: &'static [&'static str],
+    /// Types this version refuses when required (non-ignorable).
+    pub retired_types: &'static [&'static str],
+    /// `request/header.data.reason` values.
+    pub header_reasons: &'static [&'static str],
+}
+
+/// The 48 types every version knows (§7.2).
+pub const COMMON_TYPES: &[&str] = &[
+    "agent-preset/selected",
+    "agent/inbox/spliced",
+    "approval/asked",
+    "approval/decided",
+    "approval/policy",
+    "assistant/message",
+    "command/done",
+    "command/run",
+    "compaction/end",
+    "compaction/prune",
+    "compaction/start",
+    "compaction/summary",
+    "feedback/record",
+    "goal/change",
+    "hook/invoked",
+    "hook/result",
+    "llm/retry",
+    "llm/retry-started",
+    "model/selection",
+    "permission/preset",
+    "plan/mode",
+    "request/context",
+    "request/header",
+    "sandbox/mode",
+    "schedule/change",
+    "session-log-deepseek/delivery-accepted",
+    "session/end-seed",
+    "session/title",
+    "session/title-llm-request",
+    "step/end",
+    "step/start",
+    "subagent/descriptor",
+    "subagent/model-selection-policy",
+    "team/member",
+    "team/message/delivered",
+    "team/message/queued",
+    "team/task",
+    "todo/write",
+    "tool-workflow/agent-end",
+    "tool-workflow/agent-start",
+    "tool-workflow/run-end",
+    "tool-workflow/run-start",
+    "tool/call",
+    "tool/result",
+    "turn/end",
+    "turn/start",
+    "user/message",
+    "web/deepseek-search-llm-request",
+];
+
+const V0_EXTRA: &[&str] = &[
+    "assistant/chunk",
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+];
+const V2_EXTRA: &[&str] = &[
+    "tool/code-dispatch",
+    "tool/code-dispatch-start",
+    "assistant/attempt",
+    "feedback/message-put",
+    "feedback/message-delete",
+];
+const V3_EXTRA: &[&str] = &[
+    "assistant/attempt",
+    "feedback/message-put",
+    "feedback/message-delete",
+    "system/message",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+    "deliverables/presented",
+    "image/offload",
+    "subagent/catalog",
+];
+const V4_EXTRA: &[&str] = &[
+    "assistant/attempt",
+    "feedback/message-put",
+    "feedback/message-delete",
+    "system/message",
+    "tool/ptc-dispatch",
+    "tool/ptc-dispatch-start",
+    "deliverables/presented",
+    "image/offload",
+    "subagent/catalog",
+    "developer/message",
+    "workspace/changes",
+];
+const RETIRED_V3: &[&str] = &["tool/code-dispatch", "tool/code-dispatch-start"];
+
+const THREE: &[SurfaceKind] = &[
+    SurfaceKind::User,
+    SurfaceKind::Assistant,
+    SurfaceKind::ToolResult,
+];
+const FOUR: &[SurfaceKind] = &[
+    SurfaceKind::User,
+    SurfaceKind::Assistant,
+    SurfaceKind::ToolResult,
+    SurfaceKind::System,
+];
+const FIVE: &[SurfaceKind] = &[
+    SurfaceKind::User,
+    SurfaceKind::Assistant,
+    SurfaceKind::ToolResult,
+    SurfaceKind::System,
+    SurfaceKind::Developer,
+];
+const REASONS_V0: &[&str] = &["initial", "resume", "change"];
+const REASONS_V2: &[&str] = &["initial", "resume", "change", "series"];
+
+const fn legacy(version: u8) -> Dialect {
+    Dialect {
+        version,
+        packed_rows: version <= 1,
+        seed_field: if version <= 1 {
+            SeedField::Length
+        } else {
+            SeedField::Flag
+        },
+        strict_header: version >= 1,
+        surface_types: THREE,
+        replace_keys: ("start", "end"),
+        canonical: false,
+        opaque_unknown_metadata: false,
+        assistant_empty_provenance: true,
+        system_head: false,
+        developer: false,
+        tool_result_shape: ToolResultShape::Wrapped,
+        embedded_stream: version >= 2,
+        legacy_v0: version == 0,
+        restore_lifecycle: false,
+        lifecycle_severity: Severity::Warning,
+        v4_payloads: false,
+        message_projections: false,
+        admission_in_fold: false,
+        extra_types: if version <= 1 { V0_EXTRA } else { V2_EXTRA },
+        retired_types: &[],
+        header_reasons: if version <= 1 { REASONS_V0 } else { REASONS_V2 },
+    }
+}
+
+const fn canonical(version: u8) -> Dialect {
+    Dialect {
+        version,
+        packed_rows: false,
+        seed_field: SeedField::Flag,
+        strict_header: true,
+        surface_types: if version == 3 { FOUR } else { FIVE },
+        replace_keys: ("startSeq", "endSeq"),
+        canonical: true,
+        opaque_unknown_metadata: true,
+        assistant_empty_provenance: false,
+        system_head: true,
+        developer: version >= 4,
+        tool_result_shape: if version == 3 {
+            ToolResultShape::Wrapped
+        } else {
+            ToolResultShape::ToolRole
+        },
+        embedded_stream: true,
+        legacy_v0: false,
+        restore_lifecycle: true,
+        lifecycle_severity: Severity::Error,
+        v4_payloads: version >= 4,
+        message_projections: version >= 4,
+        admission_in_fold: version >= 4,
+        extra_types: if version == 3 { V3_EXTRA } else { V4_EXTRA },
+        retired_types: RETIRED_V3,
+        header_reasons: REASONS_V2,
+    }
+}
+
+pub static DIALECTS: [Dialect; 5] = [legacy(0), legacy(1), legacy(2), canonical(3), canonical(4)];
+
+impl Dialect {
+    pub fn for_version(version: u8) -> Option<&'static Dialect> {
+        DIALECTS.get(version as usize)
+    }
+
+    pub fn surface_kind(&self, event_type: &str) -> Option<SurfaceKind> {
+        SurfaceKind::from_type(event_type).filter(|k| self.surface_types.contains(k))
+    }
+
+    /// Built-in vocabulary of this version (retired types included: they are known, refused).
+    pub fn knows(&self, event_type: &str) -> bool {
+        COMMON_TYPES.contains(&event_type) || self.extra_types.contains(&event_type)
+    }
+
+    pub fn is_retired(&self, event_type: &str) -> bool {
+        self.retired_types.contains(&event_type)
+    }
+
+    /// The role a message of this surface kind must have.
+    pub fn role_of(&self, kind: SurfaceKind) -> &'static str {
+        match kind {
+            SurfaceKind::User => "user",
+            SurfaceKind::Assistant => "assistant",
+            SurfaceKind::System => "system",
+            SurfaceKind::Developer => "developer",
+            SurfaceKind::ToolResult => match self.tool_result_shape {
+                ToolResultShape::Wrapped => "user",
+                ToolResultShape::ToolRole => "tool",
+            },
+        }
+    }
+
+    pub fn total_types(&self) -> usize {
+        COMMON_TYPES.len() + self.extra_types.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vocabulary_totals_match_the_spec() {
+        let totals: Vec<usize> = DIALECTS.iter().map(Dialect::total_types).collect();
+        assert_eq!(totals, vec![51, 51, 53, 57, 59]);
+    }
+
+    #[test]
+    fn surface_types_grow_per_version() {
+        assert_eq!(DIALECTS[2].surface_kind("system/message"), None);
+        assert_eq!(
+            DIALECTS[3].surface_kind("system/message"),
+            Some(SurfaceKind::System)
+        );
+        assert_eq!(DIALECTS[3].surface_kind("developer/message"), None);
+        assert_eq!(
+            DIALECTS[4].surface_kind("developer/message"),
+            Some(SurfaceKind::Developer)
+        );
+    }
+}

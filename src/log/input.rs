@@ -1,0 +1,302 @@
+//! Bytes in: a file, a session directory or standard input, read as physical lines with
+//! their numbers and byte offsets through one reused buffer.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// The zstd frame magic, little-endian `0xFD2FB528`.
+pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
+
+const READ_BUFFER: usize = 256 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("cannot open {path}: {source}")]
+    Open { path: String, source: io::Error },
+    #[error(
+        "{path} is a directory without a DSH session log (looked for session.jsonl[.zstd] and session.vN.jsonl[.zstd])"
+    )]
+    NoGeneration { path: String },
+    #[error(
+        "{path} is zstd-compressed; reading compressed logs is not supported yet — decompress it first (`zstd -dc {path} > session.jsonl`)"
+    )]
+    ZstdNotSupported { path: String },
+    #[error("cannot read {path}: {source}")]
+    Read { path: String, source: io::Error },
+}
+
+impl InputError {
+    /// Zstd input is a refusal of an unsupported encoding, not a usage or I/O error.
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, InputError::ZstdNotSupported { .. })
+    }
+}
+
+/// Where a log comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    Stdin,
+    Path(PathBuf),
+}
+
+impl Source {
+    pub fn from_arg(arg: &str) -> Source {
+        if arg == "-" {
+            Source::Stdin
+        } else {
+            Source::Path(PathBuf::from(arg))
+        }
+    }
+
+    pub fn display(&self) -> String {
+        match self {
+            Source::Stdin => "-".to_owned(),
+            Source::Path(p) => p.display().to_string(),
+        }
+    }
+}
+
+/// An opened log: a buffered plaintext reader plus the file it came from (if any).
+pub struct Opened {
+    /// The name findings are reported under (what the user typed).
+    pub name: String,
+    /// The file actually read (a session directory resolves to its newest generation).
+    pub path: Option<PathBuf>,
+    pub reader: Box<dyn BufRead>,
+}
+
+/// Open a log for one streaming pass.
+pub fn open(source: &Source) -> Result<Opened, InputError> {
+    match source {
+        Source::Stdin => {
+            let mut reader = BufReader::with_capacity(READ_BUFFER, io::stdin());
+            refuse_zstd(&mut reader, "-")?;
+            Ok(Opened {
+                name: "-".to_owned(),
+                path: None,
+                reader: Box::new(reader),
+            })
+        }
+        Source::Path(p) => {
+            let file_path = resolve(p)?;
+            let name = p.display().to_string();
+            let file = File::open(&file_path).map_err(|source| InputError::Open {
+                path: file_path.display().to_string(),
+                source,
+            })?;
+            let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+            refuse_zstd(&mut reader, &name)?;
+            Ok(Opened {
+                name,
+                path: Some(file_path),
+                reader: Box::new(reader),
+            })
+        }
+    }
+}
+
+fn refuse_zstd<R: BufRead>(reader: &mut R, name: &str) -> Result<(), InputError> {
+    let head = reader.fill_buf().map_err(|source| InputError::Read {
+        path: name.to_owned(),
+        source,
+    })?;
+    if head.starts_with(&ZSTD_MAGIC) {
+        return Err(InputError::ZstdNotSupported {
+            path: name.to_owned(),
+        });
+    }
+    Ok(())
+}
+
+/// A session directory resolves to its newest canonical generation file (§2.2); anything
+/// else is taken as the log itself.
+pub fn resolve(path: &Path) -> Result<PathBuf, InputError> {
+    if !path.is_dir() {
+        return Ok(path.to_path_buf());
+    }
+    let entries = std::fs::read_dir(path).map_err(|source| InputError::Open {
+        path: path.display().to_string(),
+        source,
+    })?;
+    let mut best: Option<(u64, bool, PathBuf)> = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let (base, compressed) = match name.strip_suffix(".zstd") {
+            Some(b) => (b, true),
+            None => (name, false),
+        };
+        let Some(generation) = canonical_generation(base) else {
+            continue;
+        };
+        // Highest generation wins; DSH never mixes encodings, but prefer plain if it did.
+        let better = match &best {
+            None => true,
+            Some((g, c, _)) => generation > *g || (generation == *g && *c && !compressed),
+        };
+        if better {
+            best = Some((generation, compressed, entry.path()));
+        }
+    }
+    best.map(|(_, _, p)| p)
+        .ok_or_else(|| InputError::NoGeneration {
+            path: path.display().to_string(),
+        })
+}
+
+/// `session.jsonl` → 0, `session.vN.jsonl` → N (N ≥ 1, no leading zeros), else None.
+pub fn canonical_generation(base: &str) -> Option<u64> {
+    if base == "session.jsonl" {
+        return Some(0);
+    }
+    let n = base.strip_prefix("session.v")?.strip_suffix(".jsonl")?;
+    if n.is_empty() || n.starts_with('0') || !n.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    n.parse().ok()
+}
+
+/// One physical line.
+#[derive(Debug)]
+pub struct Line<'a> {
+    /// 1-based line number.
+    pub no: u64,
+    /// Byte offset of the line's first byte.
+    pub byte: u64,
+    /// The line without its terminating `\n`.
+    pub bytes: &'a [u8],
+    /// False for a final fragment without `\n`: a torn line.
+    pub terminated: bool,
+}
+
+/// Splits a byte stream into physical lines through one reused buffer.
+pub struct LineReader<R> {
+    reader: R,
+    buf: Vec<u8>,
+    next_no: u64,
+    offset: u64,
+}
+
+impl<R: BufRead> LineReader<R> {
+    pub fn new(reader: R) -> Self {
+        LineReader {
+            reader,
+            buf: Vec::with_capacity(64 * 1024),
+            next_no: 1,
+            offset: 0,
+        }
+    }
+
+    /// The byte offset just past everything returned so far.
+    pub fn offset(&self) -> u64 {
+        self.offset
+    }
+
+    pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {
+        self.buf.clear();
+        // A huge line grows the buffer once; give the memory back afterwards.
+        if self.buf.capacity() > 16 * 1024 * 1024 {
+            self.buf.shrink_to(64 * 1024);
+        }
+        let n = self.reader.read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(None);
+        }
+        let byte = self.offset;
+        self.offset += n as u64;
+        let no = self.next_no;
+        self.next_no += 1;
+        let terminated = self.buf.last() == Some(&b'\n');
+        let bytes = if terminated {
+            &self.buf[..n - 1]
+        } else {
+            &self.buf[..]
+        };
+        Ok(Some(Line {
+            no,
+            byte,
+            bytes,
+            terminated,
+        }))
+    }
+}
+
+/// Copy standard input to a temporary file so commands that fetch lines by offset can
+/// read it twice.
+pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
+    let mut tmp = tempfile::NamedTempFile::new()?;
+    io::copy(&mut io::stdin().lock(), tmp.as_file_mut())?;
+    tmp.as_file_mut().flush()?;
+    Ok(tmp)
+}
+
+/// Random access to lines of a file by offset (for `derive`, `surface` previews).
+pub struct LineFetcher {
+    file: BufReader<File>,
+    buf: Vec<u8>,
+}
+
+impl LineFetcher {
+    pub fn open(path: &Path) -> io::Result<Self> {
+        Ok(LineFetcher {
+            file: BufReader::with_capacity(64 * 1024, File::open(path)?),
+            buf: Vec::new(),
+        })
+    }
+
+    /// The line starting at `byte`, without its `\n`.
+    pub fn line_at(&mut self, byte: u64) -> io::Result<&[u8]> {
+        self.file.seek(SeekFrom::Start(byte))?;
+        self.buf.clear();
+        self.file.read_until(b'\n', &mut self.buf)?;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+        }
+        Ok(&self.buf)
+    }
+
+    /// `len` bytes starting at `byte`.
+    pub fn bytes_at(&mut self, byte: u64, len: usize) -> io::Result<Vec<u8>> {
+        self.file.seek(SeekFrom::Start(byte))?;
+        let mut out = vec![0; len];
+        self.file.read_exact(&mut out)?;
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_carry_numbers_offsets_and_torn_flag() {
+        let data = b"h\n{\"a\":1}\r\n\ntail";
+        let mut r = LineReader::new(&data[..]);
+        let mut got = Vec::new();
+        while let Some(l) = r.next_line().unwrap() {
+            got.push((l.no, l.byte, l.bytes.to_vec(), l.terminated));
+        }
+        assert_eq!(
+            got,
+            vec![
+                (1, 0, b"h".to_vec(), true),
+                (2, 2, b"{\"a\":1}\r".to_vec(), true),
+                (3, 11, b"".to_vec(), true),
+                (4, 12, b"tail".to_vec(), false),
+            ]
+        );
+        assert_eq!(r.offset(), data.len() as u64);
+    }
+
+    #[test]
+    fn canonical_generation_names() {
+        assert_eq!(canonical_generation("session.jsonl"), Some(0));
+        assert_eq!(canonical_generation("session.v4.jsonl"), Some(4));
+        assert_eq!(canonical_generation("session.v12.jsonl"), Some(12));
+        assert_eq!(canonical_generation("session.v0.jsonl"), None);
+        assert_eq!(canonical_generation("session.v04.jsonl"), None);
+        assert_eq!(canonical_generation("Session.jsonl"), None);
+        assert_eq!(canonical_generation("session.jsonl.tmp"), None);
+    }
+}

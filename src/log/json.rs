@@ -1,0 +1,615 @@
+//! A small JSON value tree with the semantics DSH (JavaScript) gives a log line.
+//!
+//! `serde_json::Value` loses what the format rules need: it keeps only the last of duplicate
+//! keys without telling, and it owns every string. This tree borrows strings from the line
+//! buffer where it can, keeps every member in file order (lookups are last-wins, like
+//! `JSON.parse`), and keeps numbers as parsed so `-0` stays visible.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::hash::Hasher;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+
+/// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
+pub const MAX_SAFE: u64 = (1 << 53) - 1;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Num {
+    U(u64),
+    I(i64),
+    F(f64),
+}
+
+impl Num {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::U(u) => u as f64,
+            Num::I(i) => i as f64,
+            Num::F(f) => f,
+        }
+    }
+
+    /// The value as an integer when it is a JavaScript safe integer (spelling is irrelevant:
+    /// `5`, `5.0` and `5e0` are all 5).
+    pub fn safe_int(self) -> Option<i64> {
+        match self {
+            Num::U(u) if u <= MAX_SAFE => Some(u as i64),
+            Num::I(i) if i.unsigned_abs() <= MAX_SAFE => Some(i),
+            Num::F(f) if f.fract() == 0.0 && f.abs() <= MAX_SAFE as f64 => Some(f as i64),
+            _ => None,
+        }
+    }
+
+    pub fn is_neg_zero(self) -> bool {
+        matches!(self, Num::F(f) if f == 0.0 && f.is_sign_negative())
+    }
+}
+
+impl fmt::Display for Num {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Num::U(u) => write!(f, "{u}"),
+            Num::I(i) => write!(f, "{i}"),
+            Num::F(x) if x.is_sign_negative() && *x == 0.0 => write!(f, "-0"),
+            Num::F(x) => write!(f, "{x}"),
+        }
+    }
+}
+
+pub type Members<'a> = Vec<(Cow<'a, str>, Json<'a>)>;
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Json<'a> {
+    Null,
+    Bool(bool),
+    Num(Num),
+    Str(Cow<'a, str>),
+    Arr(Vec<Json<'a>>),
+    Obj(Members<'a>),
+}
+
+/// Why a line is not usable JSON, in words a user can act on.
+pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = Json::deserialize(&mut de).map_err(describe_error)?;
+    de.end().map_err(describe_error)?;
+    Ok(value)
+}
+
+fn describe_error(e: serde_json::Error) -> String {
+    let text = e.to_string();
+    if text.starts_with("recursion limit exceeded") {
+        format!("JSON nested deeper than 128 levels is not accepted ({text})")
+    } else {
+        format!("invalid JSON: {text}")
+    }
+}
+
+impl<'a> Json<'a> {
+    /// Member lookup with JavaScript semantics: the last occurrence of a key wins.
+    pub fn get(&self, key: &str) -> Option<&Json<'a>> {
+        match self {
+            Json::Obj(m) => m.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Json<'a>> {
+        match self {
+            Json::Obj(m) => m.iter_mut().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    pub fn has(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// A non-empty string.
+    pub fn as_text(&self) -> Option<&str> {
+        self.as_str().filter(|s| !s.is_empty())
+    }
+
+    pub fn as_arr(&self) -> Option<&[Json<'a>]> {
+        match self {
+            Json::Arr(a) => Some(a),
+            _ => None,
+        }
+    }
+
+    pub fn as_obj(&self) -> Option<&Members<'a>> {
+        match self {
+            Json::Obj(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_num(&self) -> Option<Num> {
+        match self {
+            Json::Num(n) => Some(*n),
+            _ => None,
+        }
+    }
+
+    pub fn as_bool(&self) -> Option<bool> {
+        match self {
+            Json::Bool(b) => Some(*b),
+            _ => None,
+        }
+    }
+
+    pub fn is_obj(&self) -> bool {
+        matches!(self, Json::Obj(_))
+    }
+
+    /// A JavaScript safe integer (any spelling).
+    pub fn safe_int(&self) -> Option<i64> {
+        self.as_num().and_then(Num::safe_int)
+    }
+
+    /// A safe integer ≥ 0 (`-0` counts as 0 here; rules that refuse `-0` check it separately).
+    pub fn safe_uint(&self) -> Option<u64> {
+        self.safe_int().filter(|v| *v >= 0).map(|v| v as u64)
+    }
+
+    pub fn is_neg_zero(&self) -> bool {
+        matches!(self, Json::Num(n) if n.is_neg_zero())
+    }
+
+    /// The distinct member names, in first-seen order.
+    pub fn keys(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        if let Json::Obj(m) = self {
+            for (k, _) in m {
+                if !out.contains(&k.as_ref()) {
+                    out.push(k);
+                }
+            }
+        }
+        out
+    }
+
+    /// Remove every member named `key`; returns the winning (last) value.
+    pub fn take(&mut self, key: &str) -> Option<Json<'a>> {
+        match self {
+            Json::Obj(m) => {
+                let mut found = None;
+                m.retain_mut(|(k, v)| {
+                    if k == key {
+                        found = Some(std::mem::replace(v, Json::Null));
+                        false
+                    } else {
+                        true
+                    }
+                });
+                found
+            }
+            _ => None,
+        }
+    }
+
+    /// Set a member (replacing every existing occurrence) at the end of the object.
+    pub fn set(&mut self, key: &'a str, value: Json<'a>) {
+        if let Json::Obj(m) = self {
+            m.retain(|(k, _)| k != key);
+            m.push((Cow::Borrowed(key), value));
+        }
+    }
+
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Json::Null => "null",
+            Json::Bool(_) => "a boolean",
+            Json::Num(_) => "a number",
+            Json::Str(_) => "a string",
+            Json::Arr(_) => "an array",
+            Json::Obj(_) => "an object",
+        }
+    }
+
+    pub fn into_owned(self) -> Json<'static> {
+        match self {
+            Json::Null => Json::Null,
+            Json::Bool(b) => Json::Bool(b),
+            Json::Num(n) => Json::Num(n),
+            Json::Str(s) => Json::Str(Cow::Owned(s.into_owned())),
+            Json::Arr(a) => Json::Arr(a.into_iter().map(Json::into_owned).collect()),
+            Json::Obj(m) => Json::Obj(
+                m.into_iter()
+                    .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// Compact serialization as JavaScript's `JSON.stringify` writes it (member order kept,
+    /// duplicate keys collapsed last-wins at their last position, like a JS object would
+    /// not: JS keeps the first position. Only used for values dshs itself built).
+    pub fn to_js_string(&self) -> String {
+        let mut out = String::new();
+        self.write_js(&mut out);
+        out
+    }
+
+    fn write_js(&self, out: &mut String) {
+        match self {
+            Json::Null => out.push_str("null"),
+            Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+            Json::Num(n) => write_js_number(*n, out),
+            Json::Str(s) => write_js_str(s, out),
+            Json::Arr(a) => {
+                out.push('[');
+                for (i, v) in a.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    v.write_js(out);
+                }
+                out.push(']');
+            }
+            Json::Obj(m) => {
+                out.push('{');
+                let mut first = true;
+                for (i, (k, v)) in m.iter().enumerate() {
+                    // JavaScript objects hold one value per key: the first position, the last value.
+                    if m[..i].iter().any(|(k2, _)| k2 == k) {
+                        continue;
+                    }
+                    let winner = m.iter().rev().find(|(k2, _)| k2 == k).map_or(v, |(_, v)| v);
+                    if !first {
+                        out.push(',');
+                    }
+                    first = false;
+                    write_js_str(k, out);
+                    out.push(':');
+                    winner.write_js(out);
+                }
+                out.push('}');
+            }
+        }
+    }
+}
+
+fn write_js_number(n: Num, out: &mut String) {
+    use std::fmt::Write;
+    match n {
+        Num::U(u) => {
+            let _ = write!(out, "{u}");
+        }
+        Num::I(i) => {
+            let _ = write!(out, "{i}");
+        }
+        Num::F(f) if f.fract() == 0.0 && f.abs() < 1e21 => {
+            // JavaScript prints integral doubles below 1e21 in plain decimal; -0 prints as 0.
+            let _ = write!(
+                out,
+                "{}",
+                f.abs() as u128 as i128 * if f < 0.0 { -1 } else { 1 }
+            );
+        }
+        Num::F(f) => {
+            let _ = write!(out, "{f}");
+        }
+    }
+}
+
+/// String escaping exactly as ECMAScript `JSON.stringify` does it.
+pub fn write_js_str(s: &str, out: &mut String) {
+    use std::fmt::Write;
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+/// What a walk over a whole event finds that `JSON.parse` hides or DSH refuses.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Audit {
+    /// The first duplicated member name, if any.
+    pub duplicate_key: Option<String>,
+    /// A `-0` number anywhere.
+    pub negative_zero: bool,
+}
+
+pub fn audit(value: &Json<'_>) -> Audit {
+    let mut a = Audit::default();
+    audit_into(value, &mut a);
+    a
+}
+
+fn audit_into(value: &Json<'_>, a: &mut Audit) {
+    match value {
+        Json::Num(n) => a.negative_zero |= n.is_neg_zero(),
+        Json::Arr(items) => items.iter().for_each(|v| audit_into(v, a)),
+        Json::Obj(m) => {
+            if a.duplicate_key.is_none() {
+                a.duplicate_key = first_duplicate(m).map(str::to_owned);
+            }
+            m.iter().for_each(|(_, v)| audit_into(v, a));
+        }
+        _ => {}
+    }
+}
+
+fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
+    if m.len() <= 16 {
+        for (i, (k, _)) in m.iter().enumerate() {
+            if m[..i].iter().any(|(k2, _)| k2 == k) {
+                return Some(k);
+            }
+        }
+        None
+    } else {
+        let mut seen = std::collections::HashSet::with_capacity(m.len());
+        m.iter().map(|(k, _)| k.as_ref()).find(|k| !seen.insert(*k))
+    }
+}
+
+/// A path segment for [`canonical_hash`]'s blanking.
+#[derive(Debug, Clone, Copy)]
+pub enum Seg {
+    Key(&'static str),
+    Index(usize),
+}
+
+/// A 64-bit hash of the value under DSH's JSON equality (`isDeepEqualJson`): key order is
+/// ignored, duplicate keys resolve last-wins, numbers compare by value. The member at
+/// `blank` (if it exists) is hashed as `null`, which is how the tool-result replacement rule
+/// compares "everything but the content".
+pub fn canonical_hash(value: &Json<'_>, blank: Option<&[Seg]>) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    hash_into(value, blank, &mut h);
+    h.finish()
+}
+
+fn hash_into<H: Hasher>(value: &Json<'_>, blank: Option<&[Seg]>, h: &mut H) {
+    // A path of length 0 means "this node is blanked".
+    if let Some([]) = blank {
+        h.write_u8(0);
+        return;
+    }
+    match value {
+        Json::Null => h.write_u8(0),
+        Json::Bool(b) => {
+            h.write_u8(1);
+            h.write_u8(*b as u8);
+        }
+        Json::Num(n) => {
+            h.write_u8(2);
+            let f = n.as_f64();
+            let f = if f == 0.0 { 0.0 } else { f };
+            h.write_u64(f.to_bits());
+        }
+        Json::Str(s) => {
+            h.write_u8(3);
+            h.write(s.as_bytes());
+            h.write_u8(0xff);
+        }
+        Json::Arr(items) => {
+            h.write_u8(4);
+            h.write_usize(items.len());
+            for (i, v) in items.iter().enumerate() {
+                let sub = match blank {
+                    Some([Seg::Index(j), rest @ ..]) if *j == i => Some(rest),
+                    _ => None,
+                };
+                hash_into(v, sub, h);
+            }
+        }
+        Json::Obj(m) => {
+            h.write_u8(5);
+            let mut keys: Vec<&str> = Vec::with_capacity(m.len());
+            for (k, _) in m {
+                if !keys.contains(&k.as_ref()) {
+                    keys.push(k);
+                }
+            }
+            keys.sort_unstable();
+            h.write_usize(keys.len());
+            for k in keys {
+                h.write(k.as_bytes());
+                h.write_u8(0xff);
+                let sub = match blank {
+                    Some([Seg::Key(want), rest @ ..]) if *want == k => Some(rest),
+                    _ => None,
+                };
+                if let Some(v) = value.get(k) {
+                    hash_into(v, sub, h);
+                }
+            }
+        }
+    }
+}
+
+/// Structural equality under DSH's rules (see [`canonical_hash`]).
+pub fn json_equal(a: &Json<'_>, b: &Json<'_>) -> bool {
+    match (a, b) {
+        (Json::Num(x), Json::Num(y)) => x.as_f64() == y.as_f64(),
+        (Json::Arr(x), Json::Arr(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_equal(p, q))
+        }
+        (Json::Obj(_), Json::Obj(_)) => {
+            let (ka, kb) = (a.keys(), b.keys());
+            ka.len() == kb.len()
+                && ka.iter().all(|k| match (a.get(k), b.get(k)) {
+                    (Some(p), Some(q)) => json_equal(p, q),
+                    _ => false,
+                })
+        }
+        _ => a == b,
+    }
+}
+
+impl<'de> Deserialize<'de> for Json<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(JsonVisitor)
+    }
+}
+
+struct JsonVisitor;
+
+impl<'de> Visitor<'de> for JsonVisitor {
+    type Value = Json<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Json::Bool(v))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Json::Num(Num::I(v)))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Json::Num(Num::U(v)))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Json::Num(Num::F(v)))
+    }
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Borrowed(v)))
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v.to_owned())))
+    }
+    fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Json::Str(Cow::Owned(v)))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        Ok(Json::Null)
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(v) = seq.next_element()? {
+            items.push(v);
+        }
+        Ok(Json::Arr(items))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(k) = map.next_key::<Key<'de>>()? {
+            let v = map.next_value()?;
+            members.push((k.0, v));
+        }
+        Ok(Json::Obj(members))
+    }
+}
+
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn duplicate_keys_resolve_last_wins_and_are_reported() {
+        let v = parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(v.get("a").and_then(Json::safe_int), Some(3));
+        assert_eq!(audit(&v).duplicate_key.as_deref(), Some("a"));
+    }
+
+    #[test]
+    fn negative_zero_is_visible() {
+        let v = parse(br#"{"x":[1,{"y":-0}]}"#).unwrap();
+        assert!(audit(&v).negative_zero);
+        assert!(!audit(&parse(b"[0, -1, 0.5]").unwrap()).negative_zero);
+    }
+
+    #[test]
+    fn safe_integers_by_value_not_spelling() {
+        for s in ["5", "5.0", "5e0", "0.5e1"] {
+            assert_eq!(parse(s.as_bytes()).unwrap().safe_int(), Some(5), "{s}");
+        }
+        assert_eq!(
+            parse(b"9007199254740991").unwrap().safe_int(),
+            Some(MAX_SAFE as i64)
+        );
+        assert_eq!(parse(b"9007199254740992").unwrap().safe_int(), None);
+        assert_eq!(parse(b"18446744073709551616").unwrap().safe_int(), None);
+        assert_eq!(parse(b"1.5").unwrap().safe_int(), None);
+    }
+
+    #[test]
+    fn deep_nesting_is_an_error_not_a_crash() {
+        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        let err = parse(deep.as_bytes()).unwrap_err();
+        assert!(err.contains("nested deeper"), "{err}");
+    }
+
+    #[test]
+    fn equality_ignores_key_order_and_number_spelling() {
+        let a = parse(br#"{"a":1,"b":[1.0,{"c":"x","d":null}]}"#).unwrap();
+        let b = parse(br#"{"b":[1,{"d":null,"c":"x"}],"a":1e0}"#).unwrap();
+        assert!(json_equal(&a, &b));
+        assert_eq!(canonical_hash(&a, None), canonical_hash(&b, None));
+        let c = parse(br#"{"b":[1,{"d":null,"c":"y"}],"a":1}"#).unwrap();
+        assert!(!json_equal(&a, &c));
+        assert_ne!(canonical_hash(&a, None), canonical_hash(&c, None));
+    }
+
+    #[test]
+    fn blanking_ignores_one_member() {
+        let path = [Seg::Key("m"), Seg::Index(0), Seg::Key("content")];
+        let a = parse(br#"{"m":[{"content":"old","id":1}]}"#).unwrap();
+        let b = parse(br#"{"m":[{"id":1,"content":["new"]}]}"#).unwrap();
+        let c = parse(br#"{"m":[{"id":2,"content":"old"}]}"#).unwrap();
+        assert_eq!(
+            canonical_hash(&a, Some(&path)),
+            canonical_hash(&b, Some(&path))
+        );
+        assert_ne!(
+            canonical_hash(&a, Some(&path)),
+            canonical_hash(&c, Some(&path))
+        );
+    }
+
+    #[test]
+    fn js_string_escaping_matches_json_stringify() {
+        let mut s = String::new();
+        write_js_str("a\"b\\c\n\u{1}/é\u{2028}", &mut s);
+        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001/é\u{2028}\"");
+    }
+}

@@ -1,0 +1,23 @@
+//! The library core: reading, checking and folding DSH session logs. No clap, no colours,
+//! no printing, no process exit: commands and renderers live in the binary.
+
+pub mod closers;
+pub mod codes;
+pub mod compaction;
+pub mod dialect;
+pub mod finding;
+pub mod header;
+pub mod input;
+pub mod json;
+pub mod legacy;
+pub mod lifecycle;
+pub mod payload;
+pub mod rows;
+pub mod scan;
+pub mod surface;
+pub mod text;
+pub mod vocab;
+
+pub use codes::{Code, Severity};
+pub use finding::{Finding, Pos, Sink};
+pub use scan::{Observer, Scan, ScanOptions, Status, scan};

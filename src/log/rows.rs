@@ -1,0 +1,784 @@
+//! Rows to events: JSON parse, packed chunk rows expanded (§5.2), range-encoded
+//! `sourceEventSeqs` decoded (§5.3), envelope taken apart (§5.1). A row that fails here in a
+//! way §6.1 calls "bad" is returned as [`Row::Bad`]; the committed-prefix decision is the
+//! scanner's.
+
+use std::borrow::Cow;
+
+use super::codes::Code;
+use super::dialect::Dialect;
+use super::finding::Pos;
+use super::json::{self, Json, MAX_SAFE};
+
+/// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
+#[derive(Debug, Clone)]
+pub struct Event<'a> {
+    pub pos: Pos,
+    pub seq: u64,
+    pub time: i64,
+    pub ty: Cow<'a, str>,
+    pub data: Json<'a>,
+    pub surface_op: Option<Json<'a>>,
+    /// The stored form (plain or range-encoded); decoded by [`decode_sources`].
+    pub source_seqs: Option<Json<'a>>,
+    pub ignorable: bool,
+    /// A member of a v0/v1 packed chunk row.
+    pub packed: bool,
+    /// Set when v0 legacy normalization rewrote this event in memory (§16).
+    pub normalized: bool,
+}
+
+impl<'a> Event<'a> {
+    /// The message object of a message event: `data` itself for `user/message`,
+    /// `data.message` otherwise.
+    pub fn message(&self) -> Option<&Json<'a>> {
+        if self.ty == "user/message" {
+            Some(&self.data)
+        } else {
+            self.data.get("message")
+        }
+    }
+
+    /// `data.turn` as a safe integer.
+    pub fn turn(&self) -> Option<i64> {
+        self.data.get("turn").and_then(Json::safe_int)
+    }
+
+    /// `data.step` as a safe integer.
+    pub fn step(&self) -> Option<i64> {
+        self.data.get("step").and_then(Json::safe_int)
+    }
+
+    /// `surfaceOp` is an object whose `op` is `"replace"` (whatever its other keys).
+    pub fn is_replacement(&self) -> bool {
+        self.surface_op
+            .as_ref()
+            .and_then(|op| op.get("op"))
+            .and_then(Json::as_str)
+            == Some("replace")
+    }
+}
+
+/// An event whose envelope is wrong (§5.1): it occupies its seq but is never folded.
+#[derive(Debug, Clone)]
+pub struct BadEnvelope {
+    pub pos: Pos,
+    pub seq: u64,
+    pub ty: Option<String>,
+    pub why: String,
+}
+
+/// One decoded event slot: its seq (when the row states a usable one) and the event.
+#[derive(Debug)]
+pub struct Candidate<'a> {
+    /// `None` when `seq` is missing or not a safe integer ≥ 0 (always a gap, §6.1 B4).
+    pub seq: Option<u64>,
+    pub event: Result<Event<'a>, BadEnvelope>,
+    pub is_turn_end: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadKind {
+    /// B1: not JSON.
+    Unparsable,
+    /// B2: JSON but not an object.
+    NotEvent,
+    /// B3: packed-row validation, v2+ packed tag, or range decoding failed.
+    Malformed(Code),
+}
+
+#[derive(Debug)]
+pub struct BadRow {
+    pub kind: BadKind,
+    pub why: String,
+    /// The row's own seq (`seq0` for a packed row) when it is a safe integer ≥ 0.
+    pub seq: Option<u64>,
+    pub event_type: Option<String>,
+    pub is_turn_end: bool,
+    /// How many events the row claims (the members of a packed row), when known.
+    pub members: u64,
+}
+
+#[derive(Debug)]
+pub enum Row<'a> {
+    /// One event, or the members of a packed row; `audit` covers the whole line.
+    Events(Vec<Candidate<'a>>, json::Audit),
+    Bad(BadRow),
+}
+
+const PACKED_TAGS: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+const ENVELOPE_KEYS: [&str; 7] = [
+    "type",
+    "seq",
+    "time",
+    "data",
+    "surfaceOp",
+    "sourceEventSeqs",
+    "ignorable",
+];
+
+/// Decode one complete line (already UTF-8, lossily if need be).
+pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
+    let value = match json::parse(text) {
+        Ok(v) => v,
+        Err(why) => {
+            let why = if text.is_empty() {
+                "empty line (not valid JSON)".to_owned()
+            } else {
+                why
+            };
+            return Row::Bad(BadRow {
+                kind: BadKind::Unparsable,
+                why,
+                seq: None,
+                event_type: None,
+                is_turn_end: false,
+                members: 0,
+            });
+        }
+    };
+    let Json::Obj(_) = value else {
+        return Row::Bad(BadRow {
+            kind: BadKind::NotEvent,
+            why: format!("the row is {}, not an event object", value.kind_name()),
+            seq: None,
+            event_type: None,
+            is_turn_end: false,
+            members: 0,
+        });
+    };
+    let audit = json::audit(&value);
+    let ty = value.get("type").and_then(Json::as_str).map(str::to_owned);
+    let is_turn_end = ty.as_deref() == Some("turn/end");
+    if let Some(tag) = ty.as_deref().filter(|t| PACKED_TAGS.contains(t)) {
+        let seq0 = value.get("seq0").and_then(Json::safe_uint);
+        let members = value
+            .get("data")
+            .and_then(|d| {
+                d.get(if tag == "tool-call-chunks" {
+                    "args"
+                } else {
+                    "texts"
+                })
+            })
+            .and_then(Json::as_arr)
+            .map_or(1, |a| a.len().max(1) as u64);
+        if !dialect.packed_rows {
+            return Row::Bad(BadRow {
+                kind: BadKind::Malformed(Code::PackedRowMalformed),
+                why: format!(
+                    "malformed {tag} storage row: packed chunk rows exist only in formats v0 and v1, this log is v{}",
+                    dialect.version
+                ),
+                seq: seq0,
+                event_type: ty,
+                is_turn_end: false,
+                members,
+            });
+        }
+        return match expand_packed(tag, value, pos) {
+            Ok(events) => Row::Events(events, audit),
+            Err(why) => Row::Bad(BadRow {
+                kind: BadKind::Malformed(Code::PackedRowMalformed),
+                why: format!("malformed {tag} storage row: {why}"),
+                seq: seq0,
+                event_type: ty,
+                is_turn_end: false,
+                members,
+            }),
+        };
+    }
+    let seq = value.get("seq").and_then(|s| {
+        // `-0` is the safe integer 0 for JavaScript; json-not-lossless reports it.
+        s.safe_uint()
+    });
+    if let Some(stored) = value.get("sourceEventSeqs") {
+        if let Err(e) = decode_sources(stored, seq) {
+            return Row::Bad(BadRow {
+                kind: BadKind::Malformed(Code::SourceRangesMalformed),
+                why: format!("sourceEventSeqs {}", e.describe()),
+                seq,
+                event_type: ty,
+                is_turn_end,
+                members: 1,
+            });
+        }
+    }
+    let event = envelope(value, seq, pos);
+    Row::Events(
+        vec![Candidate {
+            seq,
+            event,
+            is_turn_end,
+        }],
+        audit,
+    )
+}
+
+fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, BadEnvelope> {
+    let ty = value.take("type");
+    let type_name = ty.as_ref().and_then(Json::as_str).map(str::to_owned);
+    let bad = |why: String| BadEnvelope {
+        pos,
+        seq: seq.unwrap_or(0),
+        ty: type_name.clone(),
+        why,
+    };
+    let extra: Vec<String> = value
+        .keys()
+        .into_iter()
+        .filter(|k| !ENVELOPE_KEYS.contains(k))
+        .map(|k| format!("`{}`", crate::log::text::clip(k, 40)))
+        .collect();
+    if !extra.is_empty() {
+        return Err(bad(format!(
+            "unexpected envelope key{} {}",
+            if extra.len() == 1 { "" } else { "s" },
+            extra.join(", ")
+        )));
+    }
+    let ty = match ty {
+        Some(Json::Str(s)) => s,
+        Some(other) => {
+            return Err(bad(format!(
+                "`type` must be a string, found {}",
+                other.kind_name()
+            )));
+        }
+        None => return Err(bad("`type` is missing".into())),
+    };
+    let time = match value.take("time") {
+        Some(t) => t.safe_int().ok_or_else(|| {
+            bad(format!(
+                "`time` must be a safe integer (epoch milliseconds), found {}",
+                describe_value(&t)
+            ))
+        })?,
+        None => return Err(bad("`time` is missing".into())),
+    };
+    let Some(data) = value.take("data") else {
+        return Err(bad("`data` is missing".into()));
+    };
+    let ignorable = match value.take("ignorable") {
+        None => false,
+        Some(Json::Bool(true)) => true,
+        Some(other) => {
+            return Err(bad(format!(
+                "`ignorable` must be exactly true when present, found {}",
+                describe_value(&other)
+            )));
+        }
+    };
+    let surface_op = value.take("surfaceOp");
+    let source_seqs = value.take("sourceEventSeqs");
+    Ok(Event {
+        pos,
+        seq: seq.unwrap_or(0),
+        time,
+        ty,
+        data,
+        surface_op,
+        source_seqs,
+        ignorable,
+        packed: false,
+        normalized: false,
+    })
+}
+
+fn describe_value(v: &Json<'_>) -> String {
+    match v {
+        Json::Num(n) => n.to_string(),
+        Json::Bool(b) => b.to_string(),
+        Json::Str(s) => format!("\"{}\"", crate::log::text::clip(s, 40)),
+        other => other.kind_name().to_owned(),
+    }
+}
+
+fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candidate<'a>>, String> {
+    let keys = value.keys();
+    let mut sorted = keys.clone();
+    sorted.sort_unstable();
+    if sorted != ["data", "seq0", "time0", "type"] || keys.len() != 4 {
+        return Err(format!(
+            "row keys must be exactly type, seq0, time0, data (found {})",
+            keys.join(", ")
+        ));
+    }
+    let seq0 = value
+        .get("seq0")
+        .and_then(Json::safe_uint)
+        .ok_or("seq0 must be a safe integer ≥ 0")?;
+    let time0 = value
+        .get("time0")
+        .and_then(Json::safe_int)
+        .ok_or("time0 must be a safe integer")?;
+    let data = value
+        .get("data")
+        .filter(|d| d.is_obj())
+        .ok_or("data must be an object")?;
+    let tool = tag == "tool-call-chunks";
+    let mut dkeys = data.keys();
+    dkeys.sort_unstable();
+    let expected: &[&str] = if tool {
+        if data.has("name") {
+            &["args", "dt", "id", "index", "name", "step", "turn"]
+        } else {
+            &["args", "dt", "id", "index", "step", "turn"]
+        }
+    } else {
+        &["dt", "index", "step", "texts", "turn"]
+    };
+    if dkeys != expected || data.as_obj().map_or(0, Vec::len) != expected.len() {
+        return Err(format!(
+            "data keys must be exactly {} (found {})",
+            expected.join(", "),
+            dkeys.join(", ")
+        ));
+    }
+    for k in ["turn", "step", "index"] {
+        if data.get(k).and_then(Json::as_num).is_none() {
+            return Err(format!("data.{k} must be a number"));
+        }
+    }
+    if tool {
+        if data.get("id").and_then(Json::as_str).is_none() {
+            return Err("data.id must be a string".into());
+        }
+        if data.get("name").is_some_and(|n| n.as_str().is_none()) {
+            return Err("data.name must be a string".into());
+        }
+    }
+    let list_key = if tool { "args" } else { "texts" };
+    let pieces = data
+        .get(list_key)
+        .and_then(Json::as_arr)
+        .filter(|a| !a.is_empty() && a.iter().all(|p| p.as_str().is_some()))
+        .ok_or_else(|| format!("data.{list_key} must be a non-empty array of strings"))?;
+    let dt = data
+        .get("dt")
+        .and_then(Json::as_arr)
+        .ok_or("data.dt must be an array")?;
+    if dt.len() + 1 != pieces.len() {
+        return Err(format!(
+            "data.dt has {} entries but {} members need {}",
+            dt.len(),
+            pieces.len(),
+            pieces.len() - 1
+        ));
+    }
+    let last = seq0 + pieces.len() as u64 - 1;
+    if last > MAX_SAFE {
+        return Err("seq0 + members − 1 is not a safe integer".into());
+    }
+    let mut times = Vec::with_capacity(pieces.len());
+    let mut t = time0;
+    times.push(t);
+    for d in dt {
+        let step = d.safe_int().ok_or("data.dt must hold safe integers")?;
+        t = t
+            .checked_add(step)
+            .filter(|v| v.unsigned_abs() <= MAX_SAFE)
+            .ok_or("a running time is not a safe integer")?;
+        times.push(t);
+    }
+    let Json::Obj(members) = value else {
+        return Err("not an object".into());
+    };
+    let data = members
+        .into_iter()
+        .rev()
+        .find(|(k, _)| k == "data")
+        .map(|(_, v)| v)
+        .ok_or("data must be an object")?;
+    let turn = data.get("turn").cloned().unwrap_or(Json::Null);
+    let step = data.get("step").cloned().unwrap_or(Json::Null);
+    let index = data.get("index").cloned().unwrap_or(Json::Null);
+    let id = data.get("id").cloned();
+    let name = data.get("name").cloned();
+    let delta = match tag {
+        "text-chunks" => "text-delta",
+        "reasoning-chunks" => "reasoning-delta",
+        _ => "tool-call-delta",
+    };
+    let Some(Json::Arr(pieces)) = data.get(list_key).cloned() else {
+        return Err(format!("data.{list_key} must be an array"));
+    };
+    let out = pieces
+        .into_iter()
+        .zip(times)
+        .enumerate()
+        .map(|(k, (piece, time))| {
+            let mut chunk: json::Members<'a> = vec![
+                (Cow::Borrowed("type"), Json::Str(Cow::Borrowed(delta))),
+                (Cow::Borrowed("index"), index.clone()),
+            ];
+            if tool {
+                chunk.push((Cow::Borrowed("id"), id.clone().unwrap_or(Json::Null)));
+                if let Some(n) = &name {
+                    chunk.push((Cow::Borrowed("name"), n.clone()));
+                }
+                chunk.push((Cow::Borrowed("argumentsDelta"), piece));
+            } else {
+                chunk.push((Cow::Borrowed("text"), piece));
+            }
+            let data = Json::Obj(vec![
+                (Cow::Borrowed("turn"), turn.clone()),
+                (Cow::Borrowed("step"), step.clone()),
+                (Cow::Borrowed("chunk"), Json::Obj(chunk)),
+            ]);
+            let seq = seq0 + k as u64;
+            Candidate {
+                seq: Some(seq),
+                event: Ok(Event {
+                    pos,
+                    seq,
+                    time,
+                    ty: Cow::Borrowed("assistant/chunk"),
+                    data,
+                    surface_op: None,
+                    source_seqs: None,
+                    ignorable: false,
+                    packed: true,
+                    normalized: false,
+                }),
+                is_turn_end: false,
+            }
+        })
+        .collect();
+    Ok(out)
+}
+
+/// A decoded `sourceEventSeqs`: inclusive runs in list order (a plain element is a run of one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeqList {
+    runs: Vec<(u64, u64)>,
+    len: u64,
+    /// Strictly increasing (always true when a pair was present).
+    increasing: bool,
+}
+
+impl SeqList {
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn contains(&self, seq: u64) -> bool {
+        if self.increasing {
+            let i = self.runs.partition_point(|(_, last)| *last < seq);
+            self.runs.get(i).is_some_and(|(first, _)| *first <= seq)
+        } else {
+            self.runs.iter().any(|(a, b)| (*a..=*b).contains(&seq))
+        }
+    }
+
+    /// Every seq, in list order (bounded by the caller: lists are checked against `seq`).
+    pub fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.runs.iter().flat_map(|(a, b)| *a..=*b)
+    }
+
+    /// The members of `wanted` this list does not contain, in `wanted` order.
+    pub fn missing(&self, wanted: &[u64]) -> Vec<u64> {
+        if self.increasing || self.runs.len() <= 32 {
+            return wanted
+                .iter()
+                .copied()
+                .filter(|s| !self.contains(*s))
+                .collect();
+        }
+        let set: std::collections::HashSet<u64> = self.iter().collect();
+        wanted
+            .iter()
+            .copied()
+            .filter(|s| !set.contains(s))
+            .collect()
+    }
+}
+
+/// Why a stored `sourceEventSeqs` does not decode (§5.3, §11.2 step 6 b/d/e/f).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceError {
+    NotArray,
+    BadElement(String),
+    Duplicate(u64),
+    NotEarlier { value: u64, seq: u64 },
+    NotIncreasing,
+}
+
+impl SourceError {
+    pub fn describe(&self) -> String {
+        match self {
+            SourceError::NotArray => "must be an array when present".into(),
+            SourceError::BadElement(why) => why.clone(),
+            SourceError::Duplicate(v) => format!("must not contain duplicates ({v} repeats)"),
+            SourceError::NotEarlier { value, seq } => {
+                format!("must reference earlier events: {value} >= current seq {seq}")
+            }
+            SourceError::NotIncreasing => {
+                "with range pairs must expand to a strictly increasing list".into()
+            }
+        }
+    }
+}
+
+/// Decode the stored form: each element a safe integer ≥ 0 or a pair `[first,last]`
+/// (§5.3); then, in the order of §11.2 step 6: no duplicates, every value below `seq` (when
+/// known). With a pair present the list must be strictly increasing. Nothing is expanded:
+/// runs stay runs, so a hostile `[[0, 9e15]]` costs nothing.
+pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, SourceError> {
+    let items = stored.as_arr().ok_or(SourceError::NotArray)?;
+    let mut runs = Vec::with_capacity(items.len());
+    let mut any_pair = false;
+    for item in items {
+        let run = match item {
+            Json::Arr(pair) => {
+                any_pair = true;
+                let bounds: Option<Vec<u64>> = pair.iter().map(Json::safe_uint).collect();
+                match bounds.as_deref() {
+                    Some([a, b]) if a <= b => (*a, *b),
+                    _ => {
+                        return Err(SourceError::BadElement(format!(
+                            "range pair {} must be two safe integers ≥ 0 with first ≤ last",
+                            crate::log::text::clip(&item.to_js_string(), 40)
+                        )));
+                    }
+                }
+            }
+            other => match other.safe_uint() {
+                Some(v) => (v, v),
+                None => {
+                    return Err(SourceError::BadElement(format!(
+                        "must densely contain non-negative safe integers, found {}",
+                        crate::log::text::clip(&other.to_js_string(), 40)
+                    )));
+                }
+            },
+        };
+        runs.push(run);
+    }
+    let increasing = runs.windows(2).all(|w| w[0].1 < w[1].0);
+    if any_pair && !increasing {
+        return Err(SourceError::NotIncreasing);
+    }
+    if !increasing {
+        // Plain lists in any order: look for a repeat (runs are single values here).
+        if runs.len() <= 32 {
+            for (i, r) in runs.iter().enumerate() {
+                if runs[..i].contains(r) {
+                    return Err(SourceError::Duplicate(r.0));
+                }
+            }
+        } else {
+            let mut seen = std::collections::HashSet::with_capacity(runs.len());
+            if let Some(r) = runs.iter().find(|r| !seen.insert(r.0)) {
+                return Err(SourceError::Duplicate(r.0));
+            }
+        }
+    }
+    if let Some(seq) = seq {
+        if let Some(&(a, _)) = runs.iter().find(|(_, b)| *b >= seq) {
+            return Err(SourceError::NotEarlier {
+                value: a.max(seq),
+                seq,
+            });
+        }
+    }
+    let len = runs.iter().map(|(a, b)| b - a + 1).sum();
+    Ok(SeqList {
+        runs,
+        len,
+        increasing,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::dialect::DIALECTS;
+
+    fn pos() -> Pos {
+        Pos { line: 2, byte: 10 }
+    }
+
+    #[test]
+    fn packed_text_row_expands_into_chunk_events() {
+        let line = br#"{"type":"text-chunks","seq0":5,"time0":100,"data":{"turn":1,"step":2,"index":0,"dt":[1,-3],"texts":["a","b","c"]}}"#;
+        let Row::Events(evs, _) = decode(line, pos(), &DIALECTS[0]) else {
+            panic!("bad row")
+        };
+        let got: Vec<(Option<u64>, i64, String)> = evs
+            .iter()
+            .map(|c| {
+                let e = c.event.as_ref().unwrap();
+                (c.seq, e.time, e.data.to_js_string())
+            })
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (
+                    Some(5),
+                    100,
+                    r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"a"}}"#
+                        .into()
+                ),
+                (
+                    Some(6),
+                    101,
+                    r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"b"}}"#
+                        .into()
+                ),
+                (
+                    Some(7),
+                    98,
+                    r#"{"turn":1,"step":2,"chunk":{"type":"text-delta","index":0,"text":"c"}}"#
+                        .into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn packed_tool_call_row_keeps_optional_name() {
+        let line = br#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":1,"id":"c1","name":"bash","dt":[0],"args":["{","}"]}}"#;
+        let Row::Events(evs, _) = decode(line, pos(), &DIALECTS[1]) else {
+            panic!()
+        };
+        assert_eq!(
+            evs[1].event.as_ref().unwrap().data.to_js_string(),
+            r#"{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","index":1,"id":"c1","name":"bash","argumentsDelta":"}"}}"#
+        );
+    }
+
+    fn malformed(line: &str, version: usize) -> Option<String> {
+        match decode(line.as_bytes(), pos(), &DIALECTS[version]) {
+            Row::Bad(b) if matches!(b.kind, BadKind::Malformed(Code::PackedRowMalformed)) => {
+                Some(b.why)
+            }
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn packed_row_validation_rules() {
+        let ok = r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#;
+        assert!(malformed(ok, 0).is_none());
+        assert!(
+            malformed(ok, 2)
+                .unwrap()
+                .contains("only in formats v0 and v1")
+        );
+        let cases = [
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"extra":1,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":-1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0.5,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a"],"x":1}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":"1","step":1,"index":0,"dt":[],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[1]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0.5],"texts":["a","b"]}}"#,
+            r#"{"type":"text-chunks","seq0":9007199254740991,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":5,"dt":[],"args":["a"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"c","name":null,"dt":[],"args":["a"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
+        ];
+        for c in cases {
+            assert!(malformed(c, 0).is_some(), "{c}");
+        }
+    }
+
+    fn sources(s: &str, seq: u64) -> Result<Vec<u64>, SourceError> {
+        let v = json::parse(s.as_bytes()).unwrap();
+        decode_sources(&v, Some(seq)).map(|l| l.iter().collect())
+    }
+
+    #[test]
+    fn range_encoded_sources_decode() {
+        assert_eq!(sources("[[1,3],7,9,10]", 11), Ok(vec![1, 2, 3, 7, 9, 10]));
+        assert_eq!(sources("[19,20,8,9]", 21), Ok(vec![19, 20, 8, 9]));
+        assert_eq!(sources("[]", 3), Ok(vec![]));
+        assert_eq!(sources("[[2,2]]", 3), Ok(vec![2]));
+    }
+
+    #[test]
+    fn malformed_sources_are_bad_rows() {
+        assert_eq!(sources("5", 9), Err(SourceError::NotArray));
+        assert!(matches!(
+            sources("[[3,1]]", 9),
+            Err(SourceError::BadElement(_))
+        ));
+        assert!(matches!(
+            sources("[[1,2,3]]", 9),
+            Err(SourceError::BadElement(_))
+        ));
+        assert!(matches!(
+            sources("[-1]", 9),
+            Err(SourceError::BadElement(_))
+        ));
+        assert!(matches!(
+            sources("[1.5]", 9),
+            Err(SourceError::BadElement(_))
+        ));
+        assert_eq!(sources("[4,4]", 9), Err(SourceError::Duplicate(4)));
+        assert_eq!(
+            sources("[9]", 9),
+            Err(SourceError::NotEarlier { value: 9, seq: 9 })
+        );
+        assert_eq!(
+            sources("[[5,12]]", 9),
+            Err(SourceError::NotEarlier { value: 9, seq: 9 })
+        );
+        assert_eq!(sources("[[1,3],2]", 9), Err(SourceError::NotIncreasing));
+        let line = br#"{"type":"tool/result","seq":3,"time":0,"data":{},"sourceEventSeqs":[3]}"#;
+        assert!(matches!(
+            decode(line, pos(), &DIALECTS[3]),
+            Row::Bad(BadRow {
+                kind: BadKind::Malformed(Code::SourceRangesMalformed),
+                seq: Some(3),
+                ..
+            })
+        ));
+    }
+
+    #[test]
+    fn huge_range_is_bounded_by_the_event_seq() {
+        assert!(sources("[[0,9007199254740990]]", 5).is_err());
+    }
+
+    #[test]
+    fn envelope_rules() {
+        let bad = |s: &str| match decode(s.as_bytes(), pos(), &DIALECTS[3]) {
+            Row::Events(c, _) => c[0].event.as_ref().err().map(|e| e.why.clone()),
+            Row::Bad(b) => panic!("unexpected bad row {b:?}"),
+        };
+        assert!(bad(r#"{"type":"a/b","seq":0,"time":0,"data":{}}"#).is_none());
+        assert!(
+            bad(r#"{"type":"a/b","seq":0,"time":0,"data":{},"x":1}"#)
+                .unwrap()
+                .contains("`x`")
+        );
+        assert!(bad(r#"{"type":1,"seq":0,"time":0,"data":{}}"#).is_some());
+        assert!(bad(r#"{"seq":0,"time":0,"data":{}}"#).is_some());
+        assert!(bad(r#"{"type":"a/b","seq":0,"time":1.5,"data":{}}"#).is_some());
+        assert!(bad(r#"{"type":"a/b","seq":0,"data":{}}"#).is_some());
+        assert!(bad(r#"{"type":"a/b","seq":0,"time":0}"#).is_some());
+        assert!(bad(r#"{"type":"a/b","seq":0,"time":0,"data":{},"ignorable":false}"#).is_some());
+        assert!(bad(r#"{"type":"a/b","seq":0,"time":-5,"data":null,"ignorable":true}"#).is_none());
+    }
+
+    #[test]
+    fn unusable_seq_is_reported_as_none() {
+        for s in [r#""1""#, "1.5", "-1", "9007199254740992"] {
+            let line = format!(r#"{{"type":"a/b","seq":{s},"time":0,"data":{{}}}}"#);
+            let Row::Events(c, _) = decode(line.as_bytes(), pos(), &DIALECTS[0]) else {
+                panic!()
+            };
+            assert_eq!(c[0].seq, None, "{s}");
+        }
+    }
+}

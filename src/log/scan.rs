@@ -1,0 +1,884 @@
+//! The one streaming pass: lines → header → rows → events → checks and the surface fold,
+//! with the committed-prefix decision of §6.
+//!
+//! At the first bad row DSH stops accepting events; whether that row is crash damage or
+//! corruption depends on whether a later row holds a `turn/end`. dshs does not know that
+//! yet when it meets the row, so it keeps folding on a *speculative* copy of the state and
+//! holds the findings back. A later `turn/end` commits the speculation (the damage lies in
+//! the committed region: fatal); end of input rolls it back (a crash tail, dropped).
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead};
+use std::path::Path;
+
+use super::closers::CloserPlanner;
+use super::codes::{Area, Code, Severity};
+use super::compaction::CompactionTracker;
+use super::dialect::{Dialect, SeedField};
+use super::finding::{Finding, Pos, Reporter, Sink};
+use super::header::{self, Header, HeaderVerdict};
+use super::input::LineReader;
+use super::json::Json;
+use super::legacy::{self, Legacy};
+use super::lifecycle::Lifecycle;
+use super::payload;
+use super::rows::{self, BadKind, Candidate, Event, Row};
+use super::surface::{self, SurfaceManager};
+use super::vocab::{KnownTypes, TypeClass, Vocabulary};
+
+/// What a command wants from the pass.
+#[derive(Debug, Clone, Default)]
+pub struct ScanOptions {
+    pub known_types: KnownTypes,
+    /// Replay only the prefix `0..=seq` (as if the log were truncated after that event).
+    pub stop_after: Option<u64>,
+    /// Keep every replacement (for `surface --format json`).
+    pub record_replacements: bool,
+}
+
+/// The whole fold state. Cloned once when a bad row starts a speculation.
+#[derive(Debug, Clone)]
+pub struct FoldState {
+    pub surface: SurfaceManager,
+    pub lifecycle: Lifecycle,
+    pub compaction: CompactionTracker,
+    pub closers: CloserPlanner,
+    /// Events in the committed prefix (a packed row counts as its members).
+    pub events: u64,
+    /// Position and seq of the latest `turn/start`.
+    pub last_turn_start: Option<(Pos, u64)>,
+    /// v2+: the seq of the last `session/end-seed {inherited: true}`.
+    pub inherited_marker: Option<u64>,
+    /// v0 legacy normalizations: label → (count, first position, first seq).
+    pub legacy: BTreeMap<&'static str, (u64, Pos, u64)>,
+}
+
+impl FoldState {
+    fn new(d: &'static Dialect, opts: &ScanOptions) -> Self {
+        let mut surface = SurfaceManager::new(d);
+        if opts.record_replacements {
+            surface.record_replacements();
+        }
+        FoldState {
+            surface,
+            lifecycle: Lifecycle::new(d),
+            compaction: CompactionTracker::new(d),
+            closers: CloserPlanner::new(d),
+            events: 0,
+            last_turn_start: None,
+            inherited_marker: None,
+            legacy: BTreeMap::new(),
+        }
+    }
+}
+
+/// What an [`Observer`] is told about each event that reaches the fold.
+pub struct EventInfo<'e, 'a> {
+    pub event: &'e Event<'a>,
+    pub class: TypeClass,
+    /// The surface fold accepted the event (false: rejected, or never folded).
+    pub accepted: bool,
+    /// The event belongs to rows after a bad row whose fate is not decided yet.
+    pub speculative: bool,
+}
+
+/// Consumers that need every event (stats, show) without a second parser.
+pub trait Observer {
+    fn event(&mut self, _info: &EventInfo<'_, '_>, _state: &FoldState) {}
+    /// A bad row started a speculation: take a snapshot of anything accumulated.
+    fn speculation_started(&mut self) {}
+    /// The speculation ended: `committed` (fatal damage, the events count) or rolled back
+    /// (a crash tail: forget what was observed since it started).
+    fn speculation_ended(&mut self, _committed: bool) {}
+}
+
+impl Observer for () {}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Valid,
+    Invalid,
+    Unsupported,
+    Unreadable,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Valid => "valid",
+            Status::Invalid => "invalid",
+            Status::Unsupported => "unsupported",
+            Status::Unreadable => "unreadable",
+        }
+    }
+}
+
+/// The final line had no newline: never parsed, never counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TornTail {
+    pub line: u64,
+    pub byte: u64,
+    pub len: u64,
+}
+
+/// Complete rows after the committed prefix that DSH drops (§6.2 step 4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CrashTail {
+    pub line: u64,
+    pub byte: u64,
+    pub rows: u64,
+    /// Offset just past the last crash-tail row.
+    pub end: u64,
+}
+
+/// Counts findings and remembers what decides the status (§21.6).
+#[derive(Debug, Default, Clone)]
+pub struct Tally {
+    pub errors: u64,
+    pub warnings: u64,
+    /// Errors that mean DSH cannot fold the log (surface/derive refuse).
+    pub blocking: u64,
+    no_header: bool,
+    version_refused: bool,
+    header_or_physical: bool,
+    unknown_type: bool,
+    other_error: bool,
+}
+
+impl Tally {
+    fn count(&mut self, f: &Finding) {
+        if f.severity == Severity::Warning {
+            self.warnings += 1;
+            return;
+        }
+        self.errors += 1;
+        let info = f.code.info();
+        if info.blocks_fold {
+            self.blocking += 1;
+        }
+        match f.code {
+            Code::FileNoHeader | Code::HeaderNotJson => self.no_header = true,
+            Code::FormatVersionUnsupported | Code::FormatV4Draft => self.version_refused = true,
+            Code::UnknownEventType => self.unknown_type = true,
+            Code::CommittedUnparsable
+            | Code::CommittedNotEvent
+            | Code::CommittedMalformedRow
+            | Code::CommittedSeqGap => self.header_or_physical = true,
+            _ if matches!(info.area, Area::Header | Area::Zstd) => self.header_or_physical = true,
+            _ => self.other_error = true,
+        }
+    }
+
+    pub fn status(&self) -> Status {
+        if self.no_header {
+            Status::Invalid
+        } else if self.version_refused {
+            Status::Unsupported
+        } else if self.header_or_physical {
+            Status::Invalid
+        } else if self.unknown_type {
+            Status::Unsupported
+        } else if self.other_error {
+            Status::Invalid
+        } else {
+            Status::Valid
+        }
+    }
+}
+
+struct Counting<'s> {
+    inner: &'s mut dyn Sink,
+    tally: Tally,
+    /// After a V4-draft refusal checking stops: later findings are dropped.
+    muted: bool,
+}
+
+impl Sink for Counting<'_> {
+    fn push(&mut self, f: Finding) {
+        if self.muted {
+            return;
+        }
+        self.tally.count(&f);
+        self.inner.push(f);
+    }
+}
+
+/// The result of the pass over one log.
+pub struct Scan {
+    pub header: Option<Header>,
+    /// The header's version when it is an integer (also for refused versions).
+    pub version: Option<i64>,
+    pub dialect: Option<&'static Dialect>,
+    /// The fold state of the committed prefix (None when the header stopped the pass).
+    pub state: Option<FoldState>,
+    /// Offset just past the last committed line (where `repair` truncates).
+    pub committed_bytes: u64,
+    /// Total bytes read.
+    pub total_bytes: u64,
+    pub torn: Option<TornTail>,
+    pub crash: Option<CrashTail>,
+    pub tally: Tally,
+    /// `--at SEQ` was asked for but the log has no such event.
+    pub stop_not_reached: bool,
+}
+
+impl Scan {
+    pub fn status(&self) -> Status {
+        self.tally.status()
+    }
+
+    pub fn events(&self) -> u64 {
+        self.state.as_ref().map_or(0, |s| s.events)
+    }
+
+    pub fn surface_nodes(&self) -> usize {
+        self.state.as_ref().map_or(0, |s| s.surface.len())
+    }
+
+    pub fn open_turn(&self) -> bool {
+        self.state.as_ref().is_some_and(|s| s.closers.is_open())
+    }
+}
+
+/// A row §6.1 calls bad: the code of its physical finding (or of the canonical rule it
+/// breaks), why, and the row's own seq and type when known.
+struct BadRowInfo {
+    code: Code,
+    why: String,
+    seq: Option<u64>,
+    ty: Option<String>,
+}
+
+struct Speculation {
+    saved: FoldState,
+    held: Vec<Finding>,
+    first: Pos,
+    first_seq: Option<u64>,
+    why: String,
+    rows: u64,
+}
+
+/// Findings that stand even when the rows they concern are dropped as a crash tail:
+/// always-fatal v3+ violations (§6.2 step 6) and the V4-draft refusal.
+fn survives_rollback(f: &Finding) -> bool {
+    matches!(
+        f.code,
+        Code::RequestHeaderSystemRetired
+            | Code::RetiredEventType
+            | Code::RetiredToolResultBlock
+            | Code::FormatV4Draft
+    ) || (f.severity == Severity::Error
+        && f.event_type.as_deref() == Some("system/message")
+        && f.code.info().area == Area::Messages)
+}
+
+/// Everything constant for one pass.
+struct Ctx<'o> {
+    dialect: &'static Dialect,
+    vocab: Vocabulary,
+    session_id: String,
+    stop_after: Option<u64>,
+    /// The V4-draft refusal, once seen (§21.2): reported at once, then checking stops while
+    /// the fold goes on, so the summary still describes the whole log.
+    draft: Option<Finding>,
+    muted: bool,
+    observer: &'o mut dyn Observer,
+}
+
+/// Run the pass over `reader`. `path` (when the log is a file) enables the name and
+/// directory-layout checks. Findings go to `sink` as soon as they are certain.
+pub fn scan(
+    reader: impl BufRead,
+    path: Option<&Path>,
+    opts: &ScanOptions,
+    sink: &mut dyn Sink,
+    observer: &mut dyn Observer,
+) -> io::Result<Scan> {
+    let mut lines = LineReader::new(reader);
+    let mut out = Counting {
+        inner: sink,
+        tally: Tally::default(),
+        muted: false,
+    };
+    let mut result = Scan {
+        header: None,
+        version: None,
+        dialect: None,
+        state: None,
+        committed_bytes: 0,
+        total_bytes: 0,
+        torn: None,
+        crash: None,
+        tally: Tally::default(),
+        stop_not_reached: false,
+    };
+    let file_level = |code: Code, pos: Pos, message: String| Finding {
+        code,
+        severity: code.severity(None),
+        pos,
+        seq: None,
+        event_type: None,
+        message,
+    };
+
+    // The header.
+    let verdict = match lines.next_line()? {
+        None => {
+            out.push(file_level(
+                Code::FileNoHeader,
+                Pos { line: 1, byte: 0 },
+                "empty or header-less session log: the file is empty".into(),
+            ));
+            None
+        }
+        Some(line) if !line.terminated => {
+            let (len, pos) = (line.bytes.len() as u64, Pos { line: 1, byte: 0 });
+            result.torn = Some(TornTail {
+                line: 1,
+                byte: 0,
+                len,
+            });
+            out.push(file_level(
+                Code::FileNoHeader,
+                pos,
+                format!(
+                    "empty or header-less session log: the file holds {len} bytes without a newline, so not even the header line is complete"
+                ),
+            ));
+            None
+        }
+        Some(line) => {
+            let pos = Pos { line: 1, byte: 0 };
+            result.committed_bytes = line.bytes.len() as u64 + 1;
+            Some(header::check(line.bytes, pos, path, &mut out))
+        }
+    };
+    let (header, dialect) = match verdict {
+        Some(HeaderVerdict::Read(h, d)) => (h, d),
+        Some(HeaderVerdict::Stop { version }) => {
+            result.version = version;
+            result.total_bytes = lines.offset();
+            result.tally = out.tally;
+            return Ok(result);
+        }
+        None => {
+            result.total_bytes = lines.offset();
+            result.tally = out.tally;
+            return Ok(result);
+        }
+    };
+    result.version = Some(i64::from(dialect.version));
+    let mut ctx = Ctx {
+        dialect,
+        vocab: Vocabulary::new(dialect, &opts.known_types),
+        session_id: header.id.clone().unwrap_or_default(),
+        stop_after: opts.stop_after,
+        draft: None,
+        muted: false,
+        observer,
+    };
+    let mut state = FoldState::new(dialect, opts);
+    let mut spec: Option<Speculation> = None;
+    let mut reached_stop = opts.stop_after.is_none();
+    // After a bad row whose events cannot be counted, the next usable seq re-synchronises
+    // silently instead of reporting the same damage twice as a gap.
+    let mut resync_pending = false;
+
+    while let Some(line) = lines.next_line()? {
+        if !line.terminated {
+            result.torn = Some(TornTail {
+                line: line.no,
+                byte: line.byte,
+                len: line.bytes.len() as u64,
+            });
+            break;
+        }
+        let pos = Pos {
+            line: line.no,
+            byte: line.byte,
+        };
+        let end = line.byte + line.bytes.len() as u64 + 1;
+        let utf8_ok = std::str::from_utf8(line.bytes).is_ok();
+        let text = String::from_utf8_lossy(line.bytes);
+        let row = rows::decode(text.as_bytes(), pos, dialect);
+
+        // Is this a bad row (§6.1), and does it hold a turn end?
+        let expected = state.surface.next_seq();
+        let (bad, turn_end) = classify_row(&row, expected, resync_pending, &ctx.vocab, dialect);
+
+        if let Some(BadRowInfo { code, why, seq, ty }) = &bad {
+            if spec.is_none() {
+                ctx.observer.speculation_started();
+                spec = Some(Speculation {
+                    saved: state.clone(),
+                    held: Vec::new(),
+                    first: pos,
+                    first_seq: *seq,
+                    why: why.clone(),
+                    rows: 0,
+                });
+            }
+            // The physical finding (held until the speculation is decided). B5 rows are
+            // reported by the check that owns the rule, when the row is folded.
+            let physical = code.info().area == Area::File;
+            if physical {
+                let sink: &mut dyn Sink = match &mut spec {
+                    Some(s) => &mut s.held,
+                    None => &mut out,
+                };
+                let message = match code {
+                    Code::CommittedUnparsable => {
+                        format!("unparsable committed event at line {}: {why}", pos.line)
+                    }
+                    Code::CommittedNotEvent => {
+                        format!("committed row at line {} is not an event: {why}", pos.line)
+                    }
+                    Code::CommittedSeqGap => {
+                        format!("{why} in committed region at line {}", pos.line)
+                    }
+                    _ => format!("malformed committed row at line {}: {why}", pos.line),
+                };
+                sink.push(Finding {
+                    code: *code,
+                    severity: Severity::Error,
+                    pos,
+                    seq: *seq,
+                    event_type: ty.clone(),
+                    message,
+                });
+                if let Row::Bad(b) = &row {
+                    if let BadKind::Malformed(specific) = b.kind {
+                        sink.push(
+                            Reporter {
+                                version: Some(dialect.version),
+                                pos,
+                                seq: *seq,
+                                event_type: ty.as_deref(),
+                            }
+                            .finding(specific, why.clone()),
+                        );
+                    }
+                }
+            }
+        }
+        if let Some(s) = &mut spec {
+            s.rows += 1;
+        }
+        match &row {
+            // A malformed row with a known seq still occupied its seqs.
+            Row::Bad(b) if b.seq.is_some_and(|s| s >= state.surface.next_seq()) => {
+                let first = b.seq.unwrap_or_default();
+                state.surface.resync(first);
+                state.surface.skip(first + b.members.max(1) - 1);
+                resync_pending = false;
+            }
+            Row::Bad(_) => resync_pending = true,
+            Row::Events(..) => resync_pending = false,
+        }
+
+        // Fold what the row holds (in the committed state, or speculatively).
+        if let Row::Events(cands, audit) = row {
+            let speculative = spec.is_some();
+            let sink: &mut dyn Sink = match &mut spec {
+                Some(s) => &mut s.held,
+                None => &mut out,
+            };
+            let line_at = Reporter {
+                version: Some(dialect.version),
+                pos,
+                seq: cands.first().and_then(|c| c.seq),
+                event_type: None,
+            };
+            if !utf8_ok {
+                sink.push(line_at.finding(
+                    Code::InvalidUtf8,
+                    "line holds bytes that are not UTF-8 (DSH decodes them as U+FFFD; derive passes the original bytes through)",
+                ));
+            }
+            if let Some(k) = &audit.duplicate_key {
+                sink.push(line_at.finding(
+                    Code::DuplicateJsonKey,
+                    format!(
+                        "an object repeats the key `{}`; JavaScript keeps the last value",
+                        crate::log::text::clip(k, 60)
+                    ),
+                ));
+            }
+            if audit.negative_zero {
+                sink.push(line_at.finding(
+                    Code::JsonNotLossless,
+                    "the event contains -0, which DSH's lossless-JSON check refuses",
+                ));
+            }
+            for cand in cands {
+                if let (Some(stop), Some(seq)) = (ctx.stop_after, cand.seq) {
+                    if seq > stop {
+                        break;
+                    }
+                }
+                fold_candidate(&mut ctx, &mut state, cand, speculative, sink);
+            }
+        }
+        if let Some(f) = ctx.draft.take() {
+            out.push(f);
+            out.muted = true;
+            ctx.muted = true;
+        }
+
+        if turn_end {
+            if let Some(s) = spec.take() {
+                // The damage lies before a turn end: it is in the committed region.
+                for f in s.held {
+                    out.push(f);
+                }
+                ctx.observer.speculation_ended(true);
+            }
+        }
+        if spec.is_none() {
+            result.committed_bytes = end;
+        }
+        if let Some(stop) = ctx.stop_after {
+            if state.surface.next_seq() > stop {
+                reached_stop = true;
+                break;
+            }
+        }
+    }
+    result.total_bytes = lines.offset();
+
+    if let Some(s) = spec.take() {
+        // No turn end followed the first bad row: a crash tail, dropped like DSH does.
+        let tail_end = result.torn.map_or(result.total_bytes, |t| t.byte);
+        for f in s.held {
+            if survives_rollback(&f) {
+                out.push(f);
+            }
+        }
+        state = s.saved;
+        ctx.observer.speculation_ended(false);
+        {
+            result.crash = Some(CrashTail {
+                line: s.first.line,
+                byte: s.first.byte,
+                rows: s.rows,
+                end: tail_end,
+            });
+            out.push(Finding {
+                code: Code::CrashTail,
+                severity: Severity::Warning,
+                pos: s.first,
+                seq: s.first_seq,
+                event_type: None,
+                message: format!(
+                    "crash tail: {} row{} from line {} (bytes {}..{}) follow the last committed turn end and are dropped on load; first bad row: {}",
+                    s.rows,
+                    if s.rows == 1 { "" } else { "s" },
+                    s.first.line,
+                    s.first.byte,
+                    tail_end,
+                    s.why
+                ),
+            });
+        }
+    }
+    if let Some(t) = result.torn {
+        out.push(Finding {
+            code: Code::TornLine,
+            severity: Severity::Warning,
+            pos: Pos {
+                line: t.line,
+                byte: t.byte,
+            },
+            seq: None,
+            event_type: None,
+            message: format!(
+                "torn final line: {} bytes without a terminating newline (a write cut by a crash); never parsed",
+                t.len
+            ),
+        });
+    }
+    finish(dialect, &header, &state, &mut out);
+    result.stop_not_reached = !reached_stop;
+    result.header = Some(header);
+    result.dialect = Some(dialect);
+    result.state = Some(state);
+    result.tally = out.tally;
+    Ok(result)
+}
+
+/// Is this row bad (§6.1), and does it hold a turn end?
+fn classify_row(
+    row: &Row<'_>,
+    expected: u64,
+    resync_pending: bool,
+    vocab: &Vocabulary,
+    dialect: &Dialect,
+) -> (Option<BadRowInfo>, bool) {
+    let cands = match row {
+        Row::Bad(b) => {
+            let code = match b.kind {
+                BadKind::Unparsable => Code::CommittedUnparsable,
+                BadKind::NotEvent => Code::CommittedNotEvent,
+                BadKind::Malformed(_) => Code::CommittedMalformedRow,
+            };
+            let info = BadRowInfo {
+                code,
+                why: b.why.clone(),
+                seq: b.seq,
+                ty: b.event_type.clone(),
+            };
+            return (Some(info), b.is_turn_end);
+        }
+        Row::Events(cands, _) => cands,
+    };
+    let turn_end = cands.iter().any(|c| c.is_turn_end);
+    let first = cands.first().and_then(|c| c.seq);
+    let silent_resync = resync_pending && first.is_some_and(|s| s > expected);
+    if first != Some(expected) && !silent_resync {
+        let got = first.map_or_else(|| "no usable seq".to_owned(), |s| s.to_string());
+        let info = BadRowInfo {
+            code: Code::CommittedSeqGap,
+            why: format!("seq gap (expected {expected}, got {got})"),
+            seq: first,
+            ty: cands
+                .first()
+                .and_then(|c| c.event.as_ref().ok())
+                .map(|e| e.ty.to_string()),
+        };
+        return (Some(info), turn_end);
+    }
+    let canonical = cands.iter().find_map(|c| {
+        let ev = c.event.as_ref().ok()?;
+        let class = vocab.classify(&ev.ty, ev.ignorable);
+        let code = surface::canonical_violation(dialect, ev, class)
+            .or_else(|| payload::canonical_violation(dialect, ev, class))?;
+        Some(BadRowInfo {
+            code,
+            why: format!("canonical-envelope violation ({code})"),
+            seq: Some(ev.seq),
+            ty: Some(ev.ty.to_string()),
+        })
+    });
+    (canonical, turn_end)
+}
+
+/// One decoded event slot through every check and the fold.
+fn fold_candidate(
+    ctx: &mut Ctx<'_>,
+    state: &mut FoldState,
+    cand: Candidate<'_>,
+    speculative: bool,
+    sink: &mut dyn Sink,
+) {
+    let d = ctx.dialect;
+    let expected = state.surface.next_seq();
+    let mut ev = match cand.event {
+        Err(bad) => {
+            let seq = cand.seq.unwrap_or(expected);
+            let at = Reporter {
+                version: Some(d.version),
+                pos: bad.pos,
+                seq: Some(seq),
+                event_type: bad.ty.as_deref(),
+            };
+            sink.push(at.finding(
+                Code::EnvelopeInvalid,
+                format!(
+                    "seed event at seq {seq} has an invalid event envelope: {}",
+                    bad.why
+                ),
+            ));
+            state.surface.resync(seq);
+            state.surface.skip(seq);
+            state.events += 1;
+            return;
+        }
+        Ok(ev) => ev,
+    };
+    // After a seq gap in damaged input, continue from the observed seq (§6.3).
+    match cand.seq {
+        Some(seq) if seq != expected => state.surface.resync(seq),
+        None => ev.seq = expected,
+        _ => {}
+    }
+    let mut class = None;
+    if d.legacy_v0 {
+        let original_type = ev.ty.to_string();
+        let outcome = legacy::normalize(&mut ev, &ctx.session_id, &state.surface);
+        let at = Reporter {
+            version: Some(d.version),
+            pos: ev.pos,
+            seq: Some(ev.seq),
+            event_type: Some(&original_type),
+        };
+        match outcome {
+            Legacy::Unchanged => {}
+            Legacy::Normalized(label) => {
+                state
+                    .legacy
+                    .entry(label)
+                    .and_modify(|e| e.0 += 1)
+                    .or_insert((1, ev.pos, ev.seq));
+            }
+            Legacy::Retired(why) => {
+                sink.push(at.finding(Code::RetiredLegacyEvent, why));
+                class = Some(TypeClass::RetiredRequired);
+            }
+            Legacy::Malformed(why) => sink.push(at.finding(Code::LegacyShapeMalformed, why)),
+        }
+    }
+    let class = class.unwrap_or_else(|| ctx.vocab.classify(&ev.ty, ev.ignorable));
+    let at = Reporter {
+        version: Some(d.version),
+        pos: ev.pos,
+        seq: Some(ev.seq),
+        event_type: Some(&ev.ty),
+    };
+    let retired_legacy = d.legacy_v0 && class == TypeClass::RetiredRequired;
+    match class {
+        TypeClass::UnknownRequired => sink.push(at.finding(
+            Code::UnknownEventType,
+            format!(
+                "session contains event type \"{}\" (seq {}) unknown to format v{} and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (declare fork types with --known-types)",
+                crate::log::text::clip(&ev.ty, 80),
+                ev.seq,
+                d.version
+            ),
+        )),
+        TypeClass::RetiredRequired if !retired_legacy => sink.push(at.finding(
+            Code::RetiredEventType,
+            format!(
+                "{} is retired in format v{} and this occurrence is not marked ignorable",
+                ev.ty, d.version
+            ),
+        )),
+        _ => {}
+    }
+    if d.version == 4 && !ctx.muted && ctx.draft.is_none() {
+        if let Some(signal) = payload::v4_draft_signal(&ev) {
+            ctx.draft = Some(at.finding(
+                Code::FormatV4Draft,
+                format!(
+                    "format 4 draft: header says version 4 but seq {} uses {signal}; this log was written by an unreleased DSH build that no released DSH can open, and dshs does not support it",
+                    ev.seq
+                ),
+            ));
+        }
+    }
+    let mut discard: Vec<Finding> = Vec::new();
+    let sink: &mut dyn Sink = if ctx.draft.is_some() || ctx.muted {
+        &mut discard
+    } else {
+        sink
+    };
+    let payload_findings = payload::check(d, &ev, class, &at);
+    let refused_admission = d.admission_in_fold
+        && payload_findings
+            .iter()
+            .any(|f| f.is_error() && f.code.info().area == Area::Messages);
+    for f in payload_findings {
+        sink.push(f);
+    }
+    let open_turn = state.lifecycle.open_turn();
+    state
+        .compaction
+        .observe(&ev, open_turn, &state.surface, sink);
+    let accepted = if refused_admission {
+        // v4: the message failed admission inside the fold; it stays off the surface.
+        state.surface.skip(ev.seq);
+        false
+    } else {
+        state.surface.fold(&ev, class, sink)
+    };
+    state.lifecycle.observe(&ev, class, sink);
+    state.closers.observe(&ev);
+    match ev.ty.as_ref() {
+        "turn/start" => state.last_turn_start = Some((ev.pos, ev.seq)),
+        "session/end-seed" if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
+            state.inherited_marker = Some(ev.seq);
+        }
+        _ => {}
+    }
+    state.events += 1;
+    ctx.observer.event(
+        &super::scan::EventInfo {
+            event: &ev,
+            class,
+            accepted,
+            speculative,
+        },
+        state,
+    );
+}
+
+/// End-of-log rules on the committed prefix.
+fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink) {
+    let at = |pos: Pos, seq: Option<u64>, ty: Option<&'static str>| Reporter {
+        version: Some(d.version),
+        pos,
+        seq,
+        event_type: ty,
+    };
+    if state.closers.is_open() {
+        let (pos, seq) = state.last_turn_start.unwrap_or_default();
+        let pending = state.closers.closers().len().saturating_sub(1);
+        out.push(at(pos, Some(seq), Some("turn/start")).finding(
+            Code::OpenTurnAtEnd,
+            format!(
+                "the log ends inside open turn {} ({} closer{} would be appended by repair); DSH closes it on resume",
+                state.closers.open_turn().unwrap_or_default(),
+                pending + 1,
+                if pending == 0 { "" } else { "s" }
+            ),
+        ));
+    }
+    if let Some(f) = state.compaction.finish(d.version) {
+        out.push(f);
+    }
+    let header_pos = Pos { line: 1, byte: 0 };
+    match d.seed_field {
+        SeedField::Length => {
+            if let Some(len) = h.seed_length {
+                if len > state.events {
+                    out.push(at(header_pos, None, None).finding(
+                        Code::SeedLengthExceedsEvents,
+                        format!(
+                            "Session inheritedEventCount exceeds its event count: seedLength {len} > {} events",
+                            state.events
+                        ),
+                    ));
+                }
+            }
+        }
+        SeedField::Flag => match (h.is_seeded, state.inherited_marker) {
+            (Some(true), None) => out.push(at(header_pos, None, None).finding(
+                Code::SeedMarkerMismatch,
+                format!(
+                    "released v{} seeded Session lacks an inherited end-seed marker (isSeeded is true but no session/end-seed {{inherited:true}} exists)",
+                    d.version
+                ),
+            )),
+            (Some(false), Some(seq)) => out.push(at(header_pos, Some(seq), None).finding(
+                Code::SeedMarkerMismatch,
+                format!(
+                    "released v{} unseeded Session contains an inherited end-seed marker at seq {seq} (isSeeded is false)",
+                    d.version
+                ),
+            )),
+            _ => {}
+        },
+    }
+    for (label, (count, pos, seq)) in &state.legacy {
+        out.push(at(*pos, Some(*seq), None).finding(
+            Code::LegacyShapeNormalized,
+            format!(
+                "{count} event{} in the pre-release shape `{label}` (first at seq {seq}); DSH's v0 reader upgrades {} in memory",
+                if *count == 1 { "" } else { "s" },
+                if *count == 1 { "it" } else { "them" }
+            ),
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests;

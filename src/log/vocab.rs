@@ -1,0 +1,219 @@
+//! The event vocabulary: built-in per-version lists (§7.2) plus user extensions (§21.4).
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use super::dialect::{Dialect, SurfaceKind};
+
+/// Types a user declared known (log-only), per version.
+#[derive(Debug, Clone, Default)]
+pub struct KnownTypes {
+    /// (type, versions it applies to; None = all)
+    entries: Vec<(String, Option<Vec<u8>>)>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KnownTypesError {
+    #[error("cannot read known-types file {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {why}")]
+    Malformed {
+        path: String,
+        line: usize,
+        why: String,
+    },
+}
+
+impl KnownTypes {
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn load(&mut self, path: &Path) -> Result<(), KnownTypesError> {
+        let text = std::fs::read_to_string(path).map_err(|source| KnownTypesError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        self.parse(&path.display().to_string(), &text)
+    }
+
+    /// One type per line; `#` comments and blank lines ignored; an optional version list
+    /// (`0,1,2` or `3-4`) after whitespace restricts the line.
+    pub fn parse(&mut self, origin: &str, text: &str) -> Result<(), KnownTypesError> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let bad = |why: String| KnownTypesError::Malformed {
+                path: origin.to_owned(),
+                line: i + 1,
+                why,
+            };
+            let mut parts = line.split_whitespace();
+            let ty = parts.next().unwrap_or_default();
+            if !ty.contains('/') && !ty.contains(':') {
+                return Err(bad(format!(
+                    "`{ty}` does not look like an event type (expected e.g. `slots/dispatch`)"
+                )));
+            }
+            let versions = match parts.next() {
+                None => None,
+                Some(list) => Some(parse_versions(list).map_err(bad)?),
+            };
+            if let Some(extra) = parts.next() {
+                return Err(bad(format!("unexpected `{extra}` after the version list")));
+            }
+            self.entries.push((ty.to_owned(), versions));
+        }
+        Ok(())
+    }
+
+    fn types_for(&self, version: u8) -> HashSet<String> {
+        self.entries
+            .iter()
+            .filter(|(_, v)| v.as_ref().is_none_or(|v| v.contains(&version)))
+            .map(|(t, _)| t.clone())
+            .collect()
+    }
+}
+
+fn parse_versions(list: &str) -> Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        let num = |s: &str| -> Result<u8, String> {
+            s.parse::<u8>()
+                .ok()
+                .filter(|v| *v <= 4)
+                .ok_or_else(|| format!("`{s}` is not a format version 0–4"))
+        };
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b {
+                    return Err(format!("version range `{part}` is reversed"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    Ok(out)
+}
+
+/// How the fold treats an event type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeClass {
+    /// Surface-eligible in this version.
+    Surface(SurfaceKind),
+    /// Known, never on the surface.
+    LogOnly,
+    /// Unknown (or retired) but `ignorable: true`: kept opaque.
+    Opaque,
+    /// Unknown and not ignorable: the log is unsupported.
+    UnknownRequired,
+    /// A retired type (v3+ `tool/code-dispatch*`) without `ignorable`.
+    RetiredRequired,
+}
+
+#[derive(Debug, Clone)]
+pub struct Vocabulary {
+    dialect: &'static Dialect,
+    extra: HashSet<String>,
+}
+
+impl Vocabulary {
+    pub fn new(dialect: &'static Dialect, known: &KnownTypes) -> Self {
+        Vocabulary {
+            dialect,
+            extra: known.types_for(dialect.version),
+        }
+    }
+
+    pub fn classify(&self, event_type: &str, ignorable: bool) -> TypeClass {
+        let d = self.dialect;
+        if d.is_retired(event_type) {
+            return if ignorable {
+                TypeClass::Opaque
+            } else {
+                TypeClass::RetiredRequired
+            };
+        }
+        if let Some(kind) = d.surface_kind(event_type) {
+            return TypeClass::Surface(kind);
+        }
+        if d.knows(event_type) || self.extra.contains(event_type) {
+            // A known type outside this version's surface set (e.g. nothing today) is log-only.
+            return TypeClass::LogOnly;
+        }
+        if ignorable {
+            TypeClass::Opaque
+        } else {
+            TypeClass::UnknownRequired
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::log::dialect::DIALECTS;
+
+    #[test]
+    fn known_types_file_with_version_lists() {
+        let mut k = KnownTypes::default();
+        k.parse(
+            "t",
+            "# fork types\nslots/dispatch 3-4\n\nacme/ping 0,2\nacme/all\n",
+        )
+        .unwrap();
+        let v3 = Vocabulary::new(&DIALECTS[3], &k);
+        assert_eq!(v3.classify("slots/dispatch", false), TypeClass::LogOnly);
+        assert_eq!(v3.classify("acme/ping", false), TypeClass::UnknownRequired);
+        assert_eq!(v3.classify("acme/all", false), TypeClass::LogOnly);
+        let v0 = Vocabulary::new(&DIALECTS[0], &k);
+        assert_eq!(v0.classify("acme/ping", false), TypeClass::LogOnly);
+        assert_eq!(v0.classify("slots/dispatch", true), TypeClass::Opaque);
+    }
+
+    #[test]
+    fn malformed_known_types_lines_are_errors() {
+        let mut k = KnownTypes::default();
+        assert!(k.parse("t", "slots/dispatch 5").is_err());
+        assert!(k.parse("t", "slots/dispatch 4-3").is_err());
+        assert!(k.parse("t", "nodelimiter").is_err());
+        assert!(k.parse("t", "a/b 1 extra").is_err());
+    }
+
+    #[test]
+    fn extensions_cannot_unretire_code_dispatch() {
+        let mut k = KnownTypes::default();
+        k.parse("t", "tool/code-dispatch").unwrap();
+        let v3 = Vocabulary::new(&DIALECTS[3], &k);
+        assert_eq!(
+            v3.classify("tool/code-dispatch", false),
+            TypeClass::RetiredRequired
+        );
+        assert_eq!(v3.classify("tool/code-dispatch", true), TypeClass::Opaque);
+        let v2 = Vocabulary::new(&DIALECTS[2], &KnownTypes::default());
+        assert_eq!(v2.classify("tool/code-dispatch", false), TypeClass::LogOnly);
+    }
+
+    #[test]
+    fn surface_types_per_version() {
+        let none = KnownTypes::default();
+        let v2 = Vocabulary::new(&DIALECTS[2], &none);
+        assert_eq!(
+            v2.classify("system/message", false),
+            TypeClass::UnknownRequired
+        );
+        let v3 = Vocabulary::new(&DIALECTS[3], &none);
+        assert_eq!(
+            v3.classify("system/message", false),
+            TypeClass::Surface(SurfaceKind::System)
+        );
+    }
+}

@@ -1,0 +1,35 @@
+//! `dshs`: parse arguments, run the command, map the outcome to an exit code.
+
+mod cli;
+mod cmd;
+mod exit;
+mod render;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    let result = cmd::run(cli, &mut out).and_then(|o| {
+        out.flush()?;
+        Ok(o)
+    });
+    match result {
+        Ok(outcome) => outcome.into(),
+        // `dshs derive x | head -1`: the reader went away; that is not a failure.
+        Err(e) if render::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            drop(out);
+            let mut msg = format!("dshs: error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!("\n  caused by: {cause}"));
+            }
+            eprintln!("{msg}");
+            exit::Outcome::Failure.into()
+        }
+    }
+}

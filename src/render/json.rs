@@ -1,0 +1,52 @@
+//! JSON shapes of the CLI contract (CLI.md). Built with serde so escaping is always right.
+
+use serde::Serialize;
+
+use dshs::log::Finding;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FindingRecord<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub file: &'a str,
+    pub code: &'static str,
+    pub severity: &'static str,
+    pub line: u64,
+    pub byte: u64,
+    pub seq: Option<u64>,
+    pub event_type: Option<&'a str>,
+    pub message: &'a str,
+}
+
+impl<'a> FindingRecord<'a> {
+    pub fn new(file: &'a str, f: &'a Finding) -> Self {
+        FindingRecord {
+            kind: "finding",
+            file,
+            code: f.code.as_str(),
+            severity: f.severity.as_str(),
+            line: f.pos.line,
+            byte: f.pos.byte,
+            seq: f.seq,
+            event_type: f.event_type.as_deref(),
+            message: &f.message,
+        }
+    }
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SummaryRecord<'a> {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub file: &'a str,
+    pub status: &'static str,
+    pub version: Option<i64>,
+    pub events: u64,
+    pub errors: u64,
+    pub warnings: u64,
+    pub surface_nodes: usize,
+    pub open_turn: bool,
+    pub torn_tail: bool,
+}

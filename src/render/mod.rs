@@ -1,0 +1,164 @@
+//! Output policy: colour decisions, escaping untrusted text for a terminal, progress on
+//! stderr, and the human and JSON renderers.
+
+pub mod human;
+pub mod json;
+
+use std::borrow::Cow;
+use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::time::{Duration, Instant};
+
+use crate::cli::ColorChoice;
+
+/// Whether to colour a stream (CLI.md: auto = a terminal, `NO_COLOR` unset or empty, `TERM`
+/// not `dumb`).
+pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
+    match choice {
+        ColorChoice::Always => true,
+        ColorChoice::Never => false,
+        ColorChoice::Auto => {
+            is_terminal
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+        }
+    }
+}
+
+/// A closed reader of our output (`| head`) is not an error.
+pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>()
+            .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Text from a log, made safe for a terminal: control characters (C0, DEL, C1) and bidi
+/// overrides are shown as escapes, never sent raw.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    let unsafe_char = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+    };
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if unsafe_char(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Reports how far a long read has come, on stderr, when stderr is a terminal.
+pub struct Progress<R> {
+    inner: R,
+    label: String,
+    total: Option<u64>,
+    done: u64,
+    last: Instant,
+    shown: bool,
+    enabled: bool,
+}
+
+const PROGRESS_EVERY: Duration = Duration::from_millis(200);
+const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
+
+impl<R> Progress<R> {
+    /// Progress is shown only for inputs of known size ≥ 64 MiB, on a terminal, unless quiet.
+    pub fn new(inner: R, label: &str, total: Option<u64>, quiet: bool) -> Self {
+        let enabled =
+            !quiet && io::stderr().is_terminal() && total.is_some_and(|t| t >= PROGRESS_MIN_BYTES);
+        Progress {
+            inner,
+            label: label.to_owned(),
+            total,
+            done: 0,
+            last: Instant::now(),
+            shown: false,
+            enabled,
+        }
+    }
+
+    fn advance(&mut self, n: usize) {
+        self.done += n as u64;
+        if self.enabled && self.last.elapsed() >= PROGRESS_EVERY {
+            self.last = Instant::now();
+            self.shown = true;
+            let total = self.total.unwrap_or(self.done).max(1);
+            let pct = self.done.saturating_mul(100) / total;
+            let _ = write!(
+                io::stderr(),
+                "\r{}: {} / {} ({pct}%)\x1b[K",
+                escape(&self.label),
+                human_bytes(self.done),
+                human_bytes(total)
+            );
+        }
+    }
+}
+
+impl<R> Drop for Progress<R> {
+    fn drop(&mut self) {
+        if self.shown {
+            let _ = write!(io::stderr(), "\r\x1b[K");
+        }
+    }
+}
+
+impl<R: Read> Read for Progress<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.advance(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Progress<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+    fn consume(&mut self, amt: usize) {
+        self.inner.consume(amt);
+        self.advance(amt);
+    }
+}
+
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[unit])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_neutralises_terminal_controls() {
+        assert_eq!(escape("plain é"), "plain é");
+        assert_eq!(escape("a\x1b[31mred\nb"), "a\\u{1b}[31mred\\nb");
+        assert_eq!(escape("x\u{202E}y\u{85}"), "x\\u{202e}y\\u{85}");
+    }
+
+    #[test]
+    fn bytes_are_shown_in_binary_units() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
+    }
+}
