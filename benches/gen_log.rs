@@ -1,0 +1,52 @@
+//! Generate a large, realistic, valid DSH log for benchmarks.
+//!
+//! `cargo run --release --example gen-log -- --version 3 --size 1G > big.jsonl`
+
+#[path = "gen/mod.rs"]
+mod generator;
+
+use std::io::{self, BufWriter};
+
+fn parse_size(s: &str) -> Option<u64> {
+    let (num, mult) = match s.chars().last()? {
+        'K' | 'k' => (&s[..s.len() - 1], 1u64 << 10),
+        'M' | 'm' => (&s[..s.len() - 1], 1 << 20),
+        'G' | 'g' => (&s[..s.len() - 1], 1 << 30),
+        _ => (s, 1),
+    };
+    num.parse::<u64>().ok().map(|n| n * mult)
+}
+
+fn main() -> io::Result<()> {
+    let mut version = 3u8;
+    let mut size = 100u64 << 20;
+    let mut seed = 42u64;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let value = args.next();
+        match (a.as_str(), value.as_deref()) {
+            ("--version", Some(v)) => version = v.parse().unwrap_or(3).min(4),
+            ("--size", Some(v)) => size = parse_size(v).unwrap_or(size),
+            ("--seed", Some(v)) => seed = v.parse().unwrap_or(seed),
+            _ => {
+                eprintln!(
+                    "usage: gen-log [--version 0-4] [--size N[K|M|G]] [--seed N] > out.jsonl"
+                );
+                std::process::exit(2);
+            }
+        }
+    }
+    let stdout = io::stdout();
+    let mut g = generator::Generator::new(
+        BufWriter::with_capacity(1 << 20, stdout.lock()),
+        version,
+        seed,
+    );
+    g.run(size)?;
+    eprintln!(
+        "gen-log: v{version}, {} events, {} bytes",
+        g.events(),
+        g.bytes_written()
+    );
+    Ok(())
+}
