@@ -71,7 +71,20 @@ pub enum Json<'a> {
 
 /// Why a line is not usable JSON, in words a user can act on.
 pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
-    let mut de = serde_json::Deserializer::from_slice(bytes);
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse_str(text),
+        Err(_) => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let value = Json::deserialize(&mut de).map_err(describe_error)?;
+            de.end().map_err(describe_error)?;
+            Ok(value)
+        }
+    }
+}
+
+/// Parse text that is already known to be UTF-8 (no second validation pass).
+pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
+    let mut de = serde_json::Deserializer::from_str(text);
     let value = Json::deserialize(&mut de).map_err(describe_error)?;
     de.end().map_err(describe_error)?;
     Ok(value)

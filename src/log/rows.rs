@@ -117,9 +117,25 @@ const ENVELOPE_KEYS: [&str; 7] = [
     "ignorable",
 ];
 
-/// Decode one complete line (already UTF-8, lossily if need be).
+/// Decode one complete line given as bytes (invalid UTF-8 is a parse error here; the
+/// scanner decodes lossily first and calls [`decode_str`]).
 pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
-    let value = match json::parse(text) {
+    match std::str::from_utf8(text) {
+        Ok(s) => decode_str(s, pos, dialect),
+        Err(e) => Row::Bad(BadRow {
+            kind: BadKind::Unparsable,
+            why: format!("invalid UTF-8: {e}"),
+            seq: None,
+            event_type: None,
+            is_turn_end: false,
+            members: 0,
+        }),
+    }
+}
+
+/// Decode one complete line (already UTF-8, lossily if need be).
+pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
+    let value = match json::parse_str(text) {
         Ok(v) => v,
         Err(why) => {
             let why = if text.is_empty() {

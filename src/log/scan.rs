@@ -398,9 +398,12 @@ pub fn scan(
             byte: line.byte,
         };
         let end = line.byte + line.bytes.len() as u64 + 1;
-        let utf8_ok = std::str::from_utf8(line.bytes).is_ok();
-        let text = String::from_utf8_lossy(line.bytes);
-        let row = rows::decode(text.as_bytes(), pos, dialect);
+        // One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
+        let (text, utf8_ok) = match std::str::from_utf8(line.bytes) {
+            Ok(s) => (std::borrow::Cow::Borrowed(s), true),
+            Err(_) => (String::from_utf8_lossy(line.bytes), false),
+        };
+        let row = rows::decode_str(&text, pos, dialect);
 
         // Is this a bad row (§6.1), and does it hold a turn end?
         let expected = state.surface.next_seq();
