@@ -25,6 +25,9 @@ _dshs() {
             dshs,help)
                 cmd="dshs__subcmd__help"
                 ;;
+            dshs,repair)
+                cmd="dshs__subcmd__repair"
+                ;;
             dshs,validate)
                 cmd="dshs__subcmd__validate"
                 ;;
@@ -37,6 +40,9 @@ _dshs() {
             dshs__subcmd__help,help)
                 cmd="dshs__subcmd__help__subcmd__help"
                 ;;
+            dshs__subcmd__help,repair)
+                cmd="dshs__subcmd__help__subcmd__repair"
+                ;;
             dshs__subcmd__help,validate)
                 cmd="dshs__subcmd__help__subcmd__validate"
                 ;;
@@ -47,7 +53,7 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain completions help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain repair completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -113,7 +119,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain completions help"
+            opts="validate explain repair completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -168,6 +174,20 @@ _dshs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dshs__subcmd__help__subcmd__repair)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dshs__subcmd__help__subcmd__validate)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
@@ -175,6 +195,32 @@ _dshs() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__repair)
+            opts="-q -h --dry-run --output --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;

@@ -57,6 +57,19 @@ _arguments "${_arguments_options[@]}" : \
 '::code -- A finding code such as `replace-start-not-on-surface`; omit to list all codes:_default' \
 && ret=0
 ;;
+(repair)
+_arguments "${_arguments_options[@]}" : \
+'--output=[Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched]:OUT:_files' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'(--output)--dry-run[Change nothing\: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)]' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -88,6 +101,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(repair)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -110,6 +127,7 @@ _dshs_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
+'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -130,6 +148,7 @@ _dshs__subcmd__help_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
+'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -150,10 +169,20 @@ _dshs__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help help commands' commands "$@"
 }
+(( $+functions[_dshs__subcmd__help__subcmd__repair_commands] )) ||
+_dshs__subcmd__help__subcmd__repair_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help repair commands' commands "$@"
+}
 (( $+functions[_dshs__subcmd__help__subcmd__validate_commands] )) ||
 _dshs__subcmd__help__subcmd__validate_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help validate commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__repair_commands] )) ||
+_dshs__subcmd__repair_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs repair commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__validate_commands] )) ||
 _dshs__subcmd__validate_commands() {

@@ -54,6 +54,25 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Explain a finding code (or list them all).
     Explain(ExplainArgs),
+    /// Cut a torn tail and close an open turn the way DSH does on resume (append-only).
+    #[command(
+        long_about = "Cut a torn tail and close an open turn the way DSH does on resume \
+            (append-only).\n\n\
+            Everything after the committed prefix (a torn final line, a crash tail) is cut off \
+            and saved first to a new sidecar beside the log, FILE.dshs-cut-N (the first free N; \
+            an existing file is never overwritten). If the last turn is open, the closers DSH \
+            would synthesize are appended in the log's own format version: one error \
+            tool/result per unanswered call, step/end if a step is open, then turn/end \
+            interrupted. Committed bytes are never rewritten; the file is synced, and restored \
+            to its original bytes on any failure. The result is checked by a full validation \
+            pass before anything is written.\n\n\
+            Refused, with nothing written: a log whose committed part has errors (exit 1); an \
+            unsupported log, or a session whose session.lock another process holds, or a file \
+            that changes while dshs works on it (exit 3). Standard input (`-`) cannot be \
+            repaired in place: use --dry-run or --output.",
+        after_help = EXIT_CODES
+    )]
+    Repair(RepairArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -84,6 +103,20 @@ pub struct ValidateArgs {
 pub struct ExplainArgs {
     /// A finding code such as `replace-start-not-on-surface`; omit to list all codes.
     pub code: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct RepairArgs {
+    /// Change nothing: print the events that would be appended (JSON Lines, stdout) and what
+    /// would be cut (stderr).
+    #[arg(long, conflicts_with = "output")]
+    pub dry_run: bool,
+    /// Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched.
+    #[arg(long, value_name = "OUT")]
+    pub output: Option<PathBuf>,
+    /// The log file (or session directory) to repair; `-` with --dry-run or --output.
+    #[arg(value_name = "FILE")]
+    pub file: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

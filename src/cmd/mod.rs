@@ -3,6 +3,7 @@
 
 pub mod completions;
 pub mod explain;
+pub mod repair;
 pub mod validate;
 
 use std::io::{self, IsTerminal, Write};
@@ -62,6 +63,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
     match cli.command {
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
+        Command::Repair(args) => repair::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
     }
 }

@@ -107,10 +107,10 @@ impl CloserPlanner {
                 }
             }
             "tool/call" => {
-                if let Some(id) = d.get("callId").and_then(Json::as_str) {
-                    if let Some(p) = self.pending.iter_mut().find(|p| p.call_id == id) {
-                        p.call_seq = Some(ev.seq);
-                    }
+                if let Some(id) = d.get("callId").and_then(Json::as_str)
+                    && let Some(p) = self.pending.iter_mut().find(|p| p.call_id == id)
+                {
+                    p.call_seq = Some(ev.seq);
                 }
             }
             "tool/result" => {

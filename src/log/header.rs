@@ -414,9 +414,10 @@ fn check_path(h: &Header, path: &Path, at: &Reporter<'_>, sink: &mut dyn Sink) {
     if !project_shaped {
         return;
     }
-    if let Some(id) = &h.id {
-        if encode_segment(id).as_deref() != Some(session_name.as_str()) {
-            sink.push(at.finding(
+    if let Some(id) = &h.id
+        && encode_segment(id).as_deref() != Some(session_name.as_str())
+    {
+        sink.push(at.finding(
                 Code::HeaderIdPathMismatch,
                 format!(
                     "header id \"{}\" encodes to directory `{}`, but the log sits in `{session_name}`; DSH opening this session by id will not find it here",
@@ -424,7 +425,6 @@ fn check_path(h: &Header, path: &Path, at: &Reporter<'_>, sink: &mut dyn Sink) {
                     encode_segment(id).unwrap_or_default()
                 ),
             ));
-        }
     }
     let expected_project = h
         .cwd

@@ -393,15 +393,13 @@ impl Lifecycle {
         };
         call.settled = true;
         let started = call.started;
-        if !started {
-            if let Err(why) = self.is_not_started_repair(ev) {
-                out.push(at.finding(
+        if !started && let Err(why) = self.is_not_started_repair(ev) {
+            out.push(at.finding(
                     Code::ToolResultBeforeStart,
                     format!(
                         "tool/result for \"{shown}\" arrives before any tool/call started it, so it must be the exact not-started repair result: {why}"
                     ),
                 ));
-            }
         }
     }
 

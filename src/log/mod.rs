@@ -12,11 +12,13 @@ pub mod json;
 pub mod legacy;
 pub mod lifecycle;
 pub mod payload;
+pub mod repair;
 pub mod rows;
 pub mod scan;
 pub mod surface;
 pub mod text;
 pub mod vocab;
+pub mod write;
 
 pub use codes::{Code, Severity};
 pub use finding::{Finding, Pos, Sink};

@@ -17,10 +17,10 @@ pub fn check(d: &Dialect, ev: &Event<'_>, class: TypeClass, at: &Reporter<'_>) -
         if let Err(f) = message_shape(d, ev, kind, at) {
             out.push(f);
         }
-        if kind == SurfaceKind::ToolResult {
-            if let Some(f) = error_without_flag(d, ev, at) {
-                out.push(f);
-            }
+        if kind == SurfaceKind::ToolResult
+            && let Some(f) = error_without_flag(d, ev, at)
+        {
+            out.push(f);
         }
     }
     if class == TypeClass::LogOnly || matches!(class, TypeClass::Surface(_)) {
@@ -32,16 +32,16 @@ pub fn check(d: &Dialect, ev: &Event<'_>, class: TypeClass, at: &Reporter<'_>) -
         if ev.ty == "assistant/message" && d.embedded_stream {
             stream(ev, at, &mut out);
         }
-        if d.v4_payloads {
-            if let Some(path) = retired_block_path(ev) {
-                out.push(at.finding(
+        if d.v4_payloads
+            && let Some(path) = retired_block_path(ev)
+        {
+            out.push(at.finding(
                     Code::RetiredToolResultBlock,
                     format!(
                         "{} holds a retired `tool-result` content block at {path}; format v4 stores tool results as role `tool` messages",
                         ev.ty
                     ),
                 ));
-            }
         }
     }
     out
@@ -283,13 +283,13 @@ fn request_header(d: &Dialect, ev: &Event<'_>, at: &Reporter<'_>, out: &mut Vec<
             ),
         ));
     }
-    if let Some(effort) = config.and_then(|c| c.get("reasoningEffort")) {
-        if effort.as_text().is_none() {
-            out.push(at.finding(
-                Code::RequestHeaderReasoningEffort,
-                "config.reasoningEffort must be a non-empty string when present",
-            ));
-        }
+    if let Some(effort) = config.and_then(|c| c.get("reasoningEffort"))
+        && effort.as_text().is_none()
+    {
+        out.push(at.finding(
+            Code::RequestHeaderReasoningEffort,
+            "config.reasoningEffort must be a non-empty string when present",
+        ));
     }
     if let Some(defaults) = header.and_then(|h| h.get("adapterDefaults")) {
         let problem = match defaults.as_obj() {

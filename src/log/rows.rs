@@ -208,17 +208,17 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
         // `-0` is the safe integer 0 for JavaScript; json-not-lossless reports it.
         s.safe_uint()
     });
-    if let Some(stored) = value.get("sourceEventSeqs") {
-        if let Err(e) = decode_sources(stored, seq) {
-            return Row::Bad(BadRow {
-                kind: BadKind::Malformed(Code::SourceRangesMalformed),
-                why: format!("sourceEventSeqs {}", e.describe()),
-                seq,
-                event_type: ty,
-                is_turn_end,
-                members: 1,
-            });
-        }
+    if let Some(stored) = value.get("sourceEventSeqs")
+        && let Err(e) = decode_sources(stored, seq)
+    {
+        return Row::Bad(BadRow {
+            kind: BadKind::Malformed(Code::SourceRangesMalformed),
+            why: format!("sourceEventSeqs {}", e.describe()),
+            seq,
+            event_type: ty,
+            is_turn_end,
+            members: 1,
+        });
     }
     let event = envelope(value, seq, pos);
     Row::Events(
@@ -594,13 +594,13 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
             }
         }
     }
-    if let Some(seq) = seq {
-        if let Some(&(a, _)) = runs.iter().find(|(_, b)| *b >= seq) {
-            return Err(SourceError::NotEarlier {
-                value: a.max(seq),
-                seq,
-            });
-        }
+    if let Some(seq) = seq
+        && let Some(&(a, _)) = runs.iter().find(|(_, b)| *b >= seq)
+    {
+        return Err(SourceError::NotEarlier {
+            value: a.max(seq),
+            seq,
+        });
     }
     let len = runs.iter().map(|(a, b)| b - a + 1).sum();
     Ok(SeqList {

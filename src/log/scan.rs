@@ -449,18 +449,18 @@ pub fn scan(
                     event_type: ty.clone(),
                     message,
                 });
-                if let Row::Bad(b) = &row {
-                    if let BadKind::Malformed(specific) = b.kind {
-                        sink.push(
-                            Reporter {
-                                version: Some(dialect.version),
-                                pos,
-                                seq: *seq,
-                                event_type: ty.as_deref(),
-                            }
-                            .finding(specific, why.clone()),
-                        );
-                    }
+                if let Row::Bad(b) = &row
+                    && let BadKind::Malformed(specific) = b.kind
+                {
+                    sink.push(
+                        Reporter {
+                            version: Some(dialect.version),
+                            pos,
+                            seq: *seq,
+                            event_type: ty.as_deref(),
+                        }
+                        .finding(specific, why.clone()),
+                    );
                 }
             }
         }
@@ -514,10 +514,10 @@ pub fn scan(
                 ));
             }
             for cand in cands {
-                if let (Some(stop), Some(seq)) = (ctx.stop_after, cand.seq) {
-                    if seq > stop {
-                        break;
-                    }
+                if let (Some(stop), Some(seq)) = (ctx.stop_after, cand.seq)
+                    && seq > stop
+                {
+                    break;
                 }
                 fold_candidate(&mut ctx, &mut state, cand, speculative, sink);
             }
@@ -528,23 +528,21 @@ pub fn scan(
             ctx.muted = true;
         }
 
-        if turn_end {
-            if let Some(s) = spec.take() {
-                // The damage lies before a turn end: it is in the committed region.
-                for f in s.held {
-                    out.push(f);
-                }
-                ctx.observer.speculation_ended(true);
+        if turn_end && let Some(s) = spec.take() {
+            // The damage lies before a turn end: it is in the committed region.
+            for f in s.held {
+                out.push(f);
             }
+            ctx.observer.speculation_ended(true);
         }
         if spec.is_none() {
             result.committed_bytes = end;
         }
-        if let Some(stop) = ctx.stop_after {
-            if state.surface.next_seq() > stop {
-                reached_stop = true;
-                break;
-            }
+        if let Some(stop) = ctx.stop_after
+            && state.surface.next_seq() > stop
+        {
+            reached_stop = true;
+            break;
         }
     }
     result.total_bytes = lines.offset();
@@ -757,16 +755,18 @@ fn fold_candidate(
         )),
         _ => {}
     }
-    if d.version == 4 && !ctx.muted && ctx.draft.is_none() {
-        if let Some(signal) = payload::v4_draft_signal(&ev) {
-            ctx.draft = Some(at.finding(
+    if d.version == 4
+        && !ctx.muted
+        && ctx.draft.is_none()
+        && let Some(signal) = payload::v4_draft_signal(&ev)
+    {
+        ctx.draft = Some(at.finding(
                 Code::FormatV4Draft,
                 format!(
                     "format 4 draft: header says version 4 but seq {} uses {signal}; this log was written by an unreleased DSH build that no released DSH can open, and dshs does not support it",
                     ev.seq
                 ),
             ));
-        }
     }
     let mut discard: Vec<Finding> = Vec::new();
     let sink: &mut dyn Sink = if ctx.draft.is_some() || ctx.muted {
@@ -841,8 +841,8 @@ fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink
     let header_pos = Pos { line: 1, byte: 0 };
     match d.seed_field {
         SeedField::Length => {
-            if let Some(len) = h.seed_length {
-                if len > state.events {
+            if let Some(len) = h.seed_length
+                && len > state.events {
                     out.push(at(header_pos, None, None).finding(
                         Code::SeedLengthExceedsEvents,
                         format!(
@@ -851,7 +851,6 @@ fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink
                         ),
                     ));
                 }
-            }
         }
         SeedField::Flag => match (h.is_seeded, state.inherited_marker) {
             (Some(true), None) => out.push(at(header_pos, None, None).finding(

@@ -379,16 +379,16 @@ impl SurfaceManager {
         // Step 3 — event-local references (v3+).
         let mut sources = None;
         if d.canonical {
-            if let Some((s, e)) = endpoints {
-                if s >= ev.seq || e >= ev.seq {
-                    return Err(at.finding(
+            if let Some((s, e)) = endpoints
+                && (s >= ev.seq || e >= ev.seq)
+            {
+                return Err(at.finding(
                         Code::ReplaceEndpointNotEarlier,
                         format!(
                             "surface replace at seq {}: startSeq and endSeq must reference earlier events (got {s}..{e})",
                             ev.seq
                         ),
                     ));
-                }
             }
             sources = self.provenance(ev, kind, at)?;
         }

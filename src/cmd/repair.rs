@@ -1,0 +1,407 @@
+//! `dshs repair`: cut what a crash left after the committed prefix and close the open turn, as
+//! DSH does on resume. The plan is `log::repair`, the write is `log::write`; this file opens
+//! the log, takes the session lock, prints, and maps outcomes to exit codes.
+//!
+//! Human text: the summary of a repair goes to stdout (`-q` silences it); with `--dry-run`,
+//! stdout holds only the closers (JSON Lines) and what would be cut goes to stderr.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use dshs::log::closers::CloserKind;
+use dshs::log::input::{self, Opened, Source};
+use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
+use dshs::log::write::{self, Fault, SessionLock, Stamp, WriteError};
+use dshs::log::{Finding, Sink};
+
+use crate::cli::RepairArgs;
+use crate::exit::Outcome;
+use crate::render::escape;
+use crate::render::human::{self, Painter, plural};
+
+use super::Env;
+
+/// How many error findings a refusal prints (the count covers all of them).
+const SHOWN_ERRORS: usize = 50;
+
+/// Keeps the error findings (a refusal shows them); warnings are crash damage repair fixes.
+#[derive(Default)]
+struct Errors {
+    kept: Vec<Finding>,
+    more: u64,
+}
+
+impl Sink for Errors {
+    fn push(&mut self, f: Finding) {
+        if !f.is_error() {
+            return;
+        }
+        if self.kept.len() < SHOWN_ERRORS {
+            self.kept.push(f);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// The log being repaired, opened once, with the session lock held while dshs works.
+struct Target {
+    /// What the user typed.
+    name: String,
+    /// The file read: the log itself, or a spooled copy of standard input.
+    path: PathBuf,
+    /// Name and layout checks apply (false for a spooled copy).
+    is_log_file: bool,
+    stamp: Stamp,
+    _lock: Option<SessionLock>,
+    _spool: Option<tempfile::NamedTempFile>,
+}
+
+pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let fault = match test_fault() {
+        Ok(f) => f,
+        Err(msg) => return Ok(fail(&msg, Outcome::Failure)),
+    };
+    let stdin = args.file == "-";
+    if stdin && !args.dry_run && args.output.is_none() {
+        return Ok(fail(
+            "standard input cannot be repaired in place: use --dry-run to see the repair, or --output OUT to write the repaired log",
+            Outcome::Failure,
+        ));
+    }
+    let target = match open_target(&args.file, stdin) {
+        Ok(t) => t,
+        Err(outcome) => return Ok(outcome),
+    };
+    let name = escape(&target.name).into_owned();
+
+    let opened = match input::open(&Source::Path(target.path.clone())) {
+        Ok(o) => Opened {
+            name: target.name.clone(),
+            path: target.is_log_file.then(|| target.path.clone()),
+            reader: o.reader,
+        },
+        // A spooled standard input is reported as `-`, not by its temporary name.
+        Err(e) if !target.is_log_file && e.is_unsupported() => {
+            let e = input::InputError::ZstdNotSupported { path: "-".into() };
+            return Ok(fail(&e.to_string(), Outcome::Unsupported));
+        }
+        Err(e) => return Ok(fail(&e.to_string(), super::input_failure(&e))),
+    };
+    let opts = env.scan_options();
+    let mut errors = Errors::default();
+    let scan = match super::scan_source(opened, env, &opts, &mut errors, &mut ()) {
+        Ok(s) => s,
+        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
+    };
+    let plan = match repair::plan(&scan) {
+        Ok(p) => p,
+        Err(refusal) => return Ok(refuse(&target.name, refusal, &errors)),
+    };
+    // A plan exists only for a log read to its end: it must be the file that was stamped.
+    if scan.total_bytes != target.stamp.len {
+        let e = WriteError::Changed {
+            path: target.path.clone(),
+        };
+        return Ok(fail(&e.to_string(), Outcome::Unsupported));
+    }
+
+    if !plan.is_noop() {
+        let original = match File::open(&target.path) {
+            Ok(f) => BufReader::new(f),
+            Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
+        };
+        let scan_path = target.is_log_file.then_some(target.path.as_path());
+        let verdict = match repair::verify(original, &plan, scan_path, &opts) {
+            Ok(v) => v,
+            Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
+        };
+        if !verdict.ok {
+            print_errors(
+                &target.name,
+                verdict.findings.iter().filter(|f| f.is_error()),
+            );
+            return Ok(fail(
+                &format!(
+                    "refusing to repair {name}: with the closers appended it would still not validate cleanly (a case dshs does not handle; please report it); nothing was written"
+                ),
+                Outcome::Invalid,
+            ));
+        }
+    }
+
+    if args.dry_run {
+        for c in &plan.closers {
+            out.write_all(c.line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        eprintln!("{name}: {}", would_cut(plan.cut.as_ref()));
+        if !env.quiet {
+            eprintln!("{name}: {}", would_append(&plan));
+        }
+        return Ok(Outcome::Success);
+    }
+
+    if let Some(dest) = &args.output {
+        return match write::write_copy(&target.path, target.stamp, plan.edit(), dest, fault) {
+            Ok(len) => {
+                if !env.quiet {
+                    writeln!(out, "{}", copy_summary(&name, dest, len, &plan))?;
+                }
+                Ok(Outcome::Success)
+            }
+            Err(e) => Ok(write_failed(&e)),
+        };
+    }
+
+    if plan.is_noop() {
+        if !env.quiet {
+            writeln!(
+                out,
+                "{name}: nothing to repair (no torn line, no crash tail, no open turn)"
+            )?;
+        }
+        return Ok(Outcome::Success);
+    }
+    match write::apply_in_place(&target.path, target.stamp, plan.edit(), fault) {
+        Ok(done) => {
+            if !env.quiet {
+                writeln!(
+                    out,
+                    "{name}: {}",
+                    in_place_summary(&plan, done.sidecar.as_deref())
+                )?;
+            }
+            Ok(Outcome::Success)
+        }
+        Err(e) => Ok(write_failed(&e)),
+    }
+}
+
+/// Resolve the log (a session directory → its newest generation), take the session lock,
+/// and stamp the file; standard input is spooled to a temporary file first.
+fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
+    if stdin {
+        let spool = input::spool_stdin().map_err(|e| {
+            fail(
+                &format!("cannot read standard input: {e}"),
+                Outcome::Failure,
+            )
+        })?;
+        let path = spool.path().to_owned();
+        let stamp = Stamp::of(&path).map_err(|e| {
+            fail(
+                &format!("cannot read standard input: {e}"),
+                Outcome::Failure,
+            )
+        })?;
+        return Ok(Target {
+            name: "-".into(),
+            path,
+            is_log_file: false,
+            stamp,
+            _lock: None,
+            _spool: Some(spool),
+        });
+    }
+    let path = input::resolve(Path::new(arg))
+        .map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
+    let lock = SessionLock::acquire(&path).map_err(|e| write_failed(&e))?;
+    let stamp = Stamp::of(&path).map_err(|e| {
+        fail(
+            &format!("cannot open {}: {e}", path.display()),
+            Outcome::Failure,
+        )
+    })?;
+    Ok(Target {
+        name: arg.to_owned(),
+        path,
+        is_log_file: true,
+        stamp,
+        _lock: lock,
+        _spool: None,
+    })
+}
+
+/// Debug builds only: `DSHS_TEST_FAULT=append:N|sidecar|sync` makes the write fail on purpose,
+/// so the tests can prove the rollback. Release builds ignore the variable.
+fn test_fault() -> Result<Fault, String> {
+    #[cfg(debug_assertions)]
+    if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
+        let v = v.to_string_lossy();
+        return Fault::parse(&v).ok_or_else(|| {
+            format!(
+                "DSHS_TEST_FAULT={}: expected append:N, sidecar or sync",
+                escape(&v)
+            )
+        });
+    }
+    Ok(Fault::None)
+}
+
+fn fail(message: &str, outcome: Outcome) -> Outcome {
+    eprintln!("dshs: error: {}", escape(message));
+    outcome
+}
+
+fn write_failed(e: &WriteError) -> Outcome {
+    let outcome = if e.is_live_writer() {
+        Outcome::Unsupported
+    } else {
+        Outcome::Failure
+    };
+    // The message already names the cause (`WriteError` formats its source).
+    fail(&e.to_string(), outcome)
+}
+
+fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
+    let painter = Painter { color: false };
+    for f in findings {
+        eprintln!("{}", human::finding(&painter, name, f));
+    }
+}
+
+fn refuse(name: &str, refusal: Refusal, errors: &Errors) -> Outcome {
+    print_errors(name, errors.kept.iter());
+    if errors.more > 0 {
+        eprintln!(
+            "{name}: … {} more error{} not shown (dshs validate lists them all)",
+            errors.more,
+            plural(errors.more)
+        );
+    }
+    let total = errors.kept.len() as u64 + errors.more;
+    match refusal {
+        Refusal::Unsupported => fail(
+            &format!(
+                "refusing to repair {name}: dshs does not support this log (see above); nothing was written"
+            ),
+            Outcome::Unsupported,
+        ),
+        Refusal::Invalid => fail(
+            &format!(
+                "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written",
+                plural(total)
+            ),
+            Outcome::Invalid,
+        ),
+    }
+}
+
+/// `57 bytes (crash tail of 2 rows from line 10 and torn line at line 12)`
+fn describe_cut(cut: &Cut) -> String {
+    format!(
+        "{} byte{} ({})",
+        cut.len(),
+        plural(cut.len()),
+        cut_parts(cut)
+    )
+}
+
+/// `crash tail of 2 rows from line 10 and torn line at line 12`
+fn cut_parts(cut: &Cut) -> String {
+    let mut what = Vec::new();
+    if let Some(c) = cut.crash {
+        what.push(format!(
+            "crash tail of {} row{} from line {}",
+            c.rows,
+            plural(c.rows),
+            c.line
+        ));
+    }
+    if let Some(t) = cut.torn {
+        what.push(format!("torn line at line {}", t.line));
+    }
+    what.join(" and ")
+}
+
+/// `3 events (seq 40–42): tool/result for call-1 (TOOL_NOT_STARTED), step/end, turn/end interrupted`
+fn describe_closers(plan: &RepairPlan) -> String {
+    let (Some(first), Some(last)) = (plan.closers.first(), plan.closers.last()) else {
+        return "no events".into();
+    };
+    let seqs = if first.seq == last.seq {
+        format!("seq {}", first.seq)
+    } else {
+        format!("seq {}–{}", first.seq, last.seq)
+    };
+    let what: Vec<String> = plan
+        .closers
+        .iter()
+        .map(|c| match &c.kind {
+            CloserKind::ToolResult { call_id, started } => format!(
+                "tool/result for {} ({})",
+                escape(call_id),
+                if *started {
+                    "TOOL_OUTCOME_UNKNOWN"
+                } else {
+                    "TOOL_NOT_STARTED"
+                }
+            ),
+            CloserKind::StepEnd => "step/end".into(),
+            CloserKind::TurnEnd => "turn/end interrupted".into(),
+        })
+        .collect();
+    let n = plan.closers.len() as u64;
+    format!("{n} event{} ({seqs}): {}", plural(n), what.join(", "))
+}
+
+fn would_cut(cut: Option<&Cut>) -> String {
+    match cut {
+        Some(c) => format!(
+            "would cut {} byte{} from byte {} to the end ({}); they would be saved to a sidecar first",
+            c.len(),
+            plural(c.len()),
+            c.start,
+            cut_parts(c)
+        ),
+        None => "nothing to cut".into(),
+    }
+}
+
+fn would_append(plan: &RepairPlan) -> String {
+    if plan.closers.is_empty() {
+        "nothing to append (no open turn)".into()
+    } else {
+        format!("would append {}", describe_closers(plan))
+    }
+}
+
+fn in_place_summary(plan: &RepairPlan, sidecar: Option<&Path>) -> String {
+    let mut parts = Vec::new();
+    if let Some(cut) = &plan.cut {
+        let saved = sidecar.map_or_else(
+            || "?".to_owned(),
+            |p| escape(&p.display().to_string()).into_owned(),
+        );
+        parts.push(format!("cut {} → saved to {saved}", describe_cut(cut)));
+    }
+    if !plan.closers.is_empty() {
+        parts.push(format!("appended {}", describe_closers(plan)));
+    }
+    parts.join("; ")
+}
+
+fn copy_summary(name: &str, dest: &Path, len: u64, plan: &RepairPlan) -> String {
+    let mut s = format!(
+        "wrote {} ({len} byte{}) from {name}",
+        escape(&dest.display().to_string()),
+        plural(len)
+    );
+    if let Some(cut) = &plan.cut {
+        s.push_str(&format!("; left out {}", describe_cut(cut)));
+    }
+    if plan.closers.is_empty() {
+        if plan.cut.is_none() {
+            s.push_str("; nothing to repair, an exact copy");
+        }
+    } else {
+        s.push_str(&format!("; appended {}", describe_closers(plan)));
+    }
+    s.push_str(&format!("; {name} is untouched"));
+    s
+}

@@ -1,0 +1,630 @@
+//! Changing a log on disk without losing a byte (FORMAT.md §2.1, §14.5, §21.5): the
+//! live-writer probe on `session.lock`, a stamp that notices another writer, the sidecar that
+//! keeps every byte cut off, and an append that is undone on any failure. Commands that write
+//! (`repair`, `compact`) decide *what* to write; this module decides *how*.
+//!
+//! The one edit it knows: keep the first `keep` bytes exactly as they are, drop the rest
+//! (saved to a sidecar first), append whole lines. Committed bytes are never rewritten.
+
+use std::ffi::OsString;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The lock file a live DSH writer holds in the session directory (§2.1).
+pub const LOCK_FILE: &str = "session.lock";
+
+/// Sidecar names are `<log file name>` + this + `<n>`, n = 1, 2, … (the first free one).
+pub const SIDECAR_INFIX: &str = ".dshs-cut-";
+
+/// How many sidecar names to try before giving up (a directory full of them is a mistake).
+const SIDECAR_TRIES: u32 = 10_000;
+
+/// Why a write did not happen, or was undone.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Another process holds an exclusive lock on `session.lock`: a live writer (§2.1).
+    #[error(
+        "a live writer holds the session: another process has locked {}; stop it (or wait for it to exit) and try again — nothing was written",
+        lock.display()
+    )]
+    LiveWriter { lock: PathBuf },
+    /// The file changed between reading and writing: someone else is appending to it.
+    #[error(
+        "{} changed while dshs was working on it (another process is writing to it); nothing was written",
+        path.display()
+    )]
+    Changed { path: PathBuf },
+    /// `--output` never replaces an existing file.
+    #[error("{} already exists; dshs never overwrites a file, choose another output path", path.display())]
+    OutputExists { path: PathBuf },
+    /// Failed before the log was touched.
+    #[error("{what}: {source}; nothing was changed")]
+    Untouched {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    /// Failed after the log was touched; its original bytes were put back.
+    #[error("{what}: {source}; the log was restored to its original {len} bytes{}", sidecar_note(sidecar.as_deref()))]
+    RolledBack {
+        what: String,
+        #[source]
+        source: io::Error,
+        len: u64,
+        sidecar: Option<PathBuf>,
+    },
+    /// Failed after the log was touched, and putting the original bytes back failed too.
+    #[error(
+        "{what}: {source}; restoring the original bytes ALSO failed ({rollback}): the log may be damaged{}",
+        sidecar_note(sidecar.as_deref())
+    )]
+    RollbackFailed {
+        what: String,
+        #[source]
+        source: io::Error,
+        rollback: io::Error,
+        sidecar: Option<PathBuf>,
+    },
+}
+
+fn sidecar_note(sidecar: Option<&Path>) -> String {
+    sidecar.map_or_else(String::new, |p| {
+        format!(
+            "; the bytes after the committed prefix are also saved in {}",
+            p.display()
+        )
+    })
+}
+
+impl WriteError {
+    /// A refusal because someone else is writing (exit 3), not an I/O failure.
+    pub fn is_live_writer(&self) -> bool {
+        matches!(
+            self,
+            WriteError::LiveWriter { .. } | WriteError::Changed { .. }
+        )
+    }
+}
+
+fn untouched(what: impl Into<String>) -> impl FnOnce(io::Error) -> WriteError {
+    let what = what.into();
+    move |source| WriteError::Untouched { what, source }
+}
+
+/// A failure injected on purpose, to prove that every failure is undone. Commands accept it
+/// only in debug builds (see `cmd::repair`); release builds always pass `Fault::None`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Fault {
+    #[default]
+    None,
+    /// Writing the sidecar fails.
+    Sidecar,
+    /// The append fails after writing this many bytes.
+    AppendAfter(usize),
+    /// The final `sync_all` fails.
+    Sync,
+}
+
+impl Fault {
+    /// `sidecar`, `append:N` or `sync`.
+    pub fn parse(s: &str) -> Option<Fault> {
+        match s {
+            "sidecar" => Some(Fault::Sidecar),
+            "sync" => Some(Fault::Sync),
+            _ => s
+                .strip_prefix("append:")
+                .and_then(|n| n.parse().ok())
+                .map(Fault::AppendAfter),
+        }
+    }
+}
+
+fn injected(what: &str) -> io::Error {
+    io::Error::other(format!("injected fault: {what}"))
+}
+
+/// The `session.lock` beside a log.
+pub fn lock_path(log: &Path) -> PathBuf {
+    log.with_file_name(LOCK_FILE)
+}
+
+/// An exclusive lock on the session's `session.lock`, held until dropped (closing the file
+/// releases a `flock`).
+#[derive(Debug)]
+pub struct SessionLock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl SessionLock {
+    /// Probe the live-writer lock beside `log` with a non-blocking exclusive lock (§2.1; on
+    /// Unix std uses `flock(LOCK_EX | LOCK_NB)`, the call DSH uses). No such file: no writer,
+    /// `Ok(None)`; granted: no writer, and the lock is kept while the caller writes; refused:
+    /// `WriteError::LiveWriter`. The lock file is never created or deleted.
+    pub fn acquire(log: &Path) -> Result<Option<SessionLock>, WriteError> {
+        let path = lock_path(log);
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(untouched(format!("cannot open {}", path.display()))(e)),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(SessionLock { path, _file: file })),
+            Err(TryLockError::WouldBlock) => Err(WriteError::LiveWriter { lock: path }),
+            Err(TryLockError::Error(e)) => {
+                Err(untouched(format!("cannot lock {}", path.display()))(e))
+            }
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Length and modification time of a file: if either changes between reading the log and
+/// writing it, another process is writing to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    pub len: u64,
+    pub modified: Option<SystemTime>,
+}
+
+impl Stamp {
+    pub fn of(path: &Path) -> io::Result<Stamp> {
+        Ok(Stamp::from_meta(&fs::metadata(path)?))
+    }
+
+    fn of_file(file: &File) -> io::Result<Stamp> {
+        Ok(Stamp::from_meta(&file.metadata()?))
+    }
+
+    fn from_meta(m: &fs::Metadata) -> Stamp {
+        Stamp {
+            len: m.len(),
+            modified: m.modified().ok(),
+        }
+    }
+}
+
+/// The edit: bytes `[0, keep)` stay exactly as they are, the rest of the file is cut off,
+/// then `append` (whole lines) is written after them.
+#[derive(Debug, Clone, Copy)]
+pub struct Edit<'a> {
+    pub keep: u64,
+    pub append: &'a [u8],
+}
+
+/// What an in-place edit did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Bytes cut off the end of the file.
+    pub cut: u64,
+    /// Where they were saved (always `Some` when `cut > 0`).
+    pub sidecar: Option<PathBuf>,
+    /// Bytes appended.
+    pub appended: u64,
+    /// The file's new length.
+    pub len: u64,
+}
+
+/// Edit the log at `path` in place. `before` is the stamp taken before the log was read;
+/// any difference now means another writer and nothing is done. Order, so that no byte is
+/// ever only in memory: (1) copy the bytes to cut into a new sidecar and sync it and its
+/// directory; (2) truncate to `keep`; (3) append in one write; (4) `sync_all`. Any failure in
+/// (2)–(4) truncates back to `keep`, copies the sidecar's bytes back, and syncs: the file is
+/// then byte-identical to before. The sidecar is kept even then (it is never deleted).
+pub fn apply_in_place(
+    path: &Path,
+    before: Stamp,
+    edit: Edit<'_>,
+    fault: Fault,
+) -> Result<Applied, WriteError> {
+    let shown = path.display();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let now = Stamp::of_file(&file).map_err(untouched(format!("cannot stat {shown}")))?;
+    if now != before || edit.keep > now.len {
+        return Err(WriteError::Changed {
+            path: path.to_owned(),
+        });
+    }
+    let cut = now.len - edit.keep;
+    if cut == 0 && edit.append.is_empty() {
+        return Ok(Applied {
+            cut: 0,
+            sidecar: None,
+            appended: 0,
+            len: now.len,
+        });
+    }
+    let sidecar = if cut > 0 {
+        Some(save_sidecar(&mut file, path, edit.keep, cut, fault)?)
+    } else {
+        None
+    };
+    // Saving the sidecar took time: look again before touching anything.
+    let again = Stamp::of_file(&file).map_err(untouched(format!("cannot stat {shown}")))?;
+    if again != before {
+        return Err(WriteError::Changed {
+            path: path.to_owned(),
+        });
+    }
+    match mutate(&mut file, edit, fault) {
+        Ok(()) => Ok(Applied {
+            cut,
+            sidecar,
+            appended: edit.append.len() as u64,
+            len: edit.keep + edit.append.len() as u64,
+        }),
+        Err((what, source)) => {
+            match restore(&mut file, edit.keep, before.len, sidecar.as_deref()) {
+                Ok(()) => Err(WriteError::RolledBack {
+                    what,
+                    source,
+                    len: before.len,
+                    sidecar,
+                }),
+                Err(rollback) => Err(WriteError::RollbackFailed {
+                    what,
+                    source,
+                    rollback,
+                    sidecar,
+                }),
+            }
+        }
+    }
+}
+
+/// Truncate, append, sync. The error says which step failed.
+fn mutate(file: &mut File, edit: Edit<'_>, fault: Fault) -> Result<(), (String, io::Error)> {
+    file.set_len(edit.keep)
+        .map_err(|e| ("cannot truncate the log".to_owned(), e))?;
+    file.seek(SeekFrom::Start(edit.keep))
+        .map_err(|e| ("cannot seek in the log".to_owned(), e))?;
+    write_all(file, edit.append, fault).map_err(|e| ("cannot append to the log".to_owned(), e))?;
+    if fault == Fault::Sync {
+        return Err(("cannot flush the log to disk".to_owned(), injected("sync")));
+    }
+    file.sync_all()
+        .map_err(|e| ("cannot flush the log to disk".to_owned(), e))
+}
+
+/// One `write_all`, or (fault injection) a partial write followed by an error.
+fn write_all(file: &mut File, bytes: &[u8], fault: Fault) -> io::Result<()> {
+    if let Fault::AppendAfter(n) = fault {
+        file.write_all(&bytes[..n.min(bytes.len())])?;
+        return Err(injected("append"));
+    }
+    file.write_all(bytes)
+}
+
+/// Put the original bytes back: truncate to `keep`, copy the sidecar after it, sync.
+fn restore(file: &mut File, keep: u64, len: u64, sidecar: Option<&Path>) -> io::Result<()> {
+    file.set_len(keep)?;
+    if let Some(side) = sidecar {
+        file.seek(SeekFrom::Start(keep))?;
+        let copied = io::copy(&mut File::open(side)?, file)?;
+        if keep + copied != len {
+            return Err(io::Error::other(format!(
+                "the sidecar {} holds {copied} bytes, expected {}",
+                side.display(),
+                len - keep
+            )));
+        }
+    }
+    file.set_len(len)?;
+    file.sync_all()
+}
+
+/// Copy bytes `[keep, keep + cut)` of the log into a new sidecar beside it, synced (file and
+/// directory) before the log is touched. A failure removes the partial sidecar.
+fn save_sidecar(
+    file: &mut File,
+    log: &Path,
+    keep: u64,
+    cut: u64,
+    fault: Fault,
+) -> Result<PathBuf, WriteError> {
+    let (path, mut side) = create_sidecar(log).map_err(untouched(format!(
+        "cannot create a sidecar beside {}",
+        log.display()
+    )))?;
+    let copy = |side: &mut File, file: &mut File| -> io::Result<()> {
+        file.seek(SeekFrom::Start(keep))?;
+        let copied = io::copy(&mut Read::by_ref(file).take(cut), side)?;
+        if copied != cut {
+            return Err(io::Error::new(
+                io::ErrorKind::UnexpectedEof,
+                format!("read {copied} of {cut} bytes"),
+            ));
+        }
+        if fault == Fault::Sidecar {
+            return Err(injected("sidecar"));
+        }
+        side.sync_all()?;
+        sync_dir(&path)
+    };
+    if let Err(e) = copy(&mut side, file) {
+        drop(side);
+        // The log is untouched, so the partial copy is worthless.
+        let _ = fs::remove_file(&path);
+        return Err(WriteError::Untouched {
+            what: format!("cannot save the cut bytes to {}", path.display()),
+            source: e,
+        });
+    }
+    Ok(path)
+}
+
+/// The first free `<log>.dshs-cut-<n>`, created exclusively: an existing file is never
+/// overwritten, even one created by a concurrent dshs between our checks.
+fn create_sidecar(log: &Path) -> io::Result<(PathBuf, File)> {
+    let name = log
+        .file_name()
+        .ok_or_else(|| io::Error::other("the log path has no file name"))?;
+    for n in 1..=SIDECAR_TRIES {
+        let mut side = OsString::from(name);
+        side.push(format!("{SIDECAR_INFIX}{n}"));
+        let path = log.with_file_name(side);
+        match OpenOptions::new().write(true).create_new(true).open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(io::Error::other(format!(
+        "{SIDECAR_TRIES} sidecars already exist; clean them up"
+    )))
+}
+
+/// Write the edited log to a new file `out` (never replacing one): the first `keep` bytes of
+/// `src`, then `append`; synced with its directory. `src` is only read; `before` is its stamp
+/// from when it was scanned. On failure the partial `out` is removed. Returns the bytes
+/// written.
+pub fn write_copy(
+    src: &Path,
+    before: Stamp,
+    edit: Edit<'_>,
+    out: &Path,
+    fault: Fault,
+) -> Result<u64, WriteError> {
+    let mut input = File::open(src).map_err(untouched(format!("cannot open {}", src.display())))?;
+    let changed = |input: &File| {
+        Stamp::of_file(input).map_or(true, |now| now != before || edit.keep > now.len)
+    };
+    if changed(&input) {
+        return Err(WriteError::Changed {
+            path: src.to_owned(),
+        });
+    }
+    let mut output = match OpenOptions::new().write(true).create_new(true).open(out) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(WriteError::OutputExists {
+                path: out.to_owned(),
+            });
+        }
+        Err(e) => return Err(untouched(format!("cannot create {}", out.display()))(e)),
+    };
+    let mut fill = || -> Result<(), (String, io::Error)> {
+        let copied = io::copy(&mut Read::by_ref(&mut input).take(edit.keep), &mut output)
+            .map_err(|e| (format!("cannot copy {}", src.display()), e))?;
+        if copied != edit.keep {
+            return Err((
+                format!("cannot copy {}", src.display()),
+                io::Error::new(io::ErrorKind::UnexpectedEof, "the file got shorter"),
+            ));
+        }
+        write_all(&mut output, edit.append, fault)
+            .map_err(|e| (format!("cannot write {}", out.display()), e))?;
+        if fault == Fault::Sync {
+            return Err((format!("cannot flush {}", out.display()), injected("sync")));
+        }
+        output
+            .sync_all()
+            .map_err(|e| (format!("cannot flush {}", out.display()), e))?;
+        sync_dir(out).map_err(|e| {
+            (
+                format!("cannot flush the directory of {}", out.display()),
+                e,
+            )
+        })
+    };
+    let result = fill();
+    let raced = result.is_ok() && changed(&input);
+    if result.is_err() || raced {
+        drop(output);
+        let _ = fs::remove_file(out);
+        let _ = sync_dir(out);
+    }
+    match result {
+        Err((what, source)) => Err(WriteError::Untouched { what, source }),
+        Ok(()) if raced => Err(WriteError::Changed {
+            path: src.to_owned(),
+        }),
+        Ok(()) => Ok(edit.keep + edit.append.len() as u64),
+    }
+}
+
+/// Make a new or removed directory entry durable: sync the directory holding `path`.
+fn sync_dir(path: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        let dir = match path.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d,
+            _ => Path::new("."),
+        };
+        File::open(dir)?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        // Windows cannot open a directory as a file; NTFS journals the entry itself.
+        let _ = path;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log(dir: &Path, bytes: &[u8]) -> PathBuf {
+        let p = dir.join("s.jsonl");
+        fs::write(&p, bytes).unwrap();
+        p
+    }
+
+    const ORIGINAL: &[u8] = b"header\nline-1\ntorn-fragm";
+
+    fn edit() -> Edit<'static> {
+        Edit {
+            keep: 14,
+            append: b"closer-1\ncloser-2\n",
+        }
+    }
+
+    #[test]
+    fn cut_bytes_go_to_a_new_sidecar_then_the_lines_are_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let done = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::None).unwrap();
+        assert_eq!(
+            fs::read(&p).unwrap(),
+            b"header\nline-1\ncloser-1\ncloser-2\n"
+        );
+        let side = done.sidecar.unwrap();
+        assert_eq!(side, dir.path().join("s.jsonl.dshs-cut-1"));
+        assert_eq!(fs::read(&side).unwrap(), b"torn-fragm");
+        assert_eq!((done.cut, done.appended, done.len), (10, 18, 32));
+    }
+
+    #[test]
+    fn an_existing_sidecar_is_never_overwritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        fs::write(dir.path().join("s.jsonl.dshs-cut-1"), b"precious").unwrap();
+        let done = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::None).unwrap();
+        assert_eq!(done.sidecar.unwrap(), dir.path().join("s.jsonl.dshs-cut-2"));
+        assert_eq!(
+            fs::read(dir.path().join("s.jsonl.dshs-cut-1")).unwrap(),
+            b"precious"
+        );
+    }
+
+    #[test]
+    fn every_failure_after_the_cut_restores_the_original_bytes() {
+        for fault in [
+            Fault::AppendAfter(0),
+            Fault::AppendAfter(5),
+            Fault::AppendAfter(17),
+            Fault::Sync,
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let p = log(dir.path(), ORIGINAL);
+            let err = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), fault).unwrap_err();
+            assert!(
+                matches!(
+                    &err,
+                    WriteError::RolledBack {
+                        len: 24,
+                        sidecar: Some(_),
+                        ..
+                    }
+                ),
+                "{fault:?}: {err}"
+            );
+            assert_eq!(fs::read(&p).unwrap(), ORIGINAL, "{fault:?}");
+            // The cut bytes were saved before anything was changed, and stay saved.
+            assert_eq!(
+                fs::read(dir.path().join("s.jsonl.dshs-cut-1")).unwrap(),
+                b"torn-fragm"
+            );
+        }
+    }
+
+    #[test]
+    fn a_failed_append_without_a_cut_truncates_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), b"header\nline-1\n");
+        let err =
+            apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::AppendAfter(9)).unwrap_err();
+        assert!(matches!(err, WriteError::RolledBack { sidecar: None, .. }));
+        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\n");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_failed_sidecar_leaves_the_log_and_no_partial_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let err = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::Sidecar).unwrap_err();
+        assert!(matches!(err, WriteError::Untouched { .. }), "{err}");
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_file_that_changed_since_it_was_read_is_not_touched() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let stamp = Stamp::of(&p).unwrap();
+        fs::write(&p, b"header\nline-1\ntorn-fragment-grew").unwrap();
+        let err = apply_in_place(&p, stamp, edit(), Fault::None).unwrap_err();
+        assert!(err.is_live_writer(), "{err}");
+        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\ntorn-fragment-grew");
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn copy_writes_prefix_and_lines_and_never_replaces_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let out = dir.path().join("out.jsonl");
+        let stamp = Stamp::of(&p).unwrap();
+        assert_eq!(
+            write_copy(&p, stamp, edit(), &out, Fault::None).unwrap(),
+            32
+        );
+        assert_eq!(
+            fs::read(&out).unwrap(),
+            b"header\nline-1\ncloser-1\ncloser-2\n"
+        );
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+        let err = write_copy(&p, stamp, edit(), &out, Fault::None).unwrap_err();
+        assert!(matches!(err, WriteError::OutputExists { .. }));
+        // A failed copy leaves no partial output behind.
+        let out2 = dir.path().join("out2.jsonl");
+        assert!(write_copy(&p, stamp, edit(), &out2, Fault::AppendAfter(3)).is_err());
+        assert!(!out2.exists());
+    }
+
+    #[test]
+    fn the_lock_is_probed_without_creating_the_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        assert!(SessionLock::acquire(&p).unwrap().is_none());
+        assert!(!lock_path(&p).exists());
+        fs::write(lock_path(&p), b"").unwrap();
+        let held = File::open(lock_path(&p)).unwrap();
+        held.lock().unwrap();
+        let err = SessionLock::acquire(&p).unwrap_err();
+        assert!(err.is_live_writer(), "{err}");
+        drop(held);
+        let ours = SessionLock::acquire(&p).unwrap().unwrap();
+        assert_eq!(ours.path(), lock_path(&p));
+    }
+
+    #[test]
+    fn faults_parse() {
+        assert_eq!(Fault::parse("append:7"), Some(Fault::AppendAfter(7)));
+        assert_eq!(Fault::parse("sidecar"), Some(Fault::Sidecar));
+        assert_eq!(Fault::parse("sync"), Some(Fault::Sync));
+        assert_eq!(Fault::parse("append:x"), None);
+    }
+}
