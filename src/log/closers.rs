@@ -10,7 +10,9 @@ use super::rows::Event;
 #[derive(Debug, Clone)]
 struct Pending {
     call_id: String,
-    step: Json<'static>,
+    /// `data.step` of the advertising message; `None` when absent (JavaScript `undefined`:
+    /// the key is then left out of the closer, as `JSON.stringify` does).
+    step: Option<Json<'static>>,
     call_seq: Option<u64>,
 }
 
@@ -62,7 +64,8 @@ impl CloserPlanner {
         let d = &ev.data;
         match ev.ty.as_ref() {
             "turn/start" => {
-                self.open_turn = Some(d.get("turn").cloned().unwrap_or(Json::Null).into_owned());
+                // A missing or null turn is no open turn (`open_turn is None`, §14.2).
+                self.open_turn = present(d.get("turn"));
                 self.open_step = None;
                 self.pending.clear();
             }
@@ -72,14 +75,14 @@ impl CloserPlanner {
                 self.pending.clear();
             }
             "step/start" => {
-                self.open_step = Some(d.get("step").cloned().unwrap_or(Json::Null).into_owned());
+                self.open_step = present(d.get("step"));
             }
             "step/end" => {
                 self.pending.clear();
                 self.open_step = None;
             }
             "assistant/message" => {
-                let step = d.get("step").cloned().unwrap_or(Json::Null).into_owned();
+                let step = d.get("step").cloned().map(Json::into_owned);
                 let blocks = ev
                     .message()
                     .and_then(|m| m.get("content"))
@@ -214,11 +217,21 @@ impl CloserPlanner {
         let sources = p
             .call_seq
             .map_or_else(String::new, |s| format!(r#","sourceEventSeqs":[{s}]"#));
+        let step = p
+            .step
+            .as_ref()
+            .map_or_else(String::new, |s| format!(r#","step":{}"#, s.to_js_string()));
         format!(
-            r#"{{"type":"tool/result","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":{},"message":{message},"error":{error}}},"surfaceOp":"append"{sources}}}"#,
-            p.step.to_js_string()
+            r#"{{"type":"tool/result","seq":{seq},"time":{time},"data":{{"turn":{turn}{step},"message":{message},"error":{error}}},"surfaceOp":"append"{sources}}}"#
         )
     }
+}
+
+/// A member that JavaScript would see as a value: absent and `null` are both "none".
+fn present(v: Option<&Json<'_>>) -> Option<Json<'static>> {
+    v.filter(|v| **v != Json::Null)
+        .cloned()
+        .map(Json::into_owned)
 }
 
 #[cfg(test)]
@@ -312,6 +325,24 @@ mod tests {
                 r#"{"type":"turn/end","seq":4,"time":9,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#
             ]
         );
+    }
+
+    #[test]
+    fn a_turn_without_a_number_is_not_open_and_a_missing_step_is_left_out() {
+        assert!(plan(0, &[r#"{"type":"turn/start","seq":0,"time":1,"data":{}}"#]).is_empty());
+        let got = plan(
+            0,
+            &[
+                r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+                r#"{"type":"assistant/message","seq":1,"time":1,"data":{"message":{"content":[{"type":"tool-call","id":"c"}]}},"surfaceOp":"append"}"#,
+            ],
+        );
+        assert!(
+            got[0].contains(r#""data":{"turn":1,"message":"#),
+            "{}",
+            got[0]
+        );
+        assert_eq!(got.len(), 2);
     }
 
     #[test]

@@ -84,10 +84,67 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
+    match parse_exact(text) {
+        Ok(v) => Ok(v),
+        Err(e) if e.contains("surrogate") || e.contains("hex escape") => {
+            // `JSON.parse` accepts lone UTF-16 surrogate escapes (`"\ud800"`); serde_json
+            // does not. Read them as U+FFFD, so such a line is not mistaken for damage.
+            match replace_lone_surrogates(text) {
+                Some(fixed) => parse_exact(&fixed).map(Json::into_owned).map_err(|_| e),
+                None => Err(e),
+            }
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn parse_exact(text: &str) -> Result<Json<'_>, String> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Json::deserialize(&mut de).map_err(describe_error)?;
     de.end().map_err(describe_error)?;
     Ok(value)
+}
+
+/// Rewrite `\uXXXX` escapes of unpaired surrogates as `\ufffd` (None: there were none).
+fn replace_lone_surrogates(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let hex4 = |at: usize| -> Option<u32> {
+        let digits = b.get(at..at + 4)?;
+        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
+    };
+    let escape_at = |at: usize| -> Option<u32> {
+        (b.get(at) == Some(&b'\\') && b.get(at + 1) == Some(&b'u'))
+            .then(|| hex4(at + 2))
+            .flatten()
+    };
+    let (mut out, mut last, mut i) = (String::new(), 0, 0);
+    while i < b.len() {
+        if b[i] != b'\\' {
+            i += 1;
+            continue;
+        }
+        let Some(unit) = escape_at(i) else {
+            i += 2;
+            continue;
+        };
+        let paired = (0xD800..0xDC00).contains(&unit)
+            && escape_at(i + 6).is_some_and(|next| (0xDC00..0xE000).contains(&next));
+        if paired {
+            i += 12;
+        } else if (0xD800..0xE000).contains(&unit) {
+            out.push_str(&text[last..i]);
+            out.push_str("\\ufffd");
+            i += 6;
+            last = i;
+        } else {
+            i += 6;
+        }
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
 }
 
 fn describe_error(e: serde_json::Error) -> String {
@@ -583,6 +640,17 @@ mod tests {
         assert_eq!(parse(b"9007199254740992").unwrap().safe_int(), None);
         assert_eq!(parse(b"18446744073709551616").unwrap().safe_int(), None);
         assert_eq!(parse(b"1.5").unwrap().safe_int(), None);
+    }
+
+    #[test]
+    fn lone_surrogate_escapes_parse_like_javascript() {
+        let v = parse(br#"{"id":"c\ud800x","t":"\udc00","ok":"\ud83d\ude00","lit":"\\ud800"}"#)
+            .unwrap();
+        assert_eq!(v.get("id").and_then(Json::as_str), Some("c\u{fffd}x"));
+        assert_eq!(v.get("t").and_then(Json::as_str), Some("\u{fffd}"));
+        assert_eq!(v.get("ok").and_then(Json::as_str), Some("😀"));
+        assert_eq!(v.get("lit").and_then(Json::as_str), Some("\\ud800"));
+        assert!(parse(br#""\u12""#).is_err());
     }
 
     #[test]
