@@ -315,6 +315,36 @@ fn committed_damage_still_lists_the_log_and_exits_1() {
 }
 
 #[test]
+fn rejected_events_are_marked() {
+    let log = format!(
+        "{V3}\n{}\n{}\n{}\n{}\n",
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+        r#"{"type":"user/message","seq":1,"time":0,"data":{"id":"u","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
+        r#"{"type":"user/message","seq":2,"time":0,"data":{"id":"u2","role":"user","content":[{"type":"text","text":"bad"}],"source":{"kind":"user"}},"sourceEventSeqs":[0],"surfaceOp":{"op":"replace","startSeq":0,"endSeq":0}}"#,
+        r#"{"type":"turn/end","seq":3,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    );
+    let out = show()
+        .arg("-")
+        .write_stdin(log.clone())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("[replace-start-not-on-surface]"));
+    let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    let lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    assert!(line_of(&lines, 1).contains(" + user/message "));
+    let rejected = line_of(&lines, 2);
+    assert!(rejected.contains(" ! user/message ") && rejected.ends_with("[rejected]"));
+    let out = show()
+        .args(["--format", "json", "-"])
+        .write_stdin(log)
+        .assert()
+        .code(1);
+    let recs = json_lines(&out.get_output().stdout);
+    assert_eq!(seqs_where(&recs, "surface", &json!("rejected")), [2]);
+    assert_eq!(recs[2]["replaces"], Value::Null);
+}
+
+#[test]
 fn unsupported_and_unreadable_logs() {
     show()
         .arg("-")

@@ -180,10 +180,10 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
     }
     let first = first_error.map_or_else(String::new, |f| {
         format!(
-            "; first: line {}: {}[{}]",
+            "; first: line {}: [{}] {}",
             f.pos.line,
-            crate::render::escape(&dshs::log::text::clip(&f.message, 160)),
-            f.code.as_str()
+            f.code.as_str(),
+            crate::render::escape(&dshs::log::text::clip(&f.message, 160))
         )
     });
     eprintln!(

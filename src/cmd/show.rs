@@ -53,11 +53,13 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let first = file
         .open()
         .and_then(|o| super::scan_source(o, env, &opts, &mut first_error, &mut ()));
-    let first = match first {
+    let mut first = match first {
         Ok(s) => s,
         Err(e) => return Ok(super::read_failure(&name, &e)),
     };
     let marks = Marks::of(&first);
+    // Pass 2 builds its own fold state; do not hold two surfaces at once.
+    first.state = None;
 
     // Pass 2: print.
     let tap = Rc::new(TapState {
