@@ -70,6 +70,33 @@ _arguments "${_arguments_options[@]}" : \
 ':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
 && ret=0
 ;;
+(show)
+_arguments "${_arguments_options[@]}" : \
+'*--type=[Only events of type T (repeatable). A trailing \`/\` selects a family\: \`tool/\` is tool/call, tool/result, …]:T:_default' \
+'--turn=[Only events of turn N, or of turns A..B (inclusive; \`A..\` and \`..B\` are open). An event belongs to the turn its \`data.turn\` names, else to the turn open around it]:N|A..B:_default' \
+'--grep=[Only events whose stored line contains TEXT (case-sensitive, raw JSON text\: a packed chunk row matches as a whole)]:TEXT:_default' \
+'--format=[One line per event, or the same selection as JSON Lines]:FORMAT:(human json)' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
+(stats)
+_arguments "${_arguments_options[@]}" : \
+'--format=[A report for people, or one JSON document]:FORMAT:(human json)' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -105,6 +132,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(show)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(stats)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -128,6 +163,8 @@ _dshs_commands() {
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'show:List events as people read them\: one line per event' \
+'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -149,6 +186,8 @@ _dshs__subcmd__help_commands() {
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'show:List events as people read them\: one line per event' \
+'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -174,6 +213,16 @@ _dshs__subcmd__help__subcmd__repair_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help repair commands' commands "$@"
 }
+(( $+functions[_dshs__subcmd__help__subcmd__show_commands] )) ||
+_dshs__subcmd__help__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help show commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__stats_commands] )) ||
+_dshs__subcmd__help__subcmd__stats_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help stats commands' commands "$@"
+}
 (( $+functions[_dshs__subcmd__help__subcmd__validate_commands] )) ||
 _dshs__subcmd__help__subcmd__validate_commands() {
     local commands; commands=()
@@ -183,6 +232,16 @@ _dshs__subcmd__help__subcmd__validate_commands() {
 _dshs__subcmd__repair_commands() {
     local commands; commands=()
     _describe -t commands 'dshs repair commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__show_commands] )) ||
+_dshs__subcmd__show_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs show commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__stats_commands] )) ||
+_dshs__subcmd__stats_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs stats commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__validate_commands] )) ||
 _dshs__subcmd__validate_commands() {

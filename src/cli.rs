@@ -73,6 +73,12 @@ pub enum Command {
         after_help = EXIT_CODES
     )]
     Repair(RepairArgs),
+    /// List events as people read them: one line per event.
+    #[command(after_help = INSPECT_EXIT_CODES, long_about = SHOW_ABOUT)]
+    Show(ShowArgs),
+    /// Summarize a log: header facts, event counts, turns, tools, compactions, tokens.
+    #[command(after_help = INSPECT_EXIT_CODES)]
+    Stats(StatsArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -97,6 +103,106 @@ pub struct ValidateArgs {
     /// Log files, session directories, or `-` for standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
+}
+
+/// Exit status of the read-only inspection commands (`show`, `stats`).
+pub const INSPECT_EXIT_CODES: &str = "\
+Exit status (what can be read is printed in every case):
+  0  the log loads (warnings allowed)
+  1  the log is invalid or corrupt (run `dshs validate` for the findings)
+  2  usage error, unreadable file, I/O failure
+  3  refused as unsupported: unknown or newer format version, a V4-draft log,
+     an unknown event type not marked ignorable";
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is
+    /// tool/call, tool/result, …
+    #[arg(long = "type", value_name = "T")]
+    pub types: Vec<String>,
+    /// Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An
+    /// event belongs to the turn its `data.turn` names, else to the turn open around it.
+    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse)]
+    pub turn: Option<TurnRange>,
+    /// Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed
+    /// chunk row matches as a whole).
+    #[arg(long, value_name = "TEXT")]
+    pub grep: Option<String>,
+    /// One line per event, or the same selection as JSON Lines.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Log file, session directory, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+pub const SHOW_ABOUT: &str = "\
+List events as people read them: one line per event.
+
+Columns: seq, time (local time zone; TZ applies), mark, type, turn.step, summary. Marks:
+  +      a surface node the model still sees
+  -      a surface node shadowed by a later replacement ([shadowed by N])
+  !      an event the fold rejected, or a row that could not be used at all
+  blank  a log-only event
+Replacements say what they shadow ([replaces A..B: seqs]); rows after the committed prefix,
+which DSH drops on load, are dimmed and marked [crash tail]. Filters combine with AND;
+repeated --type values with OR.";
+
+/// `--turn N`, `--turn A..B`, `--turn A..`, `--turn ..B` (inclusive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnRange {
+    pub first: Option<i64>,
+    pub last: Option<i64>,
+}
+
+impl TurnRange {
+    pub fn parse(text: &str) -> Result<TurnRange, String> {
+        let number = |s: &str| {
+            s.trim()
+                .parse::<i64>()
+                .map_err(|_| format!("`{s}` is not a turn number (expected N, A..B, A.. or ..B)"))
+        };
+        let range = match text.split_once("..") {
+            None => {
+                let n = number(text)?;
+                TurnRange {
+                    first: Some(n),
+                    last: Some(n),
+                }
+            }
+            Some((a, b)) => TurnRange {
+                first: if a.is_empty() { None } else { Some(number(a)?) },
+                last: if b.is_empty() { None } else { Some(number(b)?) },
+            },
+        };
+        match range {
+            TurnRange {
+                first: None,
+                last: None,
+            } => Err("`..` names no turn (expected N, A..B, A.. or ..B)".into()),
+            TurnRange {
+                first: Some(a),
+                last: Some(b),
+            } if a > b => Err(format!(
+                "the range {a}..{b} is empty (first turn after last)"
+            )),
+            r => Ok(r),
+        }
+    }
+
+    pub fn contains(&self, turn: i64) -> bool {
+        self.first.is_none_or(|a| turn >= a) && self.last.is_none_or(|b| turn <= b)
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct StatsArgs {
+    /// A report for people, or one JSON document.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Log file, session directory, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: String,
 }
 
 #[derive(Debug, Args)]
@@ -143,5 +249,20 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn turn_ranges_parse_and_contain() {
+        let r = TurnRange::parse("3").unwrap();
+        assert!(r.contains(3) && !r.contains(2) && !r.contains(4));
+        let r = TurnRange::parse("2..4").unwrap();
+        assert!(r.contains(2) && r.contains(4) && !r.contains(5) && !r.contains(1));
+        let r = TurnRange::parse("2..").unwrap();
+        assert!(r.contains(2) && r.contains(99) && !r.contains(1));
+        let r = TurnRange::parse("..2").unwrap();
+        assert!(r.contains(-1) && r.contains(2) && !r.contains(3));
+        for bad in ["", "x", "..", "1..x", "4..2", "1...2", "1.5"] {
+            assert!(TurnRange::parse(bad).is_err(), "{bad:?} should be refused");
+        }
     }
 }

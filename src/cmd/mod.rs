@@ -4,15 +4,20 @@
 pub mod completions;
 pub mod explain;
 pub mod repair;
+pub mod show;
+pub mod stats;
 pub mod validate;
 
-use std::io::{self, IsTerminal, Write};
+use std::fs::File;
+use std::io::{self, BufReader, IsTerminal, Write};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
+use dshs::log::Finding;
 use dshs::log::Sink;
 use dshs::log::input::{self, InputError, Opened, Source};
-use dshs::log::scan::{self, Observer, Scan, ScanOptions};
+use dshs::log::scan::{self, Observer, Scan, ScanOptions, Status};
 use dshs::log::vocab::KnownTypes;
 
 use crate::cli::{Cli, Command};
@@ -64,6 +69,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
         Command::Repair(args) => repair::run(&args, &env, out),
+        Command::Show(args) => show::run(&args, &env, out),
+        Command::Stats(args) => stats::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
     }
 }
@@ -97,4 +104,97 @@ pub fn input_failure(e: &InputError) -> Outcome {
     } else {
         Outcome::Failure
     }
+}
+
+/// A log that can be read more than once: the file itself, or standard input spooled to a
+/// temporary file (deleted on drop). The spool keeps no path, so the file-name checks of the
+/// pass are skipped for it exactly as for a single pass over stdin.
+pub struct Seekable {
+    name: String,
+    path: PathBuf,
+    named: bool,
+    _spool: Option<tempfile::NamedTempFile>,
+}
+
+impl Seekable {
+    pub fn new(opened: Opened) -> io::Result<Seekable> {
+        let Opened { name, path, reader } = opened;
+        if let Some(path) = path {
+            return Ok(Seekable {
+                name,
+                path,
+                named: true,
+                _spool: None,
+            });
+        }
+        // Copy from the opened reader, not from stdin: it already holds the peeked bytes.
+        let mut reader = reader;
+        let mut tmp = tempfile::NamedTempFile::new()?;
+        io::copy(&mut reader, tmp.as_file_mut())?;
+        tmp.as_file_mut().flush()?;
+        Ok(Seekable {
+            name,
+            path: tmp.path().to_path_buf(),
+            named: false,
+            _spool: Some(tmp),
+        })
+    }
+
+    /// A fresh reader from the start.
+    pub fn open(&self) -> io::Result<Opened> {
+        Ok(Opened {
+            name: self.name.clone(),
+            path: self.named.then(|| self.path.clone()),
+            reader: Box::new(BufReader::with_capacity(
+                256 * 1024,
+                File::open(&self.path)?,
+            )),
+        })
+    }
+}
+
+/// Reading failed part-way: report it and exit 2.
+pub fn read_failure(name: &str, e: &io::Error) -> Outcome {
+    eprintln!(
+        "dshs: error: cannot read {}: {}",
+        crate::render::escape(name),
+        crate::render::escape(&e.to_string())
+    );
+    Outcome::Failure
+}
+
+/// The exit status of an inspection command: what `validate` would say about the log.
+pub fn outcome_of(scan: &Scan) -> Outcome {
+    match scan.status() {
+        Status::Valid => Outcome::Success,
+        Status::Invalid => Outcome::Invalid,
+        Status::Unsupported => Outcome::Unsupported,
+        Status::Unreadable => Outcome::Failure,
+    }
+}
+
+/// For inspection commands: say on stderr when the log is not valid (they print what they
+/// can and leave the findings to `validate`).
+pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet: bool) {
+    let status = scan.status();
+    if quiet || status == Status::Valid {
+        return;
+    }
+    let first = first_error.map_or_else(String::new, |f| {
+        format!(
+            "; first: line {}: [{}] {}",
+            f.pos.line,
+            f.code.as_str(),
+            crate::render::escape(&dshs::log::text::clip(&f.message, 160))
+        )
+    });
+    eprintln!(
+        "dshs: {}: {} log ({} error{}, {} warning{}){first}; run `dshs validate` for every finding",
+        crate::render::escape(name),
+        status.as_str(),
+        scan.tally.errors,
+        crate::render::human::plural(scan.tally.errors),
+        scan.tally.warnings,
+        crate::render::human::plural(scan.tally.warnings),
+    );
 }

@@ -82,9 +82,25 @@ pub struct EventInfo<'e, 'a> {
     pub speculative: bool,
 }
 
+/// A row, or an event slot of a packed row, that never reaches the fold: an unusable row of
+/// §6.1 (B1–B3: not JSON, not an object, a malformed storage row) or an event whose envelope
+/// is invalid (§5.1). The sink hears about it as a finding; an [`Observer`] that lists rows
+/// (`show`) hears about it here, in file order with the events.
+pub struct Unusable<'r> {
+    pub pos: Pos,
+    /// The row's own seq (`seq0` of a packed row) when it states a usable one.
+    pub seq: Option<u64>,
+    pub event_type: Option<&'r str>,
+    pub why: &'r str,
+    /// Seen inside a speculation (always so for B1–B3 rows: they start one).
+    pub speculative: bool,
+}
+
 /// Consumers that need every event (stats, show) without a second parser.
 pub trait Observer {
     fn event(&mut self, _info: &EventInfo<'_, '_>, _state: &FoldState) {}
+    /// A row or event slot that is never folded (see [`Unusable`]).
+    fn unusable(&mut self, _row: &Unusable<'_>) {}
     /// A bad row started a speculation: take a snapshot of anything accumulated.
     fn speculation_started(&mut self) {}
     /// The speculation ended: `committed` (fatal damage, the events count) or rolled back
@@ -467,6 +483,15 @@ pub fn scan(
         if let Some(s) = &mut spec {
             s.rows += 1;
         }
+        if let Row::Bad(b) = &row {
+            ctx.observer.unusable(&Unusable {
+                pos,
+                seq: b.seq,
+                event_type: b.event_type.as_deref(),
+                why: &b.why,
+                speculative: spec.is_some(),
+            });
+        }
         match &row {
             // A malformed row with a known seq still occupied its seqs.
             Row::Bad(b) if b.seq.is_some_and(|s| s >= state.surface.next_seq()) => {
@@ -689,6 +714,13 @@ fn fold_candidate(
                     bad.why
                 ),
             ));
+            ctx.observer.unusable(&Unusable {
+                pos: bad.pos,
+                seq: Some(seq),
+                event_type: bad.ty.as_deref(),
+                why: &bad.why,
+                speculative,
+            });
             state.surface.resync(seq);
             state.surface.skip(seq);
             state.events += 1;

@@ -3,6 +3,7 @@
 
 pub mod human;
 pub mod json;
+pub mod summary;
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
@@ -53,6 +54,42 @@ pub fn escape(text: &str) -> Cow<'_, str> {
         }
     }
     Cow::Owned(out)
+}
+
+/// Formats event times (`time`: Unix epoch milliseconds) as local date-times. The zone is
+/// looked up once (`TZ`, else the system's); times jiff cannot represent (beyond year ±9999)
+/// print as the raw number.
+pub struct Clock {
+    zone: jiff::tz::TimeZone,
+}
+
+impl Clock {
+    pub fn local() -> Clock {
+        Clock {
+            zone: jiff::tz::TimeZone::system(),
+        }
+    }
+
+    /// `2026-11-29 13:45:01.123`, or None when the instant is out of range.
+    pub fn format(&self, ms: i64) -> Option<String> {
+        let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
+        let dt = self.zone.to_datetime(ts);
+        Some(format!(
+            "{:04}-{:02}-{:02} {:02}:{:02}:{:02}.{:03}",
+            dt.year(),
+            dt.month(),
+            dt.day(),
+            dt.hour(),
+            dt.minute(),
+            dt.second(),
+            dt.millisecond()
+        ))
+    }
+
+    /// [`Clock::format`], or `@<ms>` when out of range.
+    pub fn format_or_raw(&self, ms: i64) -> String {
+        self.format(ms).unwrap_or_else(|| format!("@{ms}"))
+    }
 }
 
 /// Reports how far a long read has come, on stderr, when stderr is a terminal.
@@ -153,6 +190,27 @@ mod tests {
         assert_eq!(escape("plain é"), "plain é");
         assert_eq!(escape("a\x1b[31mred\nb"), "a\\u{1b}[31mred\\nb");
         assert_eq!(escape("x\u{202E}y\u{85}"), "x\\u{202e}y\\u{85}");
+    }
+
+    #[test]
+    fn clock_formats_epoch_milliseconds_in_a_zone() {
+        let utc = Clock {
+            zone: jiff::tz::TimeZone::UTC,
+        };
+        assert_eq!(utc.format(0).as_deref(), Some("1970-01-01 00:00:00.000"));
+        assert_eq!(
+            utc.format(1_795_959_901_123).as_deref(),
+            Some("2026-11-29 13:45:01.123")
+        );
+        assert_eq!(utc.format(-1).as_deref(), Some("1969-12-31 23:59:59.999"));
+        assert_eq!(
+            utc.format_or_raw(9_007_199_254_740_991),
+            "@9007199254740991"
+        );
+        let plus2 = Clock {
+            zone: jiff::tz::TimeZone::fixed(jiff::tz::offset(2)),
+        };
+        assert_eq!(plus2.format(0).as_deref(), Some("1970-01-01 02:00:00.000"));
     }
 
     #[test]

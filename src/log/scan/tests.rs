@@ -123,3 +123,59 @@ fn stop_after_replays_a_prefix() {
     assert_eq!(s.events(), 2);
     assert!(!s.stop_not_reached);
 }
+
+/// Records what an observer is told, in order.
+#[derive(Default)]
+struct Log(Vec<String>);
+
+impl Observer for Log {
+    fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
+        let spec = if info.speculative { " spec" } else { "" };
+        self.0.push(format!("event {}{spec}", info.event.seq));
+    }
+    fn unusable(&mut self, row: &Unusable<'_>) {
+        let spec = if row.speculative { " spec" } else { "" };
+        self.0.push(format!(
+            "unusable line {} seq {:?} type {:?}{spec}",
+            row.pos.line, row.seq, row.event_type
+        ));
+    }
+    fn speculation_started(&mut self) {
+        self.0.push("started".into());
+    }
+    fn speculation_ended(&mut self, committed: bool) {
+        self.0.push(format!("ended {committed}"));
+    }
+}
+
+#[test]
+fn observer_hears_of_unusable_rows_and_bad_envelopes_in_file_order() {
+    let text = format!(
+        "{V3}\n{}not json\n{{\"type\":\"todo/write\",\"seq\":2,\"time\":0,\"data\":{{}},\"extra\":1}}\n{}",
+        turn(0, 1),
+        turn(3, 2)
+    );
+    let mut log = Log::default();
+    let mut findings = Vec::new();
+    scan(
+        text.as_bytes(),
+        None,
+        &ScanOptions::default(),
+        &mut findings,
+        &mut log,
+    )
+    .unwrap();
+    assert_eq!(
+        log.0,
+        [
+            "event 0",
+            "event 1",
+            "started",
+            "unusable line 4 seq None type None spec",
+            "unusable line 5 seq Some(2) type Some(\"todo/write\") spec",
+            "event 3 spec",
+            "event 4 spec",
+            "ended true",
+        ]
+    );
+}

@@ -1,0 +1,628 @@
+//! `dshs show`: the event log as people read it, one line per event (or JSON Lines).
+//!
+//! Marking a surface node as shadowed needs to know, when printing it, whether a *later*
+//! replacement shadows it. So the log is read twice through the one streaming pass: pass 1
+//! folds it with replacements recorded (memory: the shadowed seqs, not the log) and learns
+//! where the committed prefix ends; pass 2 folds it again and prints from the observer.
+//! Standard input is spooled to a temporary file first.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::io::{self, BufRead, Write};
+use std::rc::Rc;
+
+use anyhow::Result;
+use owo_colors::Style;
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+use dshs::log::Finding;
+use dshs::log::json::Json;
+use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Unusable};
+use dshs::log::surface::Replacement;
+use dshs::log::text::seq_list;
+use dshs::log::vocab::TypeClass;
+
+use crate::cli::{ReportFormat, ShowArgs, TurnRange};
+use crate::exit::Outcome;
+use crate::render::human::Painter;
+use crate::render::{Clock, escape, summary};
+
+use super::{Env, Seekable};
+
+pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let opened = match super::open(&args.file) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("dshs: error: {}", escape(&e.to_string()));
+            return Ok(super::input_failure(&e));
+        }
+    };
+    let name = opened.name.clone();
+    let file = match Seekable::new(opened) {
+        Ok(f) => f,
+        Err(e) => return Ok(super::read_failure(&name, &e)),
+    };
+
+    // Pass 1: what later events do to earlier ones, and where the committed prefix ends.
+    let mut first_error = FirstError::default();
+    let opts = ScanOptions {
+        record_replacements: true,
+        ..env.scan_options()
+    };
+    let first = file
+        .open()
+        .and_then(|o| super::scan_source(o, env, &opts, &mut first_error, &mut ()));
+    let mut first = match first {
+        Ok(s) => s,
+        Err(e) => return Ok(super::read_failure(&name, &e)),
+    };
+    let marks = Marks::of(&first);
+    // Pass 2 builds its own fold state; do not hold two surfaces at once.
+    first.state = None;
+
+    // Pass 2: print.
+    let tap = Rc::new(TapState {
+        keep_line: args.grep.is_some(),
+        ..TapState::default()
+    });
+    let format = args.format;
+    let mut printer = Printer {
+        out,
+        error: None,
+        tap: tap.clone(),
+        filter: Filter {
+            types: &args.types,
+            turn: args.turn,
+            grep: args.grep.as_deref(),
+        },
+        marks: &marks,
+        format,
+        painter: Painter {
+            color: env.color_out && format == ReportFormat::Human,
+        },
+        clock: Clock::local(),
+        seq_width: marks.seq_width,
+    };
+    let second = file.open().and_then(|mut o| {
+        o.reader = Box::new(Tap {
+            inner: o.reader,
+            state: tap,
+        });
+        super::scan_source(
+            o,
+            env,
+            &env.scan_options(),
+            &mut Discard,
+            &mut printer as &mut dyn Observer,
+        )
+    });
+    if let Some(e) = printer.error.take() {
+        return Err(e.into());
+    }
+    if let Err(e) = second {
+        return Ok(super::read_failure(&name, &e));
+    }
+    if let Some(t) = first.torn.filter(|_| printer.filter.is_empty()) {
+        let written = printer.torn(t.line, t.byte, t.len);
+        written?;
+    }
+    super::note_status(&name, &first, first_error.0.as_ref(), env.quiet);
+    Ok(super::outcome_of(&first))
+}
+
+/// Keeps the first error finding (for the note on stderr); counts are in the scan's tally.
+#[derive(Default)]
+struct FirstError(Option<Finding>);
+
+impl dshs::log::Sink for FirstError {
+    fn push(&mut self, f: Finding) {
+        if self.0.is_none() && f.is_error() {
+            self.0 = Some(f);
+        }
+    }
+}
+
+struct Discard;
+
+impl dshs::log::Sink for Discard {
+    fn push(&mut self, _f: Finding) {}
+}
+
+/// What pass 1 learned.
+struct Marks {
+    /// Shadowed seq → the seq of the replacement that shadowed it.
+    shadowed_by: HashMap<u64, u64>,
+    /// Replacement seq → what it replaced.
+    replaces: HashMap<u64, Replacement>,
+    /// Rows from this byte on are a crash tail DSH drops on load.
+    crash_from: Option<u64>,
+    seq_width: usize,
+}
+
+impl Marks {
+    fn of(scan: &Scan) -> Marks {
+        let mut shadowed_by = HashMap::new();
+        let mut replaces = HashMap::new();
+        if let Some(state) = &scan.state {
+            for r in state.surface.replacements() {
+                for s in &r.shadowed {
+                    shadowed_by.insert(*s, r.seq);
+                }
+                replaces.insert(r.seq, r.clone());
+            }
+        }
+        let last = scan
+            .state
+            .as_ref()
+            .map_or(0, |s| s.surface.next_seq().saturating_sub(1));
+        Marks {
+            shadowed_by,
+            replaces,
+            crash_from: scan.crash.map(|c| c.byte),
+            seq_width: last.to_string().len(),
+        }
+    }
+}
+
+struct Filter<'a> {
+    types: &'a [String],
+    turn: Option<TurnRange>,
+    grep: Option<&'a str>,
+}
+
+impl Filter<'_> {
+    fn is_empty(&self) -> bool {
+        self.types.is_empty() && self.turn.is_none() && self.grep.is_none()
+    }
+
+    fn type_matches(&self, ty: &str) -> bool {
+        self.types.is_empty()
+            || self.types.iter().any(|t| {
+                if t.ends_with('/') {
+                    ty.starts_with(t.as_str())
+                } else {
+                    ty == t
+                }
+            })
+    }
+
+    fn turn_matches(&self, turn: Option<i64>) -> bool {
+        match self.turn {
+            None => true,
+            Some(range) => turn.is_some_and(|t| range.contains(t)),
+        }
+    }
+
+    fn grep_matches(&self, line: &[u8]) -> bool {
+        match self.grep {
+            None => true,
+            Some(needle) => String::from_utf8_lossy(line).contains(needle),
+        }
+    }
+}
+
+/// Shared between the reader pass 2 reads through and the printer: the line being folded
+/// (for `--grep`), and a stop flag once the output is gone (`| head`).
+#[derive(Default)]
+struct TapState {
+    keep_line: bool,
+    line: RefCell<Vec<u8>>,
+    line_done: Cell<bool>,
+    stop: Cell<bool>,
+}
+
+/// A reader that remembers the last line consumed through it. The scan reads one line and
+/// folds its events before reading the next, so while the observer runs, that line is the
+/// one the events came from.
+struct Tap<R> {
+    inner: R,
+    state: Rc<TapState>,
+}
+
+impl<R: BufRead> io::Read for Tap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = {
+            let available = self.fill_buf()?;
+            let n = available.len().min(buf.len());
+            buf[..n].copy_from_slice(&available[..n]);
+            n
+        };
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Tap<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.state.stop.get() {
+            return Err(io::Error::other("output closed"));
+        }
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if self.state.keep_line {
+            // The bytes were just returned by `fill_buf`; asking again reads nothing.
+            if let Ok(buf) = self.inner.fill_buf() {
+                let taken = &buf[..amt.min(buf.len())];
+                let mut line = self.state.line.borrow_mut();
+                if self.state.line_done.replace(false) {
+                    line.clear();
+                }
+                line.extend_from_slice(taken);
+                if taken.last() == Some(&b'\n') {
+                    self.state.line_done.set(true);
+                }
+            }
+        }
+        self.inner.consume(amt);
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SurfaceMark {
+    /// A log-only event (or one in the crash tail).
+    None,
+    Visible,
+    Shadowed(u64),
+    Rejected,
+}
+
+impl SurfaceMark {
+    fn char(self) -> char {
+        match self {
+            SurfaceMark::None => ' ',
+            SurfaceMark::Visible => '+',
+            SurfaceMark::Shadowed(_) => '-',
+            SurfaceMark::Rejected => '!',
+        }
+    }
+
+    fn json(self) -> Option<&'static str> {
+        match self {
+            SurfaceMark::None => None,
+            SurfaceMark::Visible => Some("visible"),
+            SurfaceMark::Shadowed(_) => Some("shadowed"),
+            SurfaceMark::Rejected => Some("rejected"),
+        }
+    }
+}
+
+struct Printer<'o, 'm> {
+    out: &'o mut dyn Write,
+    error: Option<io::Error>,
+    tap: Rc<TapState>,
+    filter: Filter<'m>,
+    marks: &'m Marks,
+    format: ReportFormat,
+    painter: Painter,
+    clock: Clock,
+    seq_width: usize,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct EventRecord<'a> {
+    record: &'static str,
+    seq: u64,
+    time: i64,
+    local_time: Option<String>,
+    #[serde(rename = "type")]
+    ty: &'a str,
+    turn: Option<i64>,
+    step: Option<i64>,
+    line: u64,
+    byte: u64,
+    surface: Option<&'static str>,
+    shadowed_by: Option<u64>,
+    replaces: Option<ReplacesRecord<'a>>,
+    crash_tail: bool,
+    packed: bool,
+    normalized: bool,
+    summary: &'a str,
+    data: Option<Box<RawValue>>,
+    surface_op: Option<Box<RawValue>>,
+    source_event_seqs: Option<Box<RawValue>>,
+    ignorable: bool,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplacesRecord<'a> {
+    start_seq: u64,
+    end_seq: u64,
+    shadowed_seqs: &'a [u64],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BadRowRecord<'a> {
+    record: &'static str,
+    seq: Option<u64>,
+    #[serde(rename = "type")]
+    ty: Option<&'a str>,
+    line: u64,
+    byte: u64,
+    crash_tail: bool,
+    why: &'a str,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TornRecord {
+    record: &'static str,
+    line: u64,
+    byte: u64,
+    bytes: u64,
+}
+
+fn raw(v: &Json<'_>) -> Option<Box<RawValue>> {
+    RawValue::from_string(v.to_js_string()).ok()
+}
+
+/// The colour of an event type's family.
+fn type_style(ty: &str) -> Style {
+    let family = ty.split('/').next().unwrap_or_default();
+    match family {
+        "user" => Style::new().green(),
+        "assistant" => Style::new().cyan(),
+        "system" | "developer" => Style::new().magenta(),
+        "tool" => Style::new().yellow(),
+        "turn" | "step" => Style::new().bold(),
+        "compaction" => Style::new().blue(),
+        _ => Style::new(),
+    }
+}
+
+const TIME_WIDTH: usize = 23;
+const TYPE_WIDTH: usize = 19;
+const TURN_WIDTH: usize = 5;
+
+impl Printer<'_, '_> {
+    fn write(&mut self, f: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
+        if self.error.is_some() {
+            return;
+        }
+        if let Err(e) = f(&mut *self.out) {
+            self.error = Some(e);
+            // Nobody reads what follows: stop the pass instead of folding the rest.
+            self.tap.stop.set(true);
+        }
+    }
+
+    fn in_crash_tail(&self, byte: u64) -> bool {
+        self.marks.crash_from.is_some_and(|from| byte >= from)
+    }
+
+    /// One human line: seq, time, mark, type, turn.step, summary, notes.
+    #[allow(clippy::too_many_arguments)]
+    fn line(
+        &self,
+        seq: &str,
+        time: &str,
+        mark: SurfaceMark,
+        ty: &str,
+        turn: &str,
+        summary: &str,
+        notes: &[(String, Style)],
+        dim: bool,
+    ) -> String {
+        let p = &self.painter;
+        let paint = |text: &str, style: Style| {
+            if dim {
+                p.dim(text)
+            } else {
+                p.paint(text, style)
+            }
+        };
+        let mark_style = match mark {
+            SurfaceMark::Visible => Style::new().green().bold(),
+            SurfaceMark::Rejected => Style::new().red().bold(),
+            SurfaceMark::Shadowed(_) | SurfaceMark::None => Style::new().dimmed(),
+        };
+        let summary_style = if matches!(mark, SurfaceMark::Shadowed(_)) {
+            Style::new().dimmed()
+        } else {
+            Style::new()
+        };
+        let mut s = format!(
+            "{} {} {} {} {} {}",
+            paint(&format!("{seq:>w$}", w = self.seq_width), Style::new()),
+            paint(&format!("{time:<TIME_WIDTH$}"), Style::new().dimmed()),
+            paint(&mark.char().to_string(), mark_style),
+            paint(&format!("{ty:<TYPE_WIDTH$}"), type_style(ty)),
+            paint(&format!("{turn:<TURN_WIDTH$}"), Style::new()),
+            paint(summary, summary_style),
+        );
+        for (note, style) in notes {
+            s.push_str("  ");
+            s.push_str(&paint(note, *style));
+        }
+        s.trim_end().to_owned()
+    }
+
+    fn torn(&mut self, line: u64, byte: u64, len: u64) -> io::Result<()> {
+        let text = match self.format {
+            ReportFormat::Json => serde_json::to_string(&TornRecord {
+                record: "torn-line",
+                line,
+                byte,
+                bytes: len,
+            })
+            .map_err(io::Error::from)?,
+            ReportFormat::Human => self.painter.dim(&format!(
+                "… line {line}: torn final line, {len} byte{} without a newline (never parsed)",
+                if len == 1 { "" } else { "s" }
+            )),
+        };
+        writeln!(self.out, "{text}")
+    }
+}
+
+impl Observer for Printer<'_, '_> {
+    fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
+        if self.error.is_some() {
+            return;
+        }
+        let ev = info.event;
+        let turn = ev.turn().or_else(|| state.lifecycle.open_turn());
+        if !self.filter.type_matches(&ev.ty)
+            || !self.filter.turn_matches(turn)
+            || !self.filter.grep_matches(&self.tap.line.borrow())
+        {
+            return;
+        }
+        let crash = self.in_crash_tail(ev.pos.byte);
+        let shadowed_by = self.marks.shadowed_by.get(&ev.seq).copied();
+        let replaces = self.marks.replaces.get(&ev.seq).filter(|_| !crash);
+        let mark = if crash {
+            SurfaceMark::None
+        } else if !info.accepted {
+            SurfaceMark::Rejected
+        } else if let Some(by) = shadowed_by {
+            SurfaceMark::Shadowed(by)
+        } else if matches!(info.class, TypeClass::Surface(_)) {
+            SurfaceMark::Visible
+        } else {
+            SurfaceMark::None
+        };
+        let step = ev.step();
+        let text = summary::event(ev);
+        match self.format {
+            ReportFormat::Json => {
+                let record = EventRecord {
+                    record: "event",
+                    seq: ev.seq,
+                    time: ev.time,
+                    local_time: self.clock.format(ev.time),
+                    ty: &ev.ty,
+                    turn,
+                    step,
+                    line: ev.pos.line,
+                    byte: ev.pos.byte,
+                    surface: mark.json(),
+                    shadowed_by: match mark {
+                        SurfaceMark::Shadowed(by) => Some(by),
+                        _ => None,
+                    },
+                    replaces: replaces.map(|r| ReplacesRecord {
+                        start_seq: r.start,
+                        end_seq: r.end,
+                        shadowed_seqs: &r.shadowed,
+                    }),
+                    crash_tail: crash,
+                    packed: ev.packed,
+                    normalized: ev.normalized,
+                    summary: &text,
+                    data: raw(&ev.data),
+                    surface_op: ev.surface_op.as_ref().and_then(raw),
+                    source_event_seqs: ev.source_seqs.as_ref().and_then(raw),
+                    ignorable: ev.ignorable,
+                };
+                self.write(|out| {
+                    serde_json::to_writer(&mut *out, &record)?;
+                    out.write_all(b"\n")
+                });
+            }
+            ReportFormat::Human => {
+                let turn_step = match (turn, step.filter(|_| ev.turn().is_some())) {
+                    (Some(t), Some(s)) => format!("{t}.{s}"),
+                    (Some(t), None) => t.to_string(),
+                    (None, _) => "-".into(),
+                };
+                let mut notes = Vec::new();
+                if let Some(r) = replaces {
+                    notes.push((
+                        format!(
+                            "[replaces {}..{}: {}]",
+                            r.start,
+                            r.end,
+                            seq_list(&r.shadowed, 12)
+                        ),
+                        Style::new().yellow(),
+                    ));
+                }
+                match mark {
+                    SurfaceMark::Shadowed(by) => {
+                        notes.push((format!("[shadowed by {by}]"), Style::new().dimmed()));
+                    }
+                    SurfaceMark::Rejected => {
+                        notes.push(("[rejected]".into(), Style::new().red()));
+                    }
+                    _ => {}
+                }
+                if crash {
+                    notes.push(("[crash tail]".into(), Style::new().yellow()));
+                }
+                let line = self.line(
+                    &ev.seq.to_string(),
+                    &self.clock.format_or_raw(ev.time),
+                    mark,
+                    &escape(&ev.ty),
+                    &turn_step,
+                    &text,
+                    &notes,
+                    crash,
+                );
+                self.write(|out| writeln!(out, "{line}"));
+            }
+        }
+    }
+
+    fn unusable(&mut self, row: &Unusable<'_>) {
+        // Rows with no event to select by type or turn show only in an unfiltered listing
+        // (or when --grep matches their text).
+        if self.error.is_some()
+            || !self.filter.types.is_empty()
+            || self.filter.turn.is_some()
+            || !self.filter.grep_matches(&self.tap.line.borrow())
+        {
+            return;
+        }
+        let crash = self.in_crash_tail(row.pos.byte);
+        match self.format {
+            ReportFormat::Json => {
+                let record = BadRowRecord {
+                    record: "bad-row",
+                    seq: row.seq,
+                    ty: row.event_type,
+                    line: row.pos.line,
+                    byte: row.pos.byte,
+                    crash_tail: crash,
+                    why: row.why,
+                };
+                self.write(|out| {
+                    serde_json::to_writer(&mut *out, &record)?;
+                    out.write_all(b"\n")
+                });
+            }
+            ReportFormat::Human => {
+                let seq = row.seq.map_or_else(|| "?".into(), |s| s.to_string());
+                let ty = row
+                    .event_type
+                    .map_or_else(|| "(unusable row)".to_owned(), |t| escape(t).into_owned());
+                let why = format!(
+                    "line {}: {}",
+                    row.pos.line,
+                    escape(&dshs::log::text::clip(row.why, 160))
+                );
+                let mut notes = vec![];
+                if crash {
+                    notes.push(("[crash tail]".to_owned(), Style::new().yellow()));
+                }
+                let line = self.line(
+                    &seq,
+                    "",
+                    SurfaceMark::Rejected,
+                    &ty,
+                    "",
+                    &why,
+                    &notes,
+                    crash,
+                );
+                self.write(|out| writeln!(out, "{line}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,649 @@
+//! `dshs stats`: what a log holds, in numbers — from one pass of the streaming scan with an
+//! observer that counts. Only the committed prefix counts: what the observer gathers while
+//! a speculation runs (rows after a bad row) is forgotten if the speculation is rolled back
+//! as a crash tail.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+
+use anyhow::Result;
+use owo_colors::Style;
+use serde::Serialize;
+
+use dshs::log::dialect::SeedField;
+use dshs::log::json::Json;
+use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, Unusable};
+use dshs::log::{Finding, Sink};
+
+use crate::cli::{ReportFormat, StatsArgs};
+use crate::exit::Outcome;
+use crate::render::human::{Painter, plural};
+use crate::render::{Clock, escape, human_bytes};
+
+use super::Env;
+
+/// The token counters of `assistant/message` `data.usage`, in report order.
+pub const TOKEN_KEYS: [&str; 5] = [
+    "inputTokens",
+    "outputTokens",
+    "cacheReadTokens",
+    "cacheWriteTokens",
+    "reasoningTokens",
+];
+
+/// Everything counted from events. Cloned when a speculation starts, restored on rollback.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Counts {
+    pub by_type: BTreeMap<String, u64>,
+    pub first_time: Option<i64>,
+    pub last_time: Option<i64>,
+    pub turns_started: u64,
+    pub turns_ended: u64,
+    pub end_reasons: BTreeMap<String, u64>,
+    pub steps: u64,
+    /// `tool/call` events: calls the harness actually started.
+    pub tool_calls: u64,
+    /// `tool-call` blocks in assistant messages: calls the model asked for.
+    pub advertised_calls: u64,
+    pub tool_results: u64,
+    /// Results with `data.error` or a set failure flag (`isError: true`).
+    pub error_results: u64,
+    pub failed_compactions: u64,
+    pub assistant_messages: u64,
+    pub with_usage: u64,
+    pub tokens: [u64; 5],
+    /// `provider/model` of assistant messages.
+    pub models: BTreeMap<String, u64>,
+    /// Rows or event slots that never reached the fold (see `Observer::unusable`).
+    pub unusable: u64,
+}
+
+#[derive(Default)]
+pub struct Counter {
+    pub counts: Counts,
+    saved: Option<Counts>,
+}
+
+impl Observer for Counter {
+    fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
+        let c = &mut self.counts;
+        let ev = info.event;
+        let d = &ev.data;
+        *c.by_type.entry(ev.ty.to_string()).or_default() += 1;
+        c.first_time.get_or_insert(ev.time);
+        c.last_time = Some(ev.time);
+        match ev.ty.as_ref() {
+            "turn/start" => c.turns_started += 1,
+            "turn/end" => {
+                c.turns_ended += 1;
+                let kind = d
+                    .get("reason")
+                    .and_then(|r| r.get("kind"))
+                    .and_then(Json::as_str)
+                    .unwrap_or("?");
+                *c.end_reasons.entry(kind.to_owned()).or_default() += 1;
+            }
+            "step/start" => c.steps += 1,
+            "tool/call" => c.tool_calls += 1,
+            "tool/result" => {
+                c.tool_results += 1;
+                if is_error_result(d) {
+                    c.error_results += 1;
+                }
+            }
+            "compaction/end" if d.has("error") => c.failed_compactions += 1,
+            "assistant/message" => {
+                c.assistant_messages += 1;
+                let m = d.get("message");
+                c.advertised_calls += m
+                    .and_then(|m| m.get("content"))
+                    .and_then(Json::as_arr)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Json::as_str) == Some("tool-call"))
+                    .count() as u64;
+                if let Some(u) = d.get("usage").filter(|u| u.is_obj()) {
+                    c.with_usage += 1;
+                    for (sum, key) in c.tokens.iter_mut().zip(TOKEN_KEYS) {
+                        *sum =
+                            sum.saturating_add(u.get(key).and_then(Json::safe_uint).unwrap_or(0));
+                    }
+                }
+                let source = m.and_then(|m| m.get("source"));
+                let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);
+                if let (Some(p), Some(model)) = (field("provider"), field("model")) {
+                    *c.models.entry(format!("{p}/{model}")).or_default() += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn unusable(&mut self, _row: &Unusable<'_>) {
+        self.counts.unusable += 1;
+    }
+
+    fn speculation_started(&mut self) {
+        self.saved = Some(self.counts.clone());
+    }
+
+    fn speculation_ended(&mut self, committed: bool) {
+        let saved = self.saved.take();
+        if !committed
+            && let Some(s) = saved {
+                self.counts = s;
+            }
+    }
+}
+
+/// A failed tool result, in either shape: `data.error`, v4 `message.isError`, or v0–v3
+/// `message.content[0].isError` (the tool-result block).
+fn is_error_result(d: &Json<'_>) -> bool {
+    let m = d.get("message");
+    let flag = |v: Option<&Json<'_>>| v.and_then(|v| v.get("isError")) == Some(&Json::Bool(true));
+    d.has("error")
+        || flag(m)
+        || flag(
+            m.and_then(|m| m.get("content"))
+                .and_then(Json::as_arr)
+                .and_then(|c| c.first()),
+        )
+}
+
+/// Keeps the first error finding for the note on stderr.
+#[derive(Default)]
+struct FirstError(Option<Finding>);
+
+impl Sink for FirstError {
+    fn push(&mut self, f: Finding) {
+        if self.0.is_none() && f.is_error() {
+            self.0 = Some(f);
+        }
+    }
+}
+
+pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let opened = match super::open(&args.file) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("dshs: error: {}", escape(&e.to_string()));
+            return Ok(super::input_failure(&e));
+        }
+    };
+    let name = opened.name.clone();
+    let mut counter = Counter::default();
+    let mut first_error = FirstError::default();
+    let scan = match super::scan_source(
+        opened,
+        env,
+        &env.scan_options(),
+        &mut first_error,
+        &mut counter,
+    ) {
+        Ok(s) => s,
+        Err(e) => return Ok(super::read_failure(&name, &e)),
+    };
+    let report = Report::new(&name, &scan, &counter.counts, &Clock::local());
+    match args.format {
+        ReportFormat::Json => {
+            serde_json::to_writer_pretty(&mut *out, &report)?;
+            out.write_all(b"\n")?;
+        }
+        ReportFormat::Human => {
+            let painter = Painter {
+                color: env.color_out,
+            };
+            write_human(out, &painter, &report)?;
+        }
+    }
+    super::note_status(&name, &scan, first_error.0.as_ref(), env.quiet);
+    Ok(super::outcome_of(&scan))
+}
+
+/// The JSON document (`--format json`); the human report shows the same facts.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    pub file: String,
+    pub status: &'static str,
+    pub errors: u64,
+    pub warnings: u64,
+    pub header: Option<HeaderFacts>,
+    pub events: EventFacts,
+    pub turns: TurnFacts,
+    pub steps: u64,
+    pub tools: ToolFacts,
+    pub compaction: CompactionFacts,
+    pub surface: SurfaceFacts,
+    pub tokens: TokenFacts,
+    pub models: BTreeMap<String, u64>,
+    pub bytes: ByteFacts,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HeaderFacts {
+    pub id: Option<String>,
+    pub version: Option<i64>,
+    pub cwd: Option<String>,
+    pub created_at: Option<i64>,
+    pub created_at_local: Option<String>,
+    pub parent_session: Option<String>,
+    /// v0/v1: `seedLength > 0`; v2+: `isSeeded`.
+    pub seeded: bool,
+    /// Events inherited from the parent: v0/v1 `seedLength`; v2+ the seq of the last
+    /// `session/end-seed {inherited: true}`.
+    pub inherited_events: Option<u64>,
+    pub origin: Option<String>,
+    pub delegation_depth: Option<u64>,
+    pub agent_preset: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventFacts {
+    pub total: u64,
+    pub by_type: BTreeMap<String, u64>,
+    pub unusable_rows: u64,
+    pub first_time: Option<i64>,
+    pub last_time: Option<i64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnFacts {
+    pub started: u64,
+    pub ended: u64,
+    pub open: bool,
+    pub end_reasons: BTreeMap<String, u64>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolFacts {
+    pub calls: u64,
+    pub advertised: u64,
+    pub results: u64,
+    pub error_results: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompactionFacts {
+    pub compactions: u64,
+    pub failed: u64,
+    pub prunes: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SurfaceFacts {
+    pub nodes: usize,
+    pub messages: usize,
+    pub replace_generation: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenFacts {
+    pub assistant_messages: u64,
+    pub with_usage: u64,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ByteFacts {
+    pub total: u64,
+    pub committed: u64,
+    pub torn_tail: Option<u64>,
+    pub crash_tail_rows: Option<u64>,
+}
+
+impl Report {
+    pub fn new(file: &str, scan: &Scan, c: &Counts, clock: &Clock) -> Report {
+        let state = scan.state.as_ref();
+        let header = scan.header.as_ref().map(|h| {
+            let (seeded, inherited) = match scan.dialect.map(|d| d.seed_field) {
+                Some(SeedField::Length) => (h.seed_length.is_some_and(|n| n > 0), h.seed_length),
+                _ => (
+                    h.is_seeded == Some(true),
+                    state.and_then(|s| s.inherited_marker),
+                ),
+            };
+            HeaderFacts {
+                id: h.id.clone(),
+                version: scan.version,
+                cwd: h.cwd.clone(),
+                created_at: h.created_at,
+                created_at_local: h.created_at.and_then(|t| clock.format(t)),
+                parent_session: h.parent_session.clone(),
+                seeded,
+                inherited_events: inherited,
+                origin: h.origin.clone(),
+                delegation_depth: h.delegation_depth,
+                agent_preset: h.agent_preset.clone(),
+            }
+        });
+        Report {
+            file: file.to_owned(),
+            status: scan.status().as_str(),
+            errors: scan.tally.errors,
+            warnings: scan.tally.warnings,
+            header,
+            events: EventFacts {
+                total: scan.events(),
+                by_type: c.by_type.clone(),
+                unusable_rows: c.unusable,
+                first_time: c.first_time,
+                last_time: c.last_time,
+            },
+            turns: TurnFacts {
+                started: c.turns_started,
+                ended: c.turns_ended,
+                open: scan.open_turn(),
+                end_reasons: c.end_reasons.clone(),
+            },
+            steps: c.steps,
+            tools: ToolFacts {
+                calls: c.tool_calls,
+                advertised: c.advertised_calls,
+                results: c.tool_results,
+                error_results: c.error_results,
+            },
+            compaction: CompactionFacts {
+                compactions: state.map_or(0, |s| s.compaction.compactions),
+                failed: c.failed_compactions,
+                prunes: state.map_or(0, |s| s.compaction.prunes),
+            },
+            surface: SurfaceFacts {
+                nodes: scan.surface_nodes(),
+                messages: state.map_or(0, |s| s.surface.iter().filter(|n| n.derives).count()),
+                replace_generation: state.map_or(0, |s| s.surface.replace_generation()),
+            },
+            tokens: TokenFacts {
+                assistant_messages: c.assistant_messages,
+                with_usage: c.with_usage,
+                input_tokens: c.tokens[0],
+                output_tokens: c.tokens[1],
+                cache_read_tokens: c.tokens[2],
+                cache_write_tokens: c.tokens[3],
+                reasoning_tokens: c.tokens[4],
+            },
+            models: c.models.clone(),
+            bytes: ByteFacts {
+                total: scan.total_bytes,
+                committed: scan.committed_bytes,
+                torn_tail: scan.torn.map(|t| t.len),
+                crash_tail_rows: scan.crash.map(|t| t.rows),
+            },
+        }
+    }
+}
+
+/// `label  value` lines with the labels padded to one width (padding before colour, so
+/// colour codes never break the alignment).
+fn write_human(out: &mut dyn Write, p: &Painter, r: &Report) -> std::io::Result<()> {
+    let clock = Clock::local();
+    let mut rows: Vec<(String, String)> = Vec::new();
+    let mut row = |label: &str, value: String| rows.push((label.to_owned(), value));
+    let opt = |v: &Option<String>| {
+        v.as_deref()
+            .map_or("-".to_owned(), |s| escape(s).into_owned())
+    };
+
+    row("file", escape(&r.file).into_owned());
+    let status_style = match r.status {
+        "valid" => Style::new().green().bold(),
+        "unsupported" => Style::new().magenta().bold(),
+        _ => Style::new().red().bold(),
+    };
+    row(
+        "status",
+        format!(
+            "{} ({} error{}, {} warning{})",
+            p.paint(r.status, status_style),
+            r.errors,
+            plural(r.errors),
+            r.warnings,
+            plural(r.warnings)
+        ),
+    );
+    if let Some(h) = &r.header {
+        row("session", opt(&h.id));
+        row("version", h.version.map_or("-".into(), |v| v.to_string()));
+        row("cwd", opt(&h.cwd));
+        row(
+            "created",
+            match (&h.created_at_local, h.created_at) {
+                (Some(local), _) => local.clone(),
+                (None, Some(ms)) => format!("@{ms}"),
+                (None, None) => "-".into(),
+            },
+        );
+        row("parent", opt(&h.parent_session));
+        row(
+            "seeded",
+            match (h.seeded, h.inherited_events) {
+                (true, Some(n)) => format!("yes, {n} inherited event{}", plural(n)),
+                (true, None) => "yes".into(),
+                (false, _) => "no".into(),
+            },
+        );
+        if h.origin.is_some() {
+            row("origin", opt(&h.origin));
+        }
+        if let Some(depth) = h.delegation_depth {
+            row("delegation", format!("depth {depth}"));
+        }
+        if h.agent_preset.is_some() {
+            row("agent preset", opt(&h.agent_preset));
+        }
+    }
+    let e = &r.events;
+    let mut events = format!("{}", e.total);
+    if let (Some(a), Some(b)) = (e.first_time, e.last_time) {
+        events.push_str(&format!(
+            ", {} → {}",
+            clock.format_or_raw(a),
+            clock.format_or_raw(b)
+        ));
+    }
+    if e.unusable_rows > 0 {
+        events.push_str(&format!(
+            ", {} unusable row{}",
+            e.unusable_rows,
+            plural(e.unusable_rows)
+        ));
+    }
+    row("events", events);
+    for (ty, n) in &e.by_type {
+        row(&format!("  {}", escape(ty)), n.to_string());
+    }
+    let t = &r.turns;
+    let mut turns = format!("{} started, {} ended", t.started, t.ended);
+    if !t.end_reasons.is_empty() {
+        let reasons: Vec<String> = t
+            .end_reasons
+            .iter()
+            .map(|(k, n)| format!("{} {n}", escape(k)))
+            .collect();
+        turns.push_str(&format!(" ({})", reasons.join(", ")));
+    }
+    if t.open {
+        turns.push_str(", one open at the end");
+    }
+    row("turns", turns);
+    row("steps", r.steps.to_string());
+    let tl = &r.tools;
+    row(
+        "tool calls",
+        format!(
+            "{} started, {} asked for by the model",
+            tl.calls, tl.advertised
+        ),
+    );
+    row(
+        "tool results",
+        format!(
+            "{}, {} error{}",
+            tl.results,
+            tl.error_results,
+            plural(tl.error_results)
+        ),
+    );
+    let c = &r.compaction;
+    row(
+        "compactions",
+        format!(
+            "{} ({} failed), {} prune{}",
+            c.compactions,
+            c.failed,
+            c.prunes,
+            plural(c.prunes)
+        ),
+    );
+    let s = &r.surface;
+    row(
+        "surface",
+        format!(
+            "{} node{}, {} message{}, replace generation {}",
+            s.nodes,
+            plural(s.nodes as u64),
+            s.messages,
+            plural(s.messages as u64),
+            s.replace_generation
+        ),
+    );
+    let tk = &r.tokens;
+    row(
+        "tokens",
+        format!(
+            "{} in, {} out, {} cache read, {} cache write, {} reasoning ({} of {} assistant message{} report usage)",
+            tk.input_tokens,
+            tk.output_tokens,
+            tk.cache_read_tokens,
+            tk.cache_write_tokens,
+            tk.reasoning_tokens,
+            tk.with_usage,
+            tk.assistant_messages,
+            plural(tk.assistant_messages)
+        ),
+    );
+    if !r.models.is_empty() {
+        let models: Vec<String> = r
+            .models
+            .iter()
+            .map(|(m, n)| format!("{} ({n})", escape(m)))
+            .collect();
+        row("models", models.join(", "));
+    }
+    let b = &r.bytes;
+    let mut bytes = human_bytes(b.total);
+    if b.committed != b.total {
+        bytes.push_str(&format!(", {} committed", human_bytes(b.committed)));
+    }
+    if let Some(n) = b.crash_tail_rows {
+        bytes.push_str(&format!(", crash tail of {n} row{}", plural(n)));
+    }
+    if let Some(n) = b.torn_tail {
+        bytes.push_str(&format!(", torn final line of {n} byte{}", plural(n)));
+    }
+    row("bytes", bytes);
+
+    let width = rows
+        .iter()
+        .map(|(l, _)| l.chars().count())
+        .max()
+        .unwrap_or(0);
+    for (label, value) in rows {
+        let pad = width - label.chars().count();
+        let label = if label.starts_with(' ') {
+            p.dim(&label)
+        } else {
+            p.bold(&label)
+        };
+        writeln!(out, "{label}{}  {value}", " ".repeat(pad))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshs::log::scan::{ScanOptions, scan};
+
+    const V4: &str = r#"{"type":"session","version":4,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
+
+    fn count(text: &str) -> Counts {
+        let mut counter = Counter::default();
+        let mut findings: Vec<Finding> = Vec::new();
+        scan(
+            text.as_bytes(),
+            None,
+            &ScanOptions::default(),
+            &mut findings,
+            &mut counter,
+        )
+        .unwrap();
+        counter.counts
+    }
+
+    fn turn(seq0: u64, turn: u64, kind: &str) -> String {
+        format!(
+            "{{\"type\":\"turn/start\",\"seq\":{seq0},\"time\":5,\"data\":{{\"turn\":{turn}}}}}\n{{\"type\":\"turn/end\",\"seq\":{},\"time\":7,\"data\":{{\"turn\":{turn},\"reason\":{{\"kind\":\"{kind}\"}}}}}}\n",
+            seq0 + 1
+        )
+    }
+
+    #[test]
+    fn crash_tail_rows_are_not_counted() {
+        let text = format!(
+            "{V4}\n{}not json\n{}",
+            turn(0, 1, "completed"),
+            // After the bad row, but no turn end follows: a crash tail.
+            "{\"type\":\"turn/start\",\"seq\":3,\"time\":9,\"data\":{\"turn\":2}}\n"
+        );
+        let c = count(&text);
+        assert_eq!((c.turns_started, c.turns_ended), (1, 1));
+        assert_eq!(c.unusable, 0);
+        assert_eq!(c.last_time, Some(7));
+        assert_eq!(c.by_type.values().sum::<u64>(), 2);
+    }
+
+    #[test]
+    fn committed_damage_is_counted() {
+        let text = format!(
+            "{V4}\n{}not json\n{}",
+            turn(0, 1, "completed"),
+            turn(3, 2, "aborted")
+        );
+        let c = count(&text);
+        assert_eq!((c.turns_started, c.turns_ended), (2, 2));
+        assert_eq!(c.unusable, 1);
+        assert_eq!(
+            c.end_reasons,
+            BTreeMap::from([("aborted".into(), 1), ("completed".into(), 1)])
+        );
+    }
+
+    #[test]
+    fn error_results_in_both_shapes() {
+        let v0 = dshs::log::json::parse(
+            br#"{"message":{"content":[{"type":"tool-result","toolCallId":"c","isError":true,"content":[]}]}}"#,
+        )
+        .unwrap();
+        let v4 = dshs::log::json::parse(br#"{"message":{"isError":true,"content":[]}}"#).unwrap();
+        let by_error = dshs::log::json::parse(br#"{"error":{"code":"X"},"message":{}}"#).unwrap();
+        let ok = dshs::log::json::parse(
+            br#"{"message":{"isError":false,"content":[{"type":"text","text":"x"}]}}"#,
+        )
+        .unwrap();
+        assert!(is_error_result(&v0) && is_error_result(&v4) && is_error_result(&by_error));
+        assert!(!is_error_result(&ok));
+    }
+}
