@@ -1084,3 +1084,28 @@ fn duplicate_key_and_invalid_utf8_are_warnings_and_negative_zero_an_error() {
         assert_eq!(s.status(), Status::Invalid);
     }
 }
+
+#[test]
+fn stop_after_a_seq_inside_a_dropped_crash_tail_is_not_reached() {
+    // Event 3 exists only in the crash tail: DSH never loads it, so `--at 3` names no event.
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            end(1, 1),
+            "garbage".to_owned(),
+            start(3, 2),
+            user(4),
+        ];
+        let at = |stop: u64| {
+            let opts = ScanOptions {
+                stop_after: Some(stop),
+                ..ScanOptions::default()
+            };
+            run_opts(&log(v, &lines), &opts).0
+        };
+        assert!(!at(1).stop_not_reached, "v{v}");
+        assert!(at(3).stop_not_reached, "v{v}");
+        assert!(at(9).stop_not_reached, "v{v}");
+        assert_eq!(at(3).events(), 2);
+    }
+}
