@@ -1524,6 +1524,20 @@ fn header_seq_must_be_a_safe_integer_naming_an_earlier_request_header() {
 }
 
 #[test]
+fn header_seq_must_be_earlier_even_after_a_resync_backwards() {
+    // After damage the fold may resynchronise to a lower seq (§6.3); a header recorded at a
+    // later seq is then not "earlier" than the developer message.
+    let mut h = H::new(4);
+    h.users(3); // 0 1 2
+    h.ok(h.request_header(&format!("[{TOOL}]"))); // 3
+    h.m.resync(1);
+    assert_eq!(
+        h.rejects(h.developer(&addition("grep"), r#","headerSeq":3"#).append()),
+        Code::DeveloperHeaderSeq
+    );
+}
+
+#[test]
 fn added_tool_must_be_defined_exactly_once_and_completely_in_the_header() {
     let cases = [
         ("[]".to_owned(), "absent"),
