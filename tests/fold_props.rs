@@ -552,7 +552,7 @@ fn codes(f: &[Finding]) -> Vec<&'static str> {
 // ---------------------------------------------------------------------------------------
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 400, ..ProptestConfig::default() })]
 
     #[test]
     fn random_valid_logs_fold_like_the_naive_model(

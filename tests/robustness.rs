@@ -23,8 +23,12 @@ struct Log {
 }
 
 fn write(bytes: &[u8]) -> Log {
+    write_as("session.v3.jsonl", bytes)
+}
+
+fn write_as(name: &str, bytes: &[u8]) -> Log {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("session.v3.jsonl");
+    let path = dir.path().join(name);
     std::fs::write(&path, bytes).expect("write log");
     Log { _dir: dir, path }
 }
@@ -465,4 +469,32 @@ fn control_characters_in_event_types_are_escaped_in_human_output() {
     let log = write(&lines(&[HEADER, START, event, &end]));
     let (stdout, _) = human(&log.path, 3);
     assert!(!stdout.contains('\u{1b}'), "{stdout:?}");
+}
+
+#[test]
+fn summary_counts_packed_members_and_excludes_the_crash_tail() {
+    let v0 = r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
+    let packed = r#"{"type":"text-chunks","seq0":2,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}"#;
+    let rows = [
+        v0,
+        START,
+        r#"{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}"#,
+        packed,
+        r#"{"type":"step/end","seq":5,"time":0,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"turn/end","seq":6,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+        "garbage",
+        r#"{"type":"turn/start","seq":8,"time":0,"data":{"turn":2}}"#,
+    ];
+    let mut bytes = lines(&rows);
+    bytes.extend_from_slice(br#"{"type":"turn/end","seq":9"#);
+    let log = write_as("session.jsonl", &bytes);
+    let (f, s) = json(&log.path, 0);
+    assert_eq!(codes(&f), ["crash-tail", "torn-line"]);
+    // 7 events: 4 rows, one of them a packed row of 3; neither the tail nor the torn line.
+    assert_eq!(s["events"], 7);
+    assert_eq!(s["version"], 0);
+    assert_eq!(s["openTurn"], false);
+    assert_eq!(s["tornTail"], true);
+    assert_eq!(s["warnings"], 2);
+    assert_eq!(s["errors"], 0);
 }
