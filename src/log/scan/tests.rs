@@ -1109,3 +1109,56 @@ fn stop_after_a_seq_inside_a_dropped_crash_tail_is_not_reached() {
         assert_eq!(at(3).events(), 2);
     }
 }
+
+#[test]
+fn v4_developer_binding_is_reported_once_per_event_through_the_scan() {
+    let developer = |seq: u64, role: &str, blocks: &str, extra: &str| {
+        with(
+            &ev(
+                seq,
+                "developer/message",
+                &format!(
+                    r#"{{"turn":1,"step":1,"message":{{"id":"d{seq}","role":"{role}","content":[{blocks}],"source":{{"kind":"runtime-context"}}}}{extra}}}"#
+                ),
+            ),
+            r#""surfaceOp":"append""#,
+        )
+    };
+    let lines = vec![
+        start(0, 1),
+        ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+        developer(2, "user", "", ""),
+        with(
+            &ev(
+                3,
+                "user/message",
+                &user_data(3).replace(r#""role":"user""#, r#""role":"developer""#),
+            ),
+            r#""surfaceOp":"append""#,
+        ),
+        developer(
+            4,
+            "developer",
+            r#"{"type":"tool-addition","toolName":"x"}"#,
+            r#","headerSeq":0"#,
+        ),
+        developer(5, "developer", r#"{"type":"text","text":"ok"}"#, ""),
+        ev(6, "step/end", r#"{"turn":1,"step":1}"#),
+        end(7, 1),
+    ];
+    let (s, f) = run(&log(4, &lines));
+    assert_eq!(
+        codes(&f),
+        [
+            "developer-role-mismatch",
+            "developer-role-mismatch",
+            "developer-header-seq"
+        ]
+    );
+    assert_eq!(
+        f.iter().map(|f| f.seq).collect::<Vec<_>>(),
+        [Some(2), Some(3), Some(4)]
+    );
+    // Only the valid developer message reached the surface.
+    assert_eq!(s.state.unwrap().surface.seqs(), vec![5]);
+}
