@@ -129,10 +129,9 @@ impl Observer for Counter {
 
     fn speculation_ended(&mut self, committed: bool) {
         let saved = self.saved.take();
-        if !committed
-            && let Some(s) = saved {
-                self.counts = s;
-            }
+        if !committed && let Some(s) = saved {
+            self.counts = s;
+        }
     }
 }
 

@@ -581,6 +581,10 @@ pub fn scan(
             }
         }
         state = s.saved;
+        // A stop seq met only inside the dropped rows names no event of the loaded log.
+        reached_stop = opts
+            .stop_after
+            .is_none_or(|stop| state.surface.next_seq() > stop);
         ctx.observer.speculation_ended(false);
         {
             result.crash = Some(CrashTail {

@@ -124,6 +124,1045 @@ fn stop_after_replays_a_prefix() {
     assert!(!s.stop_not_reached);
 }
 
+// =======================================================================================
+// The committed prefix and the crash tail (§6), per format version
+// =======================================================================================
+
+const ALL: [usize; 5] = [0, 1, 2, 3, 4];
+
+fn header(v: usize) -> String {
+    if v <= 1 {
+        format!(r#"{{"type":"session","version":{v},"id":"s","createdAt":1,"delegationDepth":0}}"#)
+    } else {
+        format!(
+            r#"{{"type":"session","version":{v},"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}}"#
+        )
+    }
+}
+
+fn ev(seq: u64, ty: &str, data: &str) -> String {
+    format!(r#"{{"type":"{ty}","seq":{seq},"time":0,"data":{data}}}"#)
+}
+
+fn start(seq: u64, t: u64) -> String {
+    ev(seq, "turn/start", &format!(r#"{{"turn":{t}}}"#))
+}
+
+fn end(seq: u64, t: u64) -> String {
+    ev(
+        seq,
+        "turn/end",
+        &format!(r#"{{"turn":{t},"reason":{{"kind":"completed"}}}}"#),
+    )
+}
+
+fn user_data(seq: u64) -> String {
+    format!(
+        r#"{{"id":"u{seq}","role":"user","content":[{{"type":"text","text":"hi"}}],"source":{{"kind":"user"}}}}"#
+    )
+}
+
+/// A `user/message` appended to the surface.
+fn user(seq: u64) -> String {
+    with(
+        &ev(seq, "user/message", &user_data(seq)),
+        r#""surfaceOp":"append""#,
+    )
+}
+
+/// Add envelope members to an event line.
+fn with(line: &str, members: &str) -> String {
+    format!("{},{members}}}", &line[..line.len() - 1])
+}
+
+/// The log text: header and lines, each ended by a newline.
+fn log(v: usize, lines: &[String]) -> String {
+    let mut out = header(v);
+    out.push('\n');
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out
+}
+
+/// Bytes of the header and the first `k` lines.
+fn through(v: usize, lines: &[String], k: usize) -> u64 {
+    (header(v).len() + 1 + lines[..k].iter().map(|l| l.len() + 1).sum::<usize>()) as u64
+}
+
+fn run_opts(text: &str, opts: &ScanOptions) -> (Scan, Vec<Finding>) {
+    let mut findings = Vec::new();
+    let s = scan(text.as_bytes(), None, opts, &mut findings, &mut ()).unwrap();
+    (s, findings)
+}
+
+/// The kinds of bad row of §6.1.
+#[derive(Debug, Clone, Copy)]
+enum Bad {
+    /// B1
+    Unparsable,
+    /// B1: an empty line is unparsable JSON.
+    EmptyLine,
+    /// B2
+    NotEvent,
+    /// B3: invalid range encoding (any version).
+    Ranges,
+    /// B3: v0/v1 a malformed packed row; v2+ any packed row.
+    Packed,
+    /// B4
+    Gap,
+    /// B5 (v3+): C1, a surface event without `surfaceOp`.
+    Canonical,
+}
+
+const B1_TO_B4: [Bad; 6] = [
+    Bad::Unparsable,
+    Bad::EmptyLine,
+    Bad::NotEvent,
+    Bad::Ranges,
+    Bad::Packed,
+    Bad::Gap,
+];
+
+/// A bad row where `seq` is expected: its text, the seq the next row carries, and the codes
+/// reported when the row turns out to be committed.
+fn bad_row(v: usize, kind: Bad, seq: u64) -> (String, u64, Vec<&'static str>) {
+    match kind {
+        Bad::Unparsable => (
+            r#"{"type":"user/message","seq":"#.to_owned(),
+            seq + 1,
+            vec!["committed-unparsable"],
+        ),
+        Bad::EmptyLine => (String::new(), seq + 1, vec!["committed-unparsable"]),
+        Bad::NotEvent => ("[42]".to_owned(), seq + 1, vec!["committed-not-event"]),
+        Bad::Ranges => (
+            with(
+                &ev(seq, "user/message", &user_data(seq)),
+                r#""sourceEventSeqs":[[1,0]],"surfaceOp":"append""#,
+            ),
+            seq + 1,
+            vec!["committed-malformed-row", "source-ranges-malformed"],
+        ),
+        Bad::Packed => {
+            let texts = if v <= 1 { "[]" } else { r#"["a"]"# };
+            (
+                format!(
+                    r#"{{"type":"text-chunks","seq0":{seq},"time0":0,"data":{{"turn":1,"step":1,"index":0,"dt":[],"texts":{texts}}}}}"#
+                ),
+                seq + 1,
+                vec!["committed-malformed-row", "packed-row-malformed"],
+            )
+        }
+        Bad::Gap => (user(seq + 6), seq + 7, vec!["committed-seq-gap"]),
+        Bad::Canonical => (
+            ev(seq, "user/message", &user_data(seq)),
+            seq + 1,
+            vec!["surface-op-missing"],
+        ),
+    }
+}
+
+fn kinds(v: usize) -> Vec<Bad> {
+    let mut k = B1_TO_B4.to_vec();
+    if v >= 3 {
+        k.push(Bad::Canonical);
+    }
+    k
+}
+
+#[test]
+fn every_bad_row_kind_after_the_last_turn_end_is_a_dropped_crash_tail() {
+    for v in ALL {
+        for kind in kinds(v) {
+            let (bad, next, _) = bad_row(v, kind, 3);
+            let lines = vec![
+                start(0, 1),
+                user(1),
+                end(2, 1),
+                bad,
+                user(next),
+                start(next + 1, 2),
+            ];
+            let (s, f) = run(&log(v, &lines));
+            let what = format!("v{v} {kind:?}");
+            assert_eq!(codes(&f), ["crash-tail"], "{what}: {f:?}");
+            assert!(!f[0].is_error());
+            assert_eq!(s.status(), Status::Valid, "{what}");
+            // The tail's events are not counted and never reach the surface.
+            assert_eq!(s.events(), 3, "{what}");
+            assert_eq!(s.surface_nodes(), 1, "{what}");
+            assert!(!s.open_turn(), "{what}");
+            assert_eq!(s.committed_bytes, through(v, &lines, 3), "{what}");
+            let tail = s.crash.expect("crash tail");
+            assert_eq!((tail.line, tail.rows), (5, 3), "{what}");
+            assert_eq!(tail.byte, through(v, &lines, 3), "{what}");
+            assert_eq!(tail.end, through(v, &lines, 6), "{what}");
+            assert_eq!(f[0].pos.line, 5, "{what}");
+        }
+    }
+}
+
+#[test]
+fn every_bad_row_kind_before_a_later_turn_end_is_fatal() {
+    for v in ALL {
+        for kind in kinds(v) {
+            let (bad, next, expected) = bad_row(v, kind, 3);
+            let lines = vec![
+                start(0, 1),
+                user(1),
+                end(2, 1),
+                bad,
+                user(next),
+                start(next + 1, 2),
+                end(next + 2, 2),
+            ];
+            let (s, f) = run(&log(v, &lines));
+            let what = format!("v{v} {kind:?}");
+            assert_eq!(codes(&f), expected, "{what}: {f:?}");
+            assert!(f.iter().all(|f| f.is_error() && f.pos.line == 5), "{what}");
+            assert_eq!(s.status(), Status::Invalid, "{what}");
+            assert!(s.crash.is_none(), "{what}");
+            assert_eq!(s.committed_bytes, through(v, &lines, 7), "{what}");
+        }
+    }
+}
+
+#[test]
+fn a_fatal_finding_carries_the_bad_row_own_seq_when_it_has_one() {
+    for v in ALL {
+        for (kind, seq) in [
+            (Bad::Unparsable, None),
+            (Bad::NotEvent, None),
+            (Bad::Ranges, Some(3)),
+            (Bad::Packed, Some(3)),
+            (Bad::Gap, Some(9)),
+        ] {
+            let (bad, next, _) = bad_row(v, kind, 3);
+            let lines = vec![
+                start(0, 1),
+                user(1),
+                end(2, 1),
+                bad,
+                start(next, 2),
+                end(next + 1, 2),
+            ];
+            let (_, f) = run(&log(v, &lines));
+            assert_eq!(f[0].seq, seq, "v{v} {kind:?}");
+        }
+    }
+}
+
+#[test]
+fn damage_in_the_middle_of_an_open_turn_is_fatal_once_the_turn_ends() {
+    for v in ALL {
+        let lines = vec![start(0, 1), "garbage".to_owned(), user(2), end(3, 1)];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["committed-unparsable"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn a_gap_row_that_is_itself_a_turn_end_is_fatal() {
+    for v in ALL {
+        let lines = vec![start(0, 1), user(1), end(5, 1)];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["committed-seq-gap"], "v{v}");
+        assert_eq!(f[0].seq, Some(5));
+        assert_eq!(s.status(), Status::Invalid);
+        assert!(s.crash.is_none());
+    }
+}
+
+#[test]
+fn a_malformed_row_that_is_a_turn_end_is_fatal() {
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            with(&end(2, 1), r#""sourceEventSeqs":[[1,0]]"#),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        // The malformed turn/end never folds, so turn 1 also stays open.
+        assert_eq!(
+            codes(&f),
+            [
+                "committed-malformed-row",
+                "source-ranges-malformed",
+                "open-turn-at-end"
+            ],
+            "v{v}"
+        );
+        assert_eq!(s.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn a_canonical_violation_on_a_turn_end_itself_is_fatal_in_v3_and_v4() {
+    for v in [3, 4] {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            with(&end(2, 1), r#""surfaceOp":"append""#),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["surface-metadata-on-log-only"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn v3_canonical_violations_are_bad_rows_each_with_its_own_code() {
+    let replace_old_keys =
+        r#""sourceEventSeqs":[1],"surfaceOp":{"op":"replace","start":1,"end":1}"#;
+    let cases: Vec<(String, &str)> = vec![
+        (ev(3, "user/message", &user_data(3)), "surface-op-missing"),
+        (
+            with(&todo(3), r#""surfaceOp":"append""#),
+            "surface-metadata-on-log-only",
+        ),
+        (
+            with(&todo(3), r#""sourceEventSeqs":[1]"#),
+            "surface-metadata-on-log-only",
+        ),
+        (
+            with(&ev(3, "user/message", &user_data(3)), replace_old_keys),
+            "replace-op-invalid",
+        ),
+        (
+            with(
+                &ev(3, "user/message", &user_data(3)),
+                r#""sourceEventSeqs":[1],"surfaceOp":{"op":"replace","startSeq":1,"endSeq":3}"#,
+            ),
+            "replace-endpoint-not-earlier",
+        ),
+        (with(&user(3), "\"x\":1").replace(r#","x":1"#, ""), ""), // control: valid
+    ];
+    for v in [3, 4] {
+        for (row, code) in &cases {
+            // At the end: a crash tail (or, for the control, simply valid).
+            let lines = vec![start(0, 1), user(1), end(2, 1), row.clone()];
+            let (s, f) = run(&log(v, &lines));
+            if code.is_empty() {
+                assert!(f.is_empty(), "{f:?}");
+                continue;
+            }
+            assert_eq!(codes(&f), ["crash-tail"], "v{v} {code}");
+            assert_eq!(s.events(), 3);
+            // Before a turn end: fatal with the rule's own code.
+            let lines = vec![
+                start(0, 1),
+                user(1),
+                end(2, 1),
+                row.clone(),
+                start(4, 2),
+                end(5, 2),
+            ];
+            let (s, f) = run(&log(v, &lines));
+            assert_eq!(codes(&f), [*code], "v{v}");
+            assert_eq!(s.status(), Status::Invalid);
+        }
+    }
+}
+
+fn todo(seq: u64) -> String {
+    ev(seq, "todo/write", r#"{"todos":[]}"#)
+}
+
+#[test]
+fn v3_source_seqs_on_assistant_is_a_bad_row() {
+    // C3: without it being a bad row, the committed fold would reject the event instead.
+    for v in [3, 4] {
+        let assistant = with(
+            &ev(
+                3,
+                "assistant/message",
+                r#"{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]}"#,
+            ),
+            r#""sourceEventSeqs":[],"surfaceOp":"append""#,
+        );
+        let lines = vec![start(0, 1), user(1), end(2, 1), assistant];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["crash-tail"], "v{v}: {f:?}");
+        assert_eq!(s.events(), 3);
+    }
+}
+
+#[test]
+fn v3_request_header_with_empty_tools_is_a_bad_row() {
+    // C7: `tools: []` in a request/header.
+    for v in [3, 4] {
+        let header = ev(
+            3,
+            "request/header",
+            r#"{"header":{"config":{"provider":"p","model":"m"},"tools":[]},"reason":"initial"}"#,
+        );
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            start(3, 2),
+            header.replace("\"seq\":3", "\"seq\":4"),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["crash-tail", "open-turn-at-end"], "v{v}: {f:?}");
+        assert_eq!(s.events(), 4);
+        let mut lines = lines.clone();
+        lines.push(end(5, 2));
+        let (_, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["request-header-empty-optional"], "v{v}");
+    }
+}
+
+#[test]
+fn v3_tool_result_error_without_flag_is_fatal_before_a_turn_end() {
+    // C8: `data.error` present but the failure flag not set.
+    for v in [3, 4] {
+        let message = if v == 3 {
+            r#"{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[],"isError":false}],"source":{"kind":"tool","callId":"c"}}"#
+        } else {
+            r#"{"id":"r","role":"tool","toolCallId":"c","isError":false,"content":[],"source":{"kind":"tool","callId":"c"}}"#
+        };
+        let result = with(
+            &ev(
+                4,
+                "tool/result",
+                &format!(
+                    r#"{{"turn":1,"step":1,"message":{message},"error":{{"name":"E","code":"X"}}}}"#
+                ),
+            ),
+            r#""sourceEventSeqs":[3],"surfaceOp":"append""#,
+        );
+        let assistant = with(
+            &ev(
+                2,
+                "assistant/message",
+                r#"{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"tool-call","id":"c","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]}"#,
+            ),
+            r#""surfaceOp":"append""#,
+        );
+        let lines = vec![
+            start(0, 1),
+            ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+            assistant,
+            ev(
+                3,
+                "tool/call",
+                r#"{"turn":1,"step":1,"callId":"c","name":"bash","arguments":"{}"}"#,
+            ),
+            result.clone(),
+            ev(5, "step/end", r#"{"turn":1,"step":1}"#),
+            end(6, 1),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["tool-result-error-without-flag"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+        // Flagged, it is valid.
+        let flagged = lines
+            .iter()
+            .map(|l| l.replace(r#""isError":false"#, r#""isError":true"#))
+            .collect::<Vec<_>>();
+        let (s, f) = run(&log(v, &flagged));
+        assert!(f.is_empty(), "v{v}: {f:?}");
+        assert_eq!(s.status(), Status::Valid);
+    }
+}
+
+#[test]
+fn v0_to_v2_semantic_errors_at_the_very_end_are_not_a_crash_tail() {
+    for v in [0, 1, 2] {
+        // A surface event without surfaceOp: rejected by the fold, not dropped.
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            ev(3, "user/message", &user_data(3)),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["surface-op-missing"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+        assert!(s.crash.is_none());
+        assert_eq!(s.events(), 4);
+        // A bad envelope.
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            with(&start(3, 2), r#""extra":1"#),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["envelope-invalid"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+        assert!(s.crash.is_none());
+        // A log-only event with surface metadata.
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            with(&start(3, 2), r#""surfaceOp":"append""#),
+        ];
+        let (_, f) = run(&log(v, &lines));
+        assert!(codes(&f).contains(&"surface-metadata-on-log-only"), "v{v}");
+        assert!(!codes(&f).contains(&"crash-tail"), "v{v}");
+    }
+}
+
+#[test]
+fn v0_packed_rows_count_as_all_their_members() {
+    for v in [0, 1] {
+        let packed = r#"{"type":"text-chunks","seq0":2,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,1],"texts":["a","b","c"]}}"#;
+        let lines = vec![
+            start(0, 1),
+            ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+            packed.to_owned(),
+            ev(5, "step/end", r#"{"turn":1,"step":1}"#),
+            end(6, 1),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert!(f.is_empty(), "v{v}: {f:?}");
+        assert_eq!(s.events(), 7);
+        // A packed row is one row: its members stand or fall together.
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            packed.replace("\"seq0\":2", "\"seq0\":4"),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["crash-tail"], "v{v}");
+        assert_eq!(s.events(), 3);
+        let lines = vec![
+            start(0, 1),
+            ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+            packed.replace("\"seq0\":2", "\"seq0\":3"),
+            ev(6, "step/end", r#"{"turn":1,"step":1}"#),
+            end(7, 1),
+        ];
+        let (_, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["committed-seq-gap"], "v{v}");
+        assert_eq!(f[0].seq, Some(3));
+    }
+}
+
+#[test]
+fn packed_tags_are_malformed_rows_from_v2_on() {
+    let packed = r#"{"type":"text-chunks","seq0":3,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#;
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            packed.to_owned(),
+            start(5, 2),
+            end(6, 2),
+        ];
+        let (_, f) = run(&log(v, &lines));
+        if v <= 1 {
+            // Valid in v0/v1 (the chunks sit outside a step: lifecycle warnings only).
+            assert!(f.iter().all(|f| !f.is_error()), "v{v}: {f:?}");
+        } else {
+            assert_eq!(
+                codes(&f),
+                ["committed-malformed-row", "packed-row-malformed"],
+                "v{v}"
+            );
+            assert!(f[1].message.contains("only in formats v0 and v1"));
+        }
+    }
+}
+
+#[test]
+fn always_fatal_v3_findings_are_reported_even_inside_a_crash_tail() {
+    let system_header = ev(
+        4,
+        "request/header",
+        r#"{"header":{"config":{"provider":"p","model":"m"},"system":""},"reason":"initial"}"#,
+    );
+    let dispatch = ev(4, "tool/code-dispatch", "{}");
+    let bad_system = with(
+        &ev(
+            4,
+            "system/message",
+            r#"{"turn":2,"step":1,"message":{"role":"system","content":[],"source":{"kind":"system-prompt"}}}"#,
+        ),
+        r#""surfaceOp":"append""#,
+    );
+    let retired_block = with(
+        &ev(
+            4,
+            "user/message",
+            r#"{"id":"u","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[]}],"source":{"kind":"user"}}"#,
+        ),
+        r#""surfaceOp":"append""#,
+    );
+    let mut cases = vec![
+        (3, system_header.clone(), "request-header-system-retired"),
+        (4, system_header, "request-header-system-retired"),
+        (3, dispatch.clone(), "retired-event-type"),
+        (4, dispatch, "retired-event-type"),
+        (3, bad_system.clone(), "message-id-missing"),
+        (4, bad_system, "message-id-missing"),
+    ];
+    cases.push((4, retired_block, "retired-tool-result-block"));
+    for (v, row, code) in cases {
+        let lines = vec![start(0, 1), user(1), end(2, 1), "garbage".to_owned(), row];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), [code, "crash-tail"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid, "v{v} {code}");
+        // The tail is still dropped.
+        assert_eq!(s.events(), 3);
+        assert_eq!(s.committed_bytes, through(v, &lines, 3));
+    }
+}
+
+#[test]
+fn always_fatal_rows_are_not_bad_rows_so_they_commit_at_the_end() {
+    for v in [3, 4] {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            ev(3, "tool/code-dispatch", "{}"),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["retired-event-type"], "v{v}");
+        assert!(s.crash.is_none());
+        assert_eq!(s.events(), 4);
+    }
+    // An ignorable one stays opaque.
+    let lines = vec![
+        start(0, 1),
+        with(&ev(1, "tool/code-dispatch", "{}"), r#""ignorable":true"#),
+        end(2, 1),
+    ];
+    let (s, f) = run(&log(3, &lines));
+    assert!(f.is_empty(), "{f:?}");
+    assert_eq!(s.status(), Status::Valid);
+}
+
+#[test]
+fn in_v0_to_v2_tail_findings_are_all_dropped() {
+    let system_header = ev(
+        4,
+        "request/header",
+        r#"{"header":{"config":{"provider":"p","model":"m"},"system":""},"reason":"initial"}"#,
+    );
+    for v in [0, 1, 2] {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            "garbage".to_owned(),
+            system_header.clone(),
+        ];
+        let (_, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["crash-tail"], "v{v}");
+    }
+}
+
+#[test]
+fn torn_line_and_crash_tail_together() {
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            "garbage".to_owned(),
+            user(4),
+        ];
+        let mut text = log(v, &lines);
+        text.push_str(r#"{"type":"turn/end","seq":5"#);
+        let (s, f) = run(&text);
+        assert_eq!(codes(&f), ["crash-tail", "torn-line"], "v{v}");
+        assert_eq!(s.status(), Status::Valid);
+        assert_eq!(s.events(), 3);
+        assert_eq!(s.committed_bytes, through(v, &lines, 3));
+        let torn = s.torn.expect("torn");
+        assert_eq!(torn.byte, through(v, &lines, 5));
+        assert_eq!(torn.line, 7);
+        let tail = s.crash.expect("tail");
+        assert_eq!((tail.rows, tail.end), (2, torn.byte));
+        assert_eq!(s.total_bytes, text.len() as u64);
+    }
+}
+
+#[test]
+fn a_torn_turn_end_does_not_commit_earlier_damage() {
+    // The torn line is never parsed, so its turn/end cannot make the damage fatal.
+    for v in ALL {
+        let lines = vec![start(0, 1), user(1), end(2, 1), "garbage".to_owned()];
+        let mut text = log(v, &lines);
+        text.push_str(&end(4, 1));
+        let (s, f) = run(&text);
+        assert_eq!(codes(&f), ["crash-tail", "torn-line"], "v{v}");
+        assert_eq!(s.status(), Status::Valid);
+    }
+}
+
+#[test]
+fn events_count_excludes_the_torn_line_and_open_turn_is_reported() {
+    for v in ALL {
+        let lines = vec![start(0, 1), user(1)];
+        let mut text = log(v, &lines);
+        text.push_str(&end(2, 1));
+        let (s, f) = run(&text);
+        assert_eq!(codes(&f), ["torn-line", "open-turn-at-end"], "v{v}");
+        assert_eq!(s.events(), 2);
+        assert!(s.open_turn());
+        assert!(s.torn.is_some());
+        assert_eq!(s.status(), Status::Valid);
+        let (s, _) = run(&log(v, &[start(0, 1), user(1), end(2, 1)]));
+        assert!(!s.open_turn());
+        assert!(s.torn.is_none());
+    }
+}
+
+#[test]
+fn crash_tail_rolls_back_an_open_turn_state() {
+    // The tail opens turn 2; once dropped, the committed prefix ends between turns.
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            end(1, 1),
+            "garbage".to_owned(),
+            start(3, 2),
+            user(4),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["crash-tail"], "v{v}");
+        assert!(!s.open_turn());
+        assert_eq!(s.surface_nodes(), 0);
+    }
+}
+
+/// A log of version `v` with appends, a replacement, turns and a tool result.
+fn busy_log(v: usize) -> Vec<String> {
+    let (s, e) = if v <= 2 {
+        ("start", "end")
+    } else {
+        ("startSeq", "endSeq")
+    };
+    vec![
+        start(0, 1),
+        user(1),
+        user(2),
+        end(3, 1),
+        start(4, 2),
+        with(
+            &ev(5, "user/message", &user_data(5)),
+            &format!(r#""sourceEventSeqs":[1,2],"surfaceOp":{{"op":"replace","{s}":1,"{e}":2}}"#),
+        ),
+        user(6),
+        end(7, 2),
+        start(8, 3),
+        user(9),
+    ]
+}
+
+#[test]
+fn stop_after_equals_folding_the_log_truncated_after_that_seq() {
+    for v in ALL {
+        let lines = busy_log(v);
+        for k in 0..lines.len() {
+            let opts = ScanOptions {
+                stop_after: Some(k as u64),
+                record_replacements: true,
+                ..ScanOptions::default()
+            };
+            let (at, f_at) = run_opts(&log(v, &lines), &opts);
+            let truncated = ScanOptions {
+                record_replacements: true,
+                ..ScanOptions::default()
+            };
+            let (cut, f_cut) = run_opts(&log(v, &lines[..=k]), &truncated);
+            let what = format!("v{v} --at {k}");
+            assert!(!at.stop_not_reached, "{what}");
+            assert_eq!(codes(&f_at), codes(&f_cut), "{what}");
+            assert_eq!(at.events(), cut.events(), "{what}");
+            assert_eq!(at.open_turn(), cut.open_turn(), "{what}");
+            let (a, c) = (at.state.unwrap(), cut.state.unwrap());
+            assert_eq!(a.surface.seqs(), c.surface.seqs(), "{what}");
+            assert_eq!(a.surface.replacements(), c.surface.replacements(), "{what}");
+            assert_eq!(at.committed_bytes, cut.committed_bytes, "{what}");
+        }
+        let opts = ScanOptions {
+            stop_after: Some(lines.len() as u64),
+            ..ScanOptions::default()
+        };
+        let (at, _) = run_opts(&log(v, &lines), &opts);
+        assert!(at.stop_not_reached, "v{v}");
+    }
+}
+
+#[test]
+fn stop_after_ignores_damage_and_errors_after_the_seq() {
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            ev(3, "user/message", &user_data(3)),
+            "garbage".to_owned(),
+            start(5, 2),
+            end(6, 2),
+        ];
+        let opts = ScanOptions {
+            stop_after: Some(2),
+            ..ScanOptions::default()
+        };
+        let (s, f) = run_opts(&log(v, &lines), &opts);
+        assert!(f.is_empty(), "v{v}: {f:?}");
+        assert_eq!((s.status(), s.events()), (Status::Valid, 3));
+        // Without --at the same log is corrupt.
+        assert_eq!(run(&log(v, &lines)).0.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn stop_after_inside_a_crash_tail_still_drops_it() {
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            end(1, 1),
+            "garbage".to_owned(),
+            start(3, 2),
+            end(4, 2),
+        ];
+        let opts = ScanOptions {
+            stop_after: Some(3),
+            ..ScanOptions::default()
+        };
+        let (s, f) = run_opts(&log(v, &lines), &opts);
+        let (cut, f_cut) = run(&log(v, &lines[..4]));
+        assert_eq!(codes(&f), codes(&f_cut), "v{v}");
+        assert_eq!(codes(&f), ["crash-tail"], "v{v}");
+        assert_eq!(s.events(), cut.events());
+    }
+}
+
+// =======================================================================================
+// Status precedence (§21.6)
+// =======================================================================================
+
+#[test]
+fn header_error_beats_an_unknown_type() {
+    let text = format!(
+        "{}\n{}\n{}\n{}\n",
+        header(3).replace('}', r#","extra":1}"#),
+        start(0, 1),
+        ev(1, "acme/new", "{}"),
+        end(2, 1)
+    );
+    let (s, f) = run(&text);
+    assert_eq!(codes(&f), ["header-unexpected-field", "unknown-event-type"]);
+    assert_eq!(s.status(), Status::Invalid);
+}
+
+#[test]
+fn fatal_physical_damage_beats_an_unknown_type() {
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            "garbage".to_owned(),
+            ev(2, "acme/new", "{}"),
+            end(3, 1),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(
+            codes(&f),
+            ["committed-unparsable", "unknown-event-type"],
+            "v{v}"
+        );
+        assert_eq!(s.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn an_unknown_type_beats_a_fold_error() {
+    for v in ALL {
+        let (s_key, e_key) = if v <= 2 {
+            ("start", "end")
+        } else {
+            ("startSeq", "endSeq")
+        };
+        let replace = with(
+            &ev(2, "user/message", &user_data(2)),
+            &format!(
+                r#""sourceEventSeqs":[0],"surfaceOp":{{"op":"replace","{s_key}":0,"{e_key}":0}}"#
+            ),
+        );
+        let lines = vec![start(0, 1), ev(1, "acme/new", "{}"), replace, end(3, 1)];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(
+            codes(&f),
+            ["unknown-event-type", "replace-start-not-on-surface"],
+            "v{v}"
+        );
+        assert_eq!(s.status(), Status::Unsupported, "v{v}");
+    }
+}
+
+#[test]
+fn v4_draft_beats_header_errors() {
+    let draft_result = with(
+        &ev(
+            2,
+            "tool/result",
+            r#"{"turn":1,"step":1,"message":{"id":"r","role":"user","content":[{"type":"tool-result","toolCallId":"c","content":[]}],"source":{"kind":"tool","callId":"c"}}}"#,
+        ),
+        r#""surfaceOp":"append""#,
+    );
+    let text = format!(
+        "{}\n{}\n{}\n{}\n{}\n",
+        header(4).replace('}', r#","extra":1}"#),
+        start(0, 1),
+        ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+        draft_result,
+        user(3)
+    );
+    let (s, f) = run(&text);
+    assert_eq!(codes(&f), ["header-unexpected-field", "format-v4-draft"]);
+    assert_eq!(s.status(), Status::Unsupported);
+    // The same shape in a v3 log is the ordinary v3 tool result.
+    let (s, f) = run(&text.replace(r#""version":4"#, r#""version":3"#));
+    assert!(!codes(&f).contains(&"format-v4-draft"));
+    assert_eq!(s.status(), Status::Invalid);
+}
+
+#[test]
+fn lifecycle_warnings_alone_leave_v0_to_v2_valid_but_fail_v3() {
+    for v in ALL {
+        // turn/end without a turn/start.
+        let (s, f) = run(&log(v, &[user(0), end(1, 1)]));
+        assert_eq!(codes(&f), ["turn-end-mismatch"], "v{v}");
+        let expected = if v >= 3 {
+            Status::Invalid
+        } else {
+            Status::Valid
+        };
+        assert_eq!(s.status(), expected, "v{v}");
+    }
+}
+
+#[test]
+fn duplicate_key_and_invalid_utf8_are_warnings_and_negative_zero_an_error() {
+    for v in ALL {
+        let dup = start(0, 1).replace(r#""turn":1"#, r#""turn":7,"turn":1"#);
+        let mut text = log(v, &[dup, user(1)]).into_bytes();
+        let line3 = format!("{}\n", user(2).replace("hi", "h\u{1}i"));
+        let mut bad_utf8 = line3.into_bytes();
+        let at = bad_utf8.iter().position(|b| *b == 1).unwrap();
+        bad_utf8[at] = 0xFF;
+        text.extend(bad_utf8);
+        text.extend(format!("{}\n", end(3, 1)).into_bytes());
+        let mut findings = Vec::new();
+        let s = scan(
+            &text[..],
+            None,
+            &ScanOptions::default(),
+            &mut findings,
+            &mut (),
+        )
+        .unwrap();
+        assert_eq!(
+            codes(&findings),
+            ["duplicate-json-key", "invalid-utf8"],
+            "v{v}"
+        );
+        assert_eq!(s.status(), Status::Valid);
+        assert_eq!(s.events(), 4);
+        let (s, f) = run(&log(
+            v,
+            &[
+                start(0, 1),
+                user(1).replace(r#""text":"hi""#, r#""text":"hi","n":-0"#),
+                end(2, 1),
+            ],
+        ));
+        assert_eq!(codes(&f), ["json-not-lossless"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid);
+    }
+}
+
+#[test]
+fn stop_after_a_seq_inside_a_dropped_crash_tail_is_not_reached() {
+    // Event 3 exists only in the crash tail: DSH never loads it, so `--at 3` names no event.
+    for v in ALL {
+        let lines = vec![
+            start(0, 1),
+            end(1, 1),
+            "garbage".to_owned(),
+            start(3, 2),
+            user(4),
+        ];
+        let at = |stop: u64| {
+            let opts = ScanOptions {
+                stop_after: Some(stop),
+                ..ScanOptions::default()
+            };
+            run_opts(&log(v, &lines), &opts).0
+        };
+        assert!(!at(1).stop_not_reached, "v{v}");
+        assert!(at(3).stop_not_reached, "v{v}");
+        assert!(at(9).stop_not_reached, "v{v}");
+        assert_eq!(at(3).events(), 2);
+    }
+}
+
+#[test]
+fn v4_developer_binding_is_reported_once_per_event_through_the_scan() {
+    let developer = |seq: u64, role: &str, blocks: &str, extra: &str| {
+        with(
+            &ev(
+                seq,
+                "developer/message",
+                &format!(
+                    r#"{{"turn":1,"step":1,"message":{{"id":"d{seq}","role":"{role}","content":[{blocks}],"source":{{"kind":"runtime-context"}}}}{extra}}}"#
+                ),
+            ),
+            r#""surfaceOp":"append""#,
+        )
+    };
+    let lines = vec![
+        start(0, 1),
+        ev(1, "step/start", r#"{"turn":1,"step":1}"#),
+        developer(2, "user", "", ""),
+        with(
+            &ev(
+                3,
+                "user/message",
+                &user_data(3).replace(r#""role":"user""#, r#""role":"developer""#),
+            ),
+            r#""surfaceOp":"append""#,
+        ),
+        developer(
+            4,
+            "developer",
+            r#"{"type":"tool-addition","toolName":"x"}"#,
+            r#","headerSeq":0"#,
+        ),
+        developer(5, "developer", r#"{"type":"text","text":"ok"}"#, ""),
+        ev(6, "step/end", r#"{"turn":1,"step":1}"#),
+        end(7, 1),
+    ];
+    let (s, f) = run(&log(4, &lines));
+    assert_eq!(
+        codes(&f),
+        [
+            "developer-role-mismatch",
+            "developer-role-mismatch",
+            "developer-header-seq"
+        ]
+    );
+    assert_eq!(
+        f.iter().map(|f| f.seq).collect::<Vec<_>>(),
+        [Some(2), Some(3), Some(4)]
+    );
+    // Only the valid developer message reached the surface.
+    assert_eq!(s.state.unwrap().surface.seqs(), vec![5]);
+}
+
 /// Records what an observer is told, in order.
 #[derive(Default)]
 struct Log(Vec<String>);
