@@ -86,6 +86,16 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
     match parse_exact(text) {
         Ok(v) => Ok(v),
+        Err(e) if e.contains("number out of range") => {
+            // `JSON.parse("1e400")` is Infinity; serde_json refuses the number. Read it as
+            // ±Infinity (the audit then reports it) rather than calling the line unparsable.
+            match replace_infinite_numbers(text) {
+                Some(fixed) => parse_str(&fixed)
+                    .map(|v| restore_infinity(v.into_owned()))
+                    .map_err(|_| e),
+                None => Err(e),
+            }
+        }
         Err(e) if e.contains("surrogate") || e.contains("hex escape") => {
             // `JSON.parse` accepts lone UTF-16 surrogate escapes (`"\ud800"`); serde_json
             // does not. Read them as U+FFFD, so such a line is not mistaken for damage.
@@ -103,6 +113,69 @@ fn parse_exact(text: &str) -> Result<Json<'_>, String> {
     let value = Json::deserialize(&mut de).map_err(describe_error)?;
     de.end().map_err(describe_error)?;
     Ok(value)
+}
+
+/// The stand-in for an infinite number while serde parses the line (restored afterwards).
+const INFINITY_STAND_IN: f64 = f64::MAX;
+
+/// Rewrite number tokens (outside strings) that overflow a double as ±`f64::MAX`.
+fn replace_infinite_numbers(text: &str) -> Option<String> {
+    let b = text.as_bytes();
+    let (mut out, mut last, mut i, mut in_string) = (String::new(), 0, 0, false);
+    while i < b.len() {
+        let c = b[i];
+        if in_string {
+            i += match c {
+                b'\\' => 2,
+                b'"' => {
+                    in_string = false;
+                    1
+                }
+                _ => 1,
+            };
+            continue;
+        }
+        if c == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        if c != b'-' && !c.is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < b.len() && matches!(b[i], b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9') {
+            i += 1;
+        }
+        let token = &text[start..i];
+        if token.parse::<f64>().is_ok_and(f64::is_infinite) {
+            out.push_str(&text[last..start]);
+            out.push_str(if token.starts_with('-') { "-" } else { "" });
+            out.push_str("1.7976931348623157e308");
+            last = i;
+        }
+    }
+    if last == 0 {
+        return None;
+    }
+    out.push_str(&text[last..]);
+    Some(out)
+}
+
+fn restore_infinity(v: Json<'static>) -> Json<'static> {
+    match v {
+        Json::Num(Num::F(f)) if f.abs() == INFINITY_STAND_IN => {
+            Json::Num(Num::F(f.signum() * f64::INFINITY))
+        }
+        Json::Arr(items) => Json::Arr(items.into_iter().map(restore_infinity).collect()),
+        Json::Obj(m) => Json::Obj(
+            m.into_iter()
+                .map(|(k, v)| (k, restore_infinity(v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// Rewrite `\uXXXX` escapes of unpaired surrogates as `\ufffd` (None: there were none).
@@ -400,6 +473,8 @@ pub struct Audit {
     pub duplicate_key: Option<String>,
     /// A `-0` number anywhere.
     pub negative_zero: bool,
+    /// A number beyond the double range (`1e400`), which JavaScript reads as Infinity.
+    pub non_finite: bool,
 }
 
 pub fn audit(value: &Json<'_>) -> Audit {
@@ -410,7 +485,10 @@ pub fn audit(value: &Json<'_>) -> Audit {
 
 fn audit_into(value: &Json<'_>, a: &mut Audit) {
     match value {
-        Json::Num(n) => a.negative_zero |= n.is_neg_zero(),
+        Json::Num(n) => {
+            a.negative_zero |= n.is_neg_zero();
+            a.non_finite |= !n.as_f64().is_finite();
+        }
         Json::Arr(items) => items.iter().for_each(|v| audit_into(v, a)),
         Json::Obj(m) => {
             if a.duplicate_key.is_none() {
@@ -640,6 +718,17 @@ mod tests {
         assert_eq!(parse(b"9007199254740992").unwrap().safe_int(), None);
         assert_eq!(parse(b"18446744073709551616").unwrap().safe_int(), None);
         assert_eq!(parse(b"1.5").unwrap().safe_int(), None);
+    }
+
+    #[test]
+    fn numbers_beyond_double_range_read_as_infinity_and_are_audited() {
+        let v = parse(br#"{"seq":1e400,"x":[-2e999],"s":"1e400"}"#).unwrap();
+        let seq = v.get("seq").and_then(Json::as_num).map(Num::as_f64);
+        assert_eq!(seq, Some(f64::INFINITY));
+        assert_eq!(v.get("seq").and_then(Json::safe_int), None);
+        assert_eq!(v.get("s").and_then(Json::as_str), Some("1e400"));
+        assert!(audit(&v).non_finite);
+        assert!(!audit(&parse(b"[1e308, 5]").unwrap()).non_finite);
     }
 
     #[test]

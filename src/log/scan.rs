@@ -538,6 +538,12 @@ pub fn scan(
                     "the event contains -0, which DSH's lossless-JSON check refuses",
                 ));
             }
+            if audit.non_finite {
+                sink.push(line_at.finding(
+                    Code::JsonNotLossless,
+                    "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
+                ));
+            }
             for cand in cands {
                 if let (Some(stop), Some(seq)) = (ctx.stop_after, cand.seq)
                     && seq > stop
@@ -554,7 +560,9 @@ pub fn scan(
         }
 
         if turn_end && let Some(s) = spec.take() {
-            // The damage lies before a turn end: it is in the committed region.
+            // The damage lies before a turn end: it is in the committed region. Every bad
+            // row in it (a B5 canonical violation included) is fatal damage for the status.
+            out.tally.header_or_physical = true;
             for f in s.held {
                 out.push(f);
             }
