@@ -724,7 +724,15 @@ fn fold_candidate(
                 sink.push(at.finding(Code::RetiredLegacyEvent, why));
                 class = Some(TypeClass::RetiredRequired);
             }
-            Legacy::Malformed(why) => sink.push(at.finding(Code::LegacyShapeMalformed, why)),
+            Legacy::Malformed(why) => {
+                sink.push(at.finding(Code::LegacyShapeMalformed, why));
+                // DSH's legacy reader fails before its vocabulary check (§16, §7.3): a
+                // malformed legacy-only type (`steering/message`) is reported once, as
+                // corrupt, and not also as an unknown type that would make it unsupported.
+                if ctx.vocab.classify(&ev.ty, ev.ignorable) == TypeClass::UnknownRequired {
+                    class = Some(TypeClass::RetiredRequired);
+                }
+            }
         }
     }
     let class = class.unwrap_or_else(|| ctx.vocab.classify(&ev.ty, ev.ignorable));

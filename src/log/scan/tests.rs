@@ -123,3 +123,14 @@ fn stop_after_replays_a_prefix() {
     assert_eq!(s.events(), 2);
     assert!(!s.stop_not_reached);
 }
+
+#[test]
+fn a_malformed_legacy_only_event_is_corrupt_not_unsupported() {
+    // v0 `steering/message` is only a legacy shape: when it is malformed, DSH's legacy
+    // reader refuses the log before the vocabulary check ever sees the type.
+    let text = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1,\"delegationDepth\":0}\n\
+        {\"type\":\"steering/message\",\"seq\":0,\"time\":0,\"data\":{\"turn\":1},\"surfaceOp\":\"append\"}\n";
+    let (s, f) = run(text);
+    assert_eq!(codes(&f), ["legacy-shape-malformed"]);
+    assert_eq!(s.status(), Status::Invalid);
+}
