@@ -153,7 +153,9 @@ impl Tally {
         }
         self.errors += 1;
         let info = f.code.info();
-        if info.blocks_fold {
+        // A malformed v3+ system/message is fatal wherever it is (§6.2 step 6), though its
+        // message codes do not block the fold for other event types.
+        if info.blocks_fold || survives_rollback(f) {
             self.blocking += 1;
         }
         match f.code {
