@@ -768,3 +768,79 @@ fn a_file_name_with_control_characters_is_escaped_too() {
     assert_eq!(stdout.lines().count(), 3, "{stdout:?}");
     assert!(stdout.contains(r"evil\u{1b}[2Jname\n.jsonl"), "{stdout}");
 }
+
+// --- inputs and pipes ----------------------------------------------------------------------
+
+#[test]
+fn a_session_directory_resolves_to_its_newest_generation() {
+    let d = Dir::new();
+    let session = d.path().join("--w--").join("s1");
+    std::fs::create_dir_all(&session).expect("dirs");
+    let v0 =
+        r#"{"type":"session","version":0,"id":"s1","createdAt":1,"delegationDepth":0,"cwd":"/w"}"#;
+    let v3 = H3.replace(r#""isSeeded":false"#, r#""isSeeded":false,"cwd":"/w""#);
+    std::fs::write(session.join("session.jsonl"), format!("{v0}\n")).expect("write");
+    std::fs::write(
+        session.join("session.v3.jsonl"),
+        format!("{v3}\n{TURN_START}\n"),
+    )
+    .expect("write");
+    let (code, records) = validate_json(&[], &[&session]);
+    assert_eq!(code, 0);
+    let summary = records.last().expect("summary");
+    assert_eq!(summary["version"], 3);
+    assert_eq!(summary["events"], 1);
+    // The layout checks run on the resolved file: the id and cwd match, so no warning
+    // beyond the open turn.
+    let codes: Vec<&str> = records.iter().filter_map(|r| r["code"].as_str()).collect();
+    assert_eq!(codes, ["open-turn-at-end"]);
+    // A directory without a log is unreadable.
+    let empty = d.path().join("empty");
+    std::fs::create_dir_all(&empty).expect("dir");
+    let (code, records) = validate_json(&[], &[&empty]);
+    assert_eq!(code, 2);
+    assert_eq!(records[0]["status"], "unreadable");
+}
+
+#[test]
+fn a_closed_pipe_ends_quietly_with_status_0() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let d = Dir::new();
+    // Enough findings to overflow any pipe buffer (about a megabyte of output).
+    let mut text = format!("{H3}\n");
+    for seq in 0..6000u64 {
+        text.push_str(&format!(
+            "{{\"type\":\"turn/start\",\"seq\":{seq},\"time\":0,\"data\":{{\"turn\":9}}}}\n"
+        ));
+    }
+    let f = d.file("big.jsonl", &text);
+    let bin = assert_cmd::cargo::cargo_bin("dshs");
+    let mut child = Command::new(bin)
+        .arg("validate")
+        .arg(&f)
+        .env_remove("NO_COLOR")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let stdout = child.stdout.take().expect("piped");
+    let mut first = String::new();
+    BufReader::new(stdout)
+        .read_line(&mut first)
+        .expect("one line");
+    // The reader is gone now (`| head -1`).
+    assert!(first.contains("turn-number-unexpected"), "{first}");
+    let out = child.wait_with_output().expect("exits");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

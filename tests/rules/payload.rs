@@ -1015,3 +1015,39 @@ fn third_party_plugin_kinds_are_not_draft_tell_tales() {
     );
     log.scan().assert_clean();
 }
+
+#[test]
+fn a_malformed_system_message_is_fatal_even_in_a_crash_tail() {
+    // §6.2 step 6: unlike other message-shape errors, which a crash tail drops.
+    for v in 3..=4u8 {
+        let system = system_data(v, "s", 1, 1);
+        let broken = if v == 4 {
+            system.replace(r#"{"kind":"system-prompt"}"#, r#"{"kind":"user"}"#)
+        } else {
+            system.replace(
+                r#""plugin":"@deepseek-ai/dsh-system-prompt""#,
+                r#""plugin":"""#,
+            )
+        };
+        let tail = |data: &str, ty: &str| {
+            let mut log = Log::new(v);
+            log.turn_start(1);
+            log.turn_end(1);
+            log.junk("{");
+            log.turn_start(2);
+            log.step_start(2, 1);
+            log.ev(ty, &data.replace(r#""turn":1"#, r#""turn":2"#), APPEND);
+            log.scan()
+        };
+        let r = tail(&broken, "system/message");
+        assert_eq!(r.codes(), ["system-source-invalid", "crash-tail"], "v{v}");
+        assert_eq!(r.status(), Status::Invalid);
+        // A broken user message in the same place is dropped with the tail.
+        let r = tail(
+            r#"{"role":"user","content":[],"source":{"kind":"user"}}"#,
+            "user/message",
+        );
+        assert_eq!(r.codes(), ["crash-tail"], "v{v}");
+        assert_eq!(r.status(), Status::Valid);
+    }
+}
