@@ -230,7 +230,7 @@ catalogue! {
     RetiredToolResultBlock = "retired-tool-result-block", Error, Messages, true, "§9.2",
         "A v4 payload holds a `tool-result` content block; V4 retired it (tool results are role `tool` messages). Always fatal.",
         "Rewrite the content without the wrapper block.";
-    ToolResultErrorWithoutFlag = "tool-result-error-without-flag", Error, Messages, false, "§8 C8",
+    ToolResultErrorWithoutFlag = "tool-result-error-without-flag", Error, Messages, true, "§8 C8",
         "A v3+ tool result has `data.error` but its failure flag (`isError: true`) is not set.",
         "Set `isError: true` (v3: on the tool-result block; v4: on the message).";
     AssistantStreamMissing = "assistant-stream-missing", Warning, Messages, false, "§10.1",
@@ -248,7 +248,7 @@ catalogue! {
     RequestHeaderSystemRetired = "request-header-system-retired", Error, RequestHeader, true, "§8 C6",
         "A v3+ `request/header` carries `header.system`; the prompt lives in `system/message`. Always fatal.",
         "Remove `system` from the header and record the prompt as a `system/message`.";
-    RequestHeaderEmptyOptional = "request-header-empty-optional", Error, RequestHeader, false, "§8 C7",
+    RequestHeaderEmptyOptional = "request-header-empty-optional", Error, RequestHeader, true, "§8 C7",
         "A v3+ `request/header` has `tools: []` or `adapterDefaults: {}`; canonical V3 omits them instead.",
         "Omit the empty member.";
     RequestHeaderDeferLoading = "request-header-defer-loading", Error, RequestHeader, false, "§9.3",

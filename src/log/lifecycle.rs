@@ -329,11 +329,19 @@ impl Lifecycle {
         }
         let name = ev.data.get("name").and_then(Json::as_str);
         let arguments = ev.data.get("arguments").and_then(Json::as_str);
+        // The first unsettled call with this id that has not started yet (else the first
+        // unsettled one): the same order `tool_result` settles in, so a repeated id (already
+        // reported as duplicate-call-id) does not cascade into tool-result-before-start.
         let call = id.and_then(|id| {
-            self.calls
-                .iter_mut()
-                .rev()
-                .find(|c| c.id == id && !c.settled)
+            let open = |c: &&mut Advertised| c.id == id && !c.settled;
+            let fresh = self
+                .calls
+                .iter()
+                .position(|c| c.id == id && !c.settled && !c.started);
+            match fresh {
+                Some(i) => self.calls.get_mut(i),
+                None => self.calls.iter_mut().find(open),
+            }
         });
         let problem = match call {
             None => Some(format!(

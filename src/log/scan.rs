@@ -169,7 +169,9 @@ impl Tally {
         }
         self.errors += 1;
         let info = f.code.info();
-        if info.blocks_fold {
+        // A malformed v3+ system/message is fatal wherever it is (§6.2 step 6), though its
+        // message codes do not block the fold for other event types.
+        if info.blocks_fold || survives_rollback(f) {
             self.blocking += 1;
         }
         match f.code {
@@ -769,7 +771,15 @@ fn fold_candidate(
                 sink.push(at.finding(Code::RetiredLegacyEvent, why));
                 class = Some(TypeClass::RetiredRequired);
             }
-            Legacy::Malformed(why) => sink.push(at.finding(Code::LegacyShapeMalformed, why)),
+            Legacy::Malformed(why) => {
+                sink.push(at.finding(Code::LegacyShapeMalformed, why));
+                // DSH's legacy reader fails before its vocabulary check (§16, §7.3): a
+                // malformed legacy-only type (`steering/message`) is reported once, as
+                // corrupt, and not also as an unknown type that would make it unsupported.
+                if ctx.vocab.classify(&ev.ty, ev.ignorable) == TypeClass::UnknownRequired {
+                    class = Some(TypeClass::RetiredRequired);
+                }
+            }
         }
     }
     let class = class.unwrap_or_else(|| ctx.vocab.classify(&ev.ty, ev.ignorable));

@@ -38,3 +38,33 @@ fn turn_numbering_is_a_warning_before_v3_and_an_error_after() {
         (Code::TurnNumberUnexpected, crate::log::Severity::Error)
     );
 }
+
+#[test]
+fn a_repeated_call_id_does_not_cascade_into_other_findings() {
+    // Two tool-call blocks with one id, each started and answered in turn: the repeat is
+    // reported once; calls and results pair up in advertising order.
+    let asst = r#"{"type":"assistant/message","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"x","arguments":"{}"},{"type":"tool-call","id":"c1","name":"x","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#;
+    let call = |seq: u64| {
+        format!(
+            r#"{{"type":"tool/call","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"callId":"c1","name":"x","arguments":"{{}}"}}}}"#
+        )
+    };
+    let result = |seq: u64| {
+        format!(
+            r#"{{"type":"tool/result","seq":{seq},"time":0,"data":{{"turn":1,"step":1,"message":{{"id":"r{seq}","role":"user","source":{{"kind":"tool","callId":"c1"}},"content":[{{"type":"tool-result","toolCallId":"c1","content":[]}}]}}}},"surfaceOp":"append"}}"#
+        )
+    };
+    let lines = [
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#.to_owned(),
+        r#"{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}"#.to_owned(),
+        asst.to_owned(),
+        call(3),
+        result(4),
+        call(5),
+        result(6),
+        r#"{"type":"step/end","seq":7,"time":0,"data":{"turn":1,"step":1}}"#.to_owned(),
+    ];
+    let refs: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let codes: Vec<Code> = run(3, &refs).iter().map(|f| f.code).collect();
+    assert_eq!(codes, vec![Code::DuplicateCallId]);
+}

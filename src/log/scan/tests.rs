@@ -1218,3 +1218,40 @@ fn observer_hears_of_unusable_rows_and_bad_envelopes_in_file_order() {
         ]
     );
 }
+
+#[test]
+fn a_malformed_legacy_only_event_is_corrupt_not_unsupported() {
+    // v0 `steering/message` is only a legacy shape: when it is malformed, DSH's legacy
+    // reader refuses the log before the vocabulary check ever sees the type.
+    let text = "{\"type\":\"session\",\"version\":0,\"id\":\"s\",\"createdAt\":1,\"delegationDepth\":0}\n\
+        {\"type\":\"steering/message\",\"seq\":0,\"time\":0,\"data\":{\"turn\":1},\"surfaceOp\":\"append\"}\n";
+    let (s, f) = run(text);
+    assert_eq!(codes(&f), ["legacy-shape-malformed"]);
+    assert_eq!(s.status(), Status::Invalid);
+}
+
+#[test]
+fn committed_canonical_violations_and_malformed_system_messages_block_the_fold() {
+    // CLI.md: surface/derive refuse a log with fatal damage in the committed region,
+    // including v3+ canonical violations (§8 C7, C8) and a malformed system/message
+    // (always fatal, §6.2 step 6). Plain message-shape errors do not block.
+    let committed = |event: &str| {
+        format!(
+            "{V3}\n{event}\n{{\"type\":\"turn/start\",\"seq\":1,\"time\":0,\"data\":{{\"turn\":1}}}}\n{{\"type\":\"turn/end\",\"seq\":2,\"time\":0,\"data\":{{\"turn\":1,\"reason\":{{\"kind\":\"completed\"}}}}}}\n"
+        )
+    };
+    let c7 = r#"{"type":"request/header","seq":0,"time":0,"data":{"header":{"config":{"provider":"p","model":"m"},"tools":[]},"reason":"initial"}}"#;
+    let c8 = r#"{"type":"tool/result","seq":0,"time":0,"data":{"turn":1,"step":1,"message":{"id":"r","role":"user","source":{"kind":"tool","callId":"c"},"content":[{"type":"tool-result","toolCallId":"c","content":[]}]},"error":{"name":"E","code":"E"}},"surfaceOp":"append"}"#;
+    let system = r#"{"type":"system/message","seq":0,"time":0,"data":{"turn":1,"step":1,"message":{"id":"s","role":"system","content":[],"source":{"kind":"user"}}},"surfaceOp":"append"}"#;
+    let user = r#"{"type":"user/message","seq":0,"time":0,"data":{"role":"user","content":[],"source":{"kind":"user"}},"surfaceOp":"append"}"#;
+    for (event, code, blocks) in [
+        (c7, "request-header-empty-optional", true),
+        (c8, "tool-result-error-without-flag", true),
+        (system, "system-source-invalid", true),
+        (user, "message-id-missing", false),
+    ] {
+        let (s, f) = run(&committed(event));
+        assert!(codes(&f).contains(&code), "{code}: {f:?}");
+        assert_eq!(s.tally.blocking > 0, blocks, "{code}: {f:?}");
+    }
+}
