@@ -57,6 +57,32 @@ _arguments "${_arguments_options[@]}" : \
 '::code -- A finding code such as `replace-start-not-on-surface`; omit to list all codes:_default' \
 && ret=0
 ;;
+(surface)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format\: a table with a preview of each message, or one JSON document]:FORMAT:(table json)' \
+'--at=[Show the surface as it stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
+(derive)
+_arguments "${_arguments_options[@]}" : \
+'--format=[One JSON array, one message per line, or a readable transcript]:FORMAT:(json ndjson markdown)' \
+'--at=[Derive the messages as they stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -88,6 +114,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(surface)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(derive)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -110,6 +144,8 @@ _dshs_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
+'surface:Print the current surface\: the events the model sees, in order' \
+'derive:Print the model-visible messages, byte-for-byte as stored' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -119,6 +155,11 @@ _dshs_commands() {
 _dshs__subcmd__completions_commands() {
     local commands; commands=()
     _describe -t commands 'dshs completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__derive_commands] )) ||
+_dshs__subcmd__derive_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs derive commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__explain_commands] )) ||
 _dshs__subcmd__explain_commands() {
@@ -130,6 +171,8 @@ _dshs__subcmd__help_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
+'surface:Print the current surface\: the events the model sees, in order' \
+'derive:Print the model-visible messages, byte-for-byte as stored' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -139,6 +182,11 @@ _dshs__subcmd__help_commands() {
 _dshs__subcmd__help__subcmd__completions_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__derive_commands] )) ||
+_dshs__subcmd__help__subcmd__derive_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help derive commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__help__subcmd__explain_commands] )) ||
 _dshs__subcmd__help__subcmd__explain_commands() {
@@ -150,10 +198,20 @@ _dshs__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help help commands' commands "$@"
 }
+(( $+functions[_dshs__subcmd__help__subcmd__surface_commands] )) ||
+_dshs__subcmd__help__subcmd__surface_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help surface commands' commands "$@"
+}
 (( $+functions[_dshs__subcmd__help__subcmd__validate_commands] )) ||
 _dshs__subcmd__help__subcmd__validate_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help validate commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__surface_commands] )) ||
+_dshs__subcmd__surface_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs surface commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__validate_commands] )) ||
 _dshs__subcmd__validate_commands() {

@@ -2,7 +2,10 @@
 //! (global options, opening and scanning a log) lives here.
 
 pub mod completions;
+pub mod derive;
 pub mod explain;
+mod fold;
+pub mod surface;
 pub mod validate;
 
 use std::io::{self, IsTerminal, Write};
@@ -62,6 +65,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
     match cli.command {
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
+        Command::Surface(args) => surface::run(&args, &env, out),
+        Command::Derive(args) => derive::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
     }
 }
