@@ -7,7 +7,6 @@ use std::io::{IsTerminal, Write};
 use anyhow::{Context, Result};
 
 use dshs::log::derive::{self, DeriveError, Deriver, MessageError};
-use dshs::log::json;
 use dshs::log::surface::{EntryOp, Node};
 
 use crate::cli::{SurfaceArgs, SurfaceFormat};
@@ -87,14 +86,18 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
             .as_deref()
             .map_or_else(|| "-".to_owned(), |r| escape(r).into_owned())
     };
-    let max_seq = surface.iter().map(|n| n.seq).max().unwrap_or(0);
-    let layout = TableLayout::new(
-        max_seq,
-        surface.iter().map(|n| width_of(&role_text(n))),
-        surface.iter().map(|n| op_text(n).len()),
-        terminal_width(),
-        env.color_out,
-    );
+    // Column widths, decided before the first row is printed.
+    let (mut max_seq, mut max_role, mut max_op, mut silent) = (0, 0, 0, 0);
+    for n in surface.iter() {
+        max_seq = max_seq.max(n.seq);
+        max_role = max_role.max(n.role.as_deref().map_or(1, |r| width_of(&escape(r))));
+        max_op = max_op.max(match (n.op, ranges.get(&n.seq)) {
+            (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(*s) + digits(*e),
+            (op, _) => op.as_str().len(),
+        });
+        silent += usize::from(!n.derives);
+    }
+    let layout = TableLayout::new(max_seq, max_role, max_op, terminal_width(), env.color_out);
 
     let mut deriver = match &f.lines {
         Some(path) => Some(Deriver::open(path).context("cannot reopen the log to read messages")?),
@@ -124,9 +127,13 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
         let painter = Painter {
             color: env.color_out,
         };
-        writeln!(out, "{}", painter.dim(&summary(f)))?;
+        writeln!(out, "{}", painter.dim(&summary(f, silent)))?;
     }
     Ok(())
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// The preview column of one node.
@@ -145,18 +152,14 @@ fn preview_of(n: &Node, deriver: Option<&mut Deriver>, width: usize) -> Result<P
         }) => return Ok(Preview::Missing),
         Err(e) => return Err(e.into()),
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let message = json::parse(text.as_bytes())
-        .map_err(|why| anyhow::anyhow!("seq {}: the stored message is not JSON: {why}", n.seq))?;
     // Ask the core for a little more than fits, so a cut shows as `…`.
-    Ok(Preview::Text(preview_cell(
-        &derive::preview(&message, width + 1),
-        width,
-    )))
+    let text = derive::preview_bytes(&bytes, width + 1)
+        .map_err(|e| anyhow::anyhow!("seq {}: {e}", n.seq))?;
+    Ok(Preview::Text(preview_cell(&text, width)))
 }
 
 /// `FILE: v4, 5 surface nodes after seq 26, replace generation 1`, plus what was left out.
-fn summary(f: &Folded) -> String {
+fn summary(f: &Folded, silent: usize) -> String {
     let surface = &f.state.surface;
     let version = f
         .scan
@@ -173,7 +176,6 @@ fn summary(f: &Folded) -> String {
         plural(nodes as u64),
         surface.replace_generation()
     );
-    let silent = surface.iter().filter(|n| !n.derives).count();
     if silent > 0 {
         text.push_str(&format!(", {silent} deriving no message"));
     }

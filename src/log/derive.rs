@@ -47,20 +47,30 @@ pub fn message_path(kind: SurfaceKind) -> &'static [&'static str] {
 /// are not UTF-8 are located on a copy in which each invalid byte is `?` (same length), so
 /// the range points at the original bytes, which `derive` passes through (§3.2).
 pub fn message_span(line: &[u8], kind: SurfaceKind) -> Result<Range<usize>, MessageError> {
-    let text = utf8_shaped(line);
     let path = message_path(kind);
-    let mut de = serde_json::Deserializer::from_slice(&text);
+    // Bytes that are not UTF-8 only trouble the parser where it must read text (a key, the
+    // raw message itself); only then is the same-length copy needed.
+    let found = match locate(line, path) {
+        Err(_) if std::str::from_utf8(line).is_err() => locate(&utf8_shaped(line), path),
+        other => other,
+    };
+    found?.ok_or(MessageError::Missing(if path.len() == 1 {
+        "data"
+    } else {
+        "data.message"
+    }))
+}
+
+fn locate(text: &[u8], path: &[&'static str]) -> Result<Option<Range<usize>>, MessageError> {
+    let mut de = serde_json::Deserializer::from_slice(text);
     let raw = At { path }
         .deserialize(&mut de)
         .and_then(|found| de.end().map(|()| found))
-        .map_err(|e| MessageError::NotJson(e.to_string()))?
-        .ok_or(MessageError::Missing(if path.len() == 1 {
-            "data"
-        } else {
-            "data.message"
-        }))?;
-    let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
-    Ok(start..start + raw.get().len())
+        .map_err(|e| MessageError::NotJson(e.to_string()))?;
+    Ok(raw.map(|raw| {
+        let start = raw.get().as_ptr() as usize - text.as_ptr() as usize;
+        start..start + raw.get().len()
+    }))
 }
 
 /// The stored message bytes of an event of `kind` in `line`.
@@ -211,61 +221,119 @@ impl Deriver {
     }
 }
 
+/// The parts of a content block a preview reads.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow, default)]
+    ty: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+    #[serde(rename = "toolName", borrow, default)]
+    tool_name: Option<Cow<'a, str>>,
+    /// A v0–v3 `tool-result` block's own content blocks.
+    #[serde(borrow, default)]
+    content: Option<Vec<Block<'a>>>,
+}
+
+/// A message as far as a preview reads it.
+#[derive(Debug, Default, serde::Deserialize)]
+struct Blocks<'a> {
+    #[serde(borrow, default)]
+    content: Option<Vec<Block<'a>>>,
+}
+
+impl<'a> Block<'a> {
+    /// The same view taken from a parsed tree (any shape: what is not a string is absent).
+    fn from_json(b: &'a Json<'_>) -> Self {
+        let s = |k: &str| b.get(k).and_then(Json::as_str).map(Cow::Borrowed);
+        Block {
+            ty: s("type"),
+            text: s("text"),
+            name: s("name"),
+            arguments: s("arguments"),
+            tool_name: s("toolName"),
+            content: b
+                .get("content")
+                .and_then(Json::as_arr)
+                .map(|items| items.iter().map(Block::from_json).collect()),
+        }
+    }
+}
+
 /// A one-line preview of a message for people: its text blocks, then tool calls, tool
 /// results and attachments, then reasoning, with whitespace runs collapsed to one space, at
 /// most `max_chars` characters (`…` when cut). Not escaped: renderers escape.
 pub fn preview(message: &Json<'_>, max_chars: usize) -> String {
-    let blocks = message
+    let blocks: Vec<Block<'_>> = message
         .get("content")
         .and_then(Json::as_arr)
-        .unwrap_or_default();
-    let mut texts: Vec<Cow<'_, str>> = Vec::new();
-    let mut others: Vec<Cow<'_, str>> = Vec::new();
-    let mut reasoning: Vec<Cow<'_, str>> = Vec::new();
-    for b in blocks {
-        let text = || b.get("text").and_then(Json::as_str);
-        match b.get("type").and_then(Json::as_str) {
-            Some("text") => texts.extend(text().map(Cow::Borrowed)),
-            Some("reasoning") => reasoning.extend(
-                text().map(|t| Cow::Owned(format!("(reasoning) {}", collapse(t, max_chars)))),
-            ),
-            Some("tool-call") => {
-                let name = b.get("name").and_then(Json::as_str).unwrap_or("?");
-                let args = b.get("arguments").and_then(Json::as_str).unwrap_or("");
-                others.push(Cow::Owned(format!(
-                    "→ {name}({})",
-                    collapse(args, max_chars)
-                )));
-            }
-            Some("tool-result") => {
-                // v0–v3: the result's own content blocks hold the text.
-                if let Some(inner) = b.get("content") {
-                    let wrapped = Json::Obj(vec![(Cow::Borrowed("content"), inner.clone())]);
-                    others.push(Cow::Owned(preview(&wrapped, max_chars)));
-                }
-            }
-            Some(kind @ ("image" | "file")) => others.push(Cow::Owned(format!("[{kind}]"))),
-            Some(kind @ ("tool-addition" | "tool-removal")) => {
-                let name = b.get("toolName").and_then(Json::as_str).unwrap_or("?");
-                others.push(Cow::Owned(format!("[{kind} {name}]")));
-            }
-            _ => {}
-        }
-    }
-    let mut out = Preview::new(max_chars);
-    for part in texts.iter().chain(&others).chain(&reasoning) {
-        if out.full() {
-            break;
-        }
-        out.push_text(part);
-    }
-    out.finish()
+        .unwrap_or_default()
+        .iter()
+        .map(Block::from_json)
+        .collect();
+    preview_blocks(&blocks, max_chars)
 }
 
-fn collapse(t: &str, max_chars: usize) -> String {
-    let mut p = Preview::new(max_chars);
-    p.push_text(t);
-    p.finish()
+/// [`preview`] of a stored message's bytes. Reads only the fields a preview needs, without
+/// building a tree; falls back to the full parse (lossy UTF-8, last-wins keys) whenever the
+/// quick read does not apply (duplicate keys, odd field types, invalid UTF-8).
+pub fn preview_bytes(message: &[u8], max_chars: usize) -> Result<String, MessageError> {
+    if let Ok(quick) = serde_json::from_slice::<Blocks<'_>>(message) {
+        return Ok(preview_blocks(
+            quick.content.as_deref().unwrap_or_default(),
+            max_chars,
+        ));
+    }
+    let text = String::from_utf8_lossy(message);
+    let tree = super::json::parse(text.as_bytes()).map_err(MessageError::NotJson)?;
+    Ok(preview(&tree, max_chars))
+}
+
+fn preview_blocks(blocks: &[Block<'_>], max_chars: usize) -> String {
+    let mut out = Preview::new(max_chars);
+    // Text first, then calls, results and attachments, then reasoning; stop when full.
+    for pass in 0..3 {
+        for b in blocks {
+            if out.full() {
+                return out.finish();
+            }
+            let text = b.text.as_deref();
+            match (pass, b.ty.as_deref()) {
+                (0, Some("text")) => out.push_text(text.unwrap_or_default()),
+                (2, Some("reasoning")) => {
+                    if let Some(t) = text {
+                        out.push_text("(reasoning)");
+                        out.push_text(t);
+                    }
+                }
+                (1, Some("tool-call")) => {
+                    let name = b.name.as_deref().unwrap_or("?");
+                    out.push_text(&format!("→ {name}("));
+                    out.glue();
+                    out.push_text(b.arguments.as_deref().unwrap_or_default());
+                    out.glue();
+                    out.push_text(")");
+                }
+                // v0–v3: the result's own content blocks hold the text.
+                (1, Some("tool-result")) => {
+                    if let Some(inner) = &b.content {
+                        out.push_text(&preview_blocks(inner, max_chars));
+                    }
+                }
+                (1, Some(kind @ ("image" | "file"))) => out.push_text(&format!("[{kind}]")),
+                (1, Some(kind @ ("tool-addition" | "tool-removal"))) => {
+                    let name = b.tool_name.as_deref().unwrap_or("?");
+                    out.push_text(&format!("[{kind} {name}]"));
+                }
+                _ => {}
+            }
+        }
+    }
+    out.finish()
 }
 
 /// Accumulates words separated by single spaces, up to a character budget.
@@ -274,6 +342,8 @@ struct Preview {
     chars: usize,
     max: usize,
     cut: bool,
+    /// The next word continues the last one (no space).
+    glued: bool,
 }
 
 impl Preview {
@@ -283,7 +353,12 @@ impl Preview {
             chars: 0,
             max,
             cut: false,
+            glued: false,
         }
+    }
+
+    fn glue(&mut self) {
+        self.glued = true;
     }
 
     fn full(&self) -> bool {
@@ -295,7 +370,7 @@ impl Preview {
             if self.cut {
                 return;
             }
-            if !self.text.is_empty() {
+            if !self.text.is_empty() && !std::mem::take(&mut self.glued) {
                 self.push_char(' ');
             }
             for c in word.chars() {

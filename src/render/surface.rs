@@ -99,21 +99,15 @@ pub struct TableLayout {
 }
 
 impl TableLayout {
-    /// `seqs`, `roles` and `ops` cover every row; `width` is the space to fill.
-    pub fn new(
-        max_seq: u64,
-        roles: impl Iterator<Item = usize>,
-        ops: impl Iterator<Item = usize>,
-        width: usize,
-        color: bool,
-    ) -> Self {
+    /// The widest seq, role and op text of all rows; `width` is the space to fill.
+    pub fn new(max_seq: u64, max_role: usize, max_op: usize, width: usize, color: bool) -> Self {
         let seq = max_seq.to_string().len().max(HEADERS[0].len());
         let ty = SurfaceKind::Developer
             .type_name()
             .len()
             .max(SurfaceKind::Assistant.type_name().len());
-        let role = roles.max().unwrap_or(0).clamp(HEADERS[2].len(), MAX_ROLE);
-        let op = ops.max().unwrap_or(0).max(HEADERS[3].len());
+        let role = max_role.clamp(HEADERS[2].len(), MAX_ROLE);
+        let op = max_op.max(HEADERS[3].len());
         let widths = [seq, ty, role, op];
         let fixed: usize = widths.iter().map(|w| w + PER_COLUMN).sum::<usize>() + 2;
         TableLayout {
@@ -245,7 +239,7 @@ mod tests {
 
     #[test]
     fn rows_fit_the_width_and_chunks_line_up() {
-        let layout = TableLayout::new(120, [4, 9].into_iter(), [6, 12].into_iter(), 80, false);
+        let layout = TableLayout::new(120, 9, 12, 80, false);
         let row = |seq, preview: &str| Row {
             seq,
             kind: SurfaceKind::User,

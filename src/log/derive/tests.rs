@@ -92,6 +92,16 @@ fn invalid_utf8_bytes_pass_through_unchanged() {
     want.extend_from_slice(&[0xff, 0xc3, b'b', 0xe2, 0x82]);
     want.extend_from_slice(br#"c"}"#);
     assert_eq!(got, &want[..]);
+    // Invalid bytes in a key before the message, and in a value after it.
+    let mut line = b"{\"k".to_vec();
+    line.push(0xff);
+    line.extend_from_slice(br#"":1,"data":{"message":{"id":"m"},"s":""#);
+    line.push(0xfe);
+    line.extend_from_slice(br#""}}"#);
+    assert_eq!(
+        message_bytes(&line, SurfaceKind::Assistant).unwrap(),
+        br#"{"id":"m"}"#
+    );
 }
 
 #[test]
@@ -123,4 +133,39 @@ fn preview_reads_wrapped_tool_results_and_attachments() {
     assert_eq!(preview_of(img, 40), "[image] [tool-addition grep]");
     assert_eq!(preview_of(r#"{"content":[]}"#, 40), "");
     assert_eq!(preview_of(r#"{"content":"odd"}"#, 40), "");
+}
+
+#[test]
+fn preview_of_bytes_agrees_with_the_tree_and_falls_back_when_needed() {
+    let cases = [
+        r#"{"content":[{"type":"text","text":"a\nb"},{"type":"tool-call","name":"x","arguments":"{}"}]}"#,
+        // Duplicate keys: the last wins, as in the tree.
+        r#"{"content":[{"type":"text","text":"first","text":"second"}]}"#,
+        // Odd types the quick read cannot take.
+        r#"{"content":[{"type":"text","text":7},{"type":"text","text":"ok","content":"x"}]}"#,
+        r#"{"content":"none"}"#,
+        r#"{"role":"user"}"#,
+    ];
+    for c in cases {
+        assert_eq!(
+            preview_bytes(c.as_bytes(), 50).unwrap(),
+            preview_of(c, 50),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        preview_bytes(
+            br#"{"content":[{"type":"text","text":"first","text":"second"}]}"#,
+            50
+        )
+        .unwrap(),
+        "second"
+    );
+    let mut bad = br#"{"content":[{"type":"text","text":"x"#.to_vec();
+    bad.extend_from_slice(&[0xff, b'"', b'}', b']', b'}']);
+    assert_eq!(preview_bytes(&bad, 50).unwrap(), "x\u{fffd}");
+    assert!(matches!(
+        preview_bytes(b"{", 50),
+        Err(MessageError::NotJson(_))
+    ));
 }
