@@ -19,6 +19,9 @@ _dshs() {
             dshs,completions)
                 cmd="dshs__subcmd__completions"
                 ;;
+            dshs,derive)
+                cmd="dshs__subcmd__derive"
+                ;;
             dshs,explain)
                 cmd="dshs__subcmd__explain"
                 ;;
@@ -34,11 +37,17 @@ _dshs() {
             dshs,stats)
                 cmd="dshs__subcmd__stats"
                 ;;
+            dshs,surface)
+                cmd="dshs__subcmd__surface"
+                ;;
             dshs,validate)
                 cmd="dshs__subcmd__validate"
                 ;;
             dshs__subcmd__help,completions)
                 cmd="dshs__subcmd__help__subcmd__completions"
+                ;;
+            dshs__subcmd__help,derive)
+                cmd="dshs__subcmd__help__subcmd__derive"
                 ;;
             dshs__subcmd__help,explain)
                 cmd="dshs__subcmd__help__subcmd__explain"
@@ -55,6 +64,9 @@ _dshs() {
             dshs__subcmd__help,stats)
                 cmd="dshs__subcmd__help__subcmd__stats"
                 ;;
+            dshs__subcmd__help,surface)
+                cmd="dshs__subcmd__help__subcmd__surface"
+                ;;
             dshs__subcmd__help,validate)
                 cmd="dshs__subcmd__help__subcmd__validate"
                 ;;
@@ -65,7 +77,7 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain repair show stats completions help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain repair show stats surface derive completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -108,6 +120,36 @@ _dshs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dshs__subcmd__derive)
+            opts="-q -h --format --at --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "json ndjson markdown" -- "${cur}"))
+                    return 0
+                    ;;
+                --at)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dshs__subcmd__explain)
             opts="-q -h --color --quiet --known-types --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
@@ -131,7 +173,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain repair show stats completions help"
+            opts="validate explain repair show stats surface derive completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -145,6 +187,20 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help__subcmd__completions)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__derive)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -215,6 +271,20 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help__subcmd__stats)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__surface)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -315,6 +385,36 @@ _dshs() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "human json" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__surface)
+            opts="-q -h --format --at --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "table json" -- "${cur}"))
+                    return 0
+                    ;;
+                --at)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 --color)

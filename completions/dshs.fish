@@ -36,6 +36,8 @@ complete -c dshs -n "__fish_dshs_needs_command" -f -a "explain" -d 'Explain a fi
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "show" -d 'List events as people read them: one line per event'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)' -r -f -a "human\t''
@@ -81,16 +83,37 @@ never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l format -d 'Output format: a table with a preview of each message, or one JSON document' -r -f -a "table\t''
+json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l at -d 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l format -d 'One JSON array, one message per line, or a readable transcript' -r -f -a "json\t''
+ndjson\t''
+markdown\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l at -d 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s h -l help -d 'Print help'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "show" -d 'List events as people read them: one line per event'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "show" -d 'List events as people read them: one line per event'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain repair show stats surface derive completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -97,6 +97,32 @@ _arguments "${_arguments_options[@]}" : \
 ':file -- Log file, session directory, or `-` for standard input:_default' \
 && ret=0
 ;;
+(surface)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format\: a table with a preview of each message, or one JSON document]:FORMAT:(table json)' \
+'--at=[Show the surface as it stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
+(derive)
+_arguments "${_arguments_options[@]}" : \
+'--format=[One JSON array, one message per line, or a readable transcript]:FORMAT:(json ndjson markdown)' \
+'--at=[Derive the messages as they stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -140,6 +166,14 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(surface)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(derive)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -165,6 +199,8 @@ _dshs_commands() {
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
+'surface:Print the current surface\: the events the model sees, in order' \
+'derive:Print the model-visible messages, byte-for-byte as stored' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -174,6 +210,11 @@ _dshs_commands() {
 _dshs__subcmd__completions_commands() {
     local commands; commands=()
     _describe -t commands 'dshs completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__derive_commands] )) ||
+_dshs__subcmd__derive_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs derive commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__explain_commands] )) ||
 _dshs__subcmd__explain_commands() {
@@ -188,6 +229,8 @@ _dshs__subcmd__help_commands() {
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
+'surface:Print the current surface\: the events the model sees, in order' \
+'derive:Print the model-visible messages, byte-for-byte as stored' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -197,6 +240,11 @@ _dshs__subcmd__help_commands() {
 _dshs__subcmd__help__subcmd__completions_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help completions commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__derive_commands] )) ||
+_dshs__subcmd__help__subcmd__derive_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help derive commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__help__subcmd__explain_commands] )) ||
 _dshs__subcmd__help__subcmd__explain_commands() {
@@ -223,6 +271,11 @@ _dshs__subcmd__help__subcmd__stats_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help stats commands' commands "$@"
 }
+(( $+functions[_dshs__subcmd__help__subcmd__surface_commands] )) ||
+_dshs__subcmd__help__subcmd__surface_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help surface commands' commands "$@"
+}
 (( $+functions[_dshs__subcmd__help__subcmd__validate_commands] )) ||
 _dshs__subcmd__help__subcmd__validate_commands() {
     local commands; commands=()
@@ -242,6 +295,11 @@ _dshs__subcmd__show_commands() {
 _dshs__subcmd__stats_commands() {
     local commands; commands=()
     _describe -t commands 'dshs stats commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__surface_commands] )) ||
+_dshs__subcmd__surface_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs surface commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__validate_commands] )) ||
 _dshs__subcmd__validate_commands() {

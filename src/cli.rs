@@ -79,6 +79,12 @@ pub enum Command {
     /// Summarize a log: header facts, event counts, turns, tools, compactions, tokens.
     #[command(after_help = INSPECT_EXIT_CODES)]
     Stats(StatsArgs),
+    /// Print the current surface: the events the model sees, in order.
+    #[command(after_help = EXIT_CODES)]
+    Surface(SurfaceArgs),
+    /// Print the model-visible messages, byte-for-byte as stored.
+    #[command(after_help = EXIT_CODES)]
+    Derive(DeriveArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -221,6 +227,45 @@ pub struct RepairArgs {
     #[arg(long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// The log file (or session directory) to repair; `-` with --dry-run or --output.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SurfaceFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct SurfaceArgs {
+    /// Output format: a table with a preview of each message, or one JSON document.
+    #[arg(long, value_enum, default_value_t = SurfaceFormat::Table)]
+    pub format: SurfaceFormat,
+    /// Show the surface as it stood right after event SEQ (replays the log up to SEQ).
+    #[arg(long, value_name = "SEQ")]
+    pub at: Option<u64>,
+    /// Log file, session directory, or `-` for standard input.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DeriveFormat {
+    Json,
+    Ndjson,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct DeriveArgs {
+    /// One JSON array, one message per line, or a readable transcript.
+    #[arg(long, value_enum, default_value_t = DeriveFormat::Json)]
+    pub format: DeriveFormat,
+    /// Derive the messages as they stood right after event SEQ (replays the log up to SEQ).
+    #[arg(long, value_name = "SEQ")]
+    pub at: Option<u64>,
+    /// Log file, session directory, or `-` for standard input.
     #[arg(value_name = "FILE")]
     pub file: String,
 }

@@ -2,10 +2,13 @@
 //! (global options, opening and scanning a log) lives here.
 
 pub mod completions;
+pub mod derive;
 pub mod explain;
+mod fold;
 pub mod repair;
 pub mod show;
 pub mod stats;
+pub mod surface;
 pub mod validate;
 
 use std::fs::File;
@@ -71,6 +74,8 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Repair(args) => repair::run(&args, &env, out),
         Command::Show(args) => show::run(&args, &env, out),
         Command::Stats(args) => stats::run(&args, &env, out),
+        Command::Surface(args) => surface::run(&args, &env, out),
+        Command::Derive(args) => derive::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
     }
 }

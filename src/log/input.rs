@@ -231,25 +231,70 @@ pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
     Ok(tmp)
 }
 
+/// Open a spooled copy of standard input (see [`spool_stdin`]) for one pass. The log keeps
+/// the name `-` and no path: checks that look at the file name or its directory do not
+/// apply to standard input.
+pub fn open_spooled(copy: &Path) -> Result<Opened, InputError> {
+    let file = File::open(copy).map_err(|source| InputError::Open {
+        path: "-".to_owned(),
+        source,
+    })?;
+    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+    refuse_zstd(&mut reader, "-")?;
+    Ok(Opened {
+        name: "-".to_owned(),
+        path: None,
+        reader: Box::new(reader),
+    })
+}
+
 /// Random access to lines of a file by offset (for `derive`, `surface` previews).
+///
+/// Consecutive requests usually move forward through the file (the surface is mostly in
+/// file order), so the fetcher remembers where it is and skips forward inside its buffer
+/// instead of seeking (which would discard the buffer and re-read it for every line).
 pub struct LineFetcher {
     file: BufReader<File>,
     buf: Vec<u8>,
+    /// The file offset the reader stands at.
+    at: u64,
 }
 
 impl LineFetcher {
     pub fn open(path: &Path) -> io::Result<Self> {
         Ok(LineFetcher {
-            file: BufReader::with_capacity(64 * 1024, File::open(path)?),
+            file: BufReader::with_capacity(READ_BUFFER, File::open(path)?),
             buf: Vec::new(),
+            at: 0,
         })
+    }
+
+    fn go_to(&mut self, byte: u64) -> io::Result<()> {
+        match byte.checked_sub(self.at).map(i64::try_from) {
+            Some(Ok(0)) => {}
+            // Forward: stays inside the buffer when the target is in it.
+            Some(Ok(ahead)) => self.file.seek_relative(ahead)?,
+            _ => {
+                self.file.seek(SeekFrom::Start(byte))?;
+            }
+        }
+        self.at = byte;
+        Ok(())
     }
 
     /// The line starting at `byte`, without its `\n`.
     pub fn line_at(&mut self, byte: u64) -> io::Result<&[u8]> {
-        self.file.seek(SeekFrom::Start(byte))?;
+        self.go_to(byte)?;
         self.buf.clear();
-        self.file.read_until(b'\n', &mut self.buf)?;
+        // A huge line grows the buffer once; give the memory back afterwards.
+        if self.buf.capacity() > 16 * 1024 * 1024 {
+            self.buf.shrink_to(64 * 1024);
+        }
+        let start = self.at;
+        // On failure the position is unknown: seek next time.
+        self.at = u64::MAX;
+        let n = self.file.read_until(b'\n', &mut self.buf)?;
+        self.at = start + n as u64;
         if self.buf.last() == Some(&b'\n') {
             self.buf.pop();
         }
@@ -258,9 +303,12 @@ impl LineFetcher {
 
     /// `len` bytes starting at `byte`.
     pub fn bytes_at(&mut self, byte: u64, len: usize) -> io::Result<Vec<u8>> {
-        self.file.seek(SeekFrom::Start(byte))?;
+        self.go_to(byte)?;
         let mut out = vec![0; len];
+        // On failure the position is unknown: seek next time.
+        self.at = u64::MAX;
         self.file.read_exact(&mut out)?;
+        self.at = byte + len as u64;
         Ok(out)
     }
 }
@@ -287,6 +335,35 @@ mod tests {
             ]
         );
         assert_eq!(r.offset(), data.len() as u64);
+    }
+
+    #[test]
+    fn fetcher_reads_lines_in_any_order() {
+        let mut tmp = tempfile::NamedTempFile::new().unwrap();
+        let lines: Vec<String> = (0..5000)
+            .map(|i| format!("line {i} {}", "x".repeat(i % 97)))
+            .collect();
+        let mut offsets = Vec::new();
+        let mut at = 0u64;
+        for l in &lines {
+            offsets.push(at);
+            writeln!(tmp, "{l}").unwrap();
+            at += l.len() as u64 + 1;
+        }
+        tmp.flush().unwrap();
+        let mut f = LineFetcher::open(tmp.path()).unwrap();
+        // Forward with gaps (skips inside and beyond the buffer), backwards, repeats.
+        let order = [0, 1, 2, 10, 500, 4999, 3, 3, 4998, 0, 2500, 2501, 2499];
+        for i in order {
+            assert_eq!(
+                f.line_at(offsets[i]).unwrap(),
+                lines[i].as_bytes(),
+                "line {i}"
+            );
+        }
+        assert_eq!(f.bytes_at(offsets[7], 6).unwrap(), b"line 7");
+        assert_eq!(f.line_at(offsets[8]).unwrap(), lines[8].as_bytes());
+        assert_eq!(f.line_at(at).unwrap(), b"", "past the end");
     }
 
     #[test]

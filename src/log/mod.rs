@@ -4,6 +4,7 @@
 pub mod closers;
 pub mod codes;
 pub mod compaction;
+pub mod derive;
 pub mod dialect;
 pub mod finding;
 pub mod header;

@@ -3,7 +3,9 @@
 
 pub mod human;
 pub mod json;
+pub mod markdown;
 pub mod summary;
+pub mod surface;
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, IsTerminal, Read, Write};
@@ -33,13 +35,36 @@ pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     })
 }
 
+/// Characters that must never reach a terminal raw: controls (C0, DEL, C1) and bidi
+/// overrides.
+fn unsafe_char(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+}
+
+/// Multi-line text from a log (a transcript) made safe for a terminal: like [`escape`], but
+/// newlines and tabs stay as they are (a `\r` before `\n` is dropped).
+pub fn escape_keeping_lines(text: &str) -> Cow<'_, str> {
+    let bad = |c: char| unsafe_char(c) && c != '\n' && c != '\t';
+    if !text.chars().any(bad) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\r' => out.push_str("\\r"),
+            c if bad(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Text from a log, made safe for a terminal: control characters (C0, DEL, C1) and bidi
 /// overrides are shown as escapes, never sent raw.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    let unsafe_char = |c: char| {
-        c.is_control()
-            || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
-    };
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
@@ -211,6 +236,15 @@ mod tests {
             zone: jiff::tz::TimeZone::fixed(jiff::tz::offset(2)),
         };
         assert_eq!(plus2.format(0).as_deref(), Some("1970-01-01 02:00:00.000"));
+    }
+
+    #[test]
+    fn transcript_escaping_keeps_lines_and_tabs() {
+        assert_eq!(escape_keeping_lines("a\n\tb"), "a\n\tb");
+        assert_eq!(
+            escape_keeping_lines("a\r\n\x1b[2J\u{202E}\rb"),
+            "a\n\\u{1b}[2J\\u{202e}\\rb"
+        );
     }
 
     #[test]

@@ -1,0 +1,78 @@
+//! `dshs derive`: the messages the model sees, in surface order, each byte-for-byte the
+//! message object stored in the log (§12.1). The surface holds positions only; each message
+//! is read back from its line when it is written, so memory does not follow message size.
+
+use std::io::{self, Write};
+
+use anyhow::{Context, Result};
+
+use dshs::log::derive::{DeriveError, Deriver, MessageError};
+use dshs::log::json;
+
+use crate::cli::{DeriveArgs, DeriveFormat};
+use crate::exit::Outcome;
+use crate::render::markdown;
+
+use super::Env;
+use super::fold::{self, Loaded, Want};
+
+pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let want = Want {
+        at: args.at,
+        lines: true,
+        replacements: false,
+    };
+    let folded = match fold::load(&args.file, &want, env)? {
+        Loaded::Folded(f) => f,
+        Loaded::Refused(outcome) => return Ok(outcome),
+    };
+    let path = folded
+        .lines
+        .as_deref()
+        .context("the log has no file to read messages from")?;
+    let mut deriver = Deriver::open(path).context("cannot reopen the log to read messages")?;
+    let mut first = true;
+    if args.format == DeriveFormat::Json {
+        out.write_all(b"[")?;
+    }
+    for node in folded.state.surface.iter().filter(|n| n.derives) {
+        let bytes = match deriver.message(node) {
+            Ok(b) => b,
+            Err(DeriveError::Message {
+                seq,
+                source: MessageError::Missing(place),
+            }) => {
+                // validate reports the shape error; there is nothing stored to copy.
+                let _ = writeln!(
+                    io::stderr(),
+                    "dshs: warning: seq {seq} ({}) has no `{place}` to derive; skipped",
+                    node.kind.type_name()
+                );
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
+        match args.format {
+            DeriveFormat::Json => {
+                out.write_all(if first { b"\n" } else { b",\n" })?;
+                out.write_all(&bytes)?;
+            }
+            DeriveFormat::Ndjson => {
+                out.write_all(&bytes)?;
+                out.write_all(b"\n")?;
+            }
+            DeriveFormat::Markdown => {
+                let text = String::from_utf8_lossy(&bytes);
+                let msg = json::parse(text.as_bytes()).map_err(|why| {
+                    anyhow::anyhow!("seq {}: the stored message is not JSON: {why}", node.seq)
+                })?;
+                out.write_all(markdown::message(node.seq, node.kind, &msg).as_bytes())?;
+            }
+        }
+        first = false;
+    }
+    if args.format == DeriveFormat::Json {
+        out.write_all(if first { b"]\n" } else { b"\n]\n" })?;
+    }
+    Ok(Outcome::Success)
+}

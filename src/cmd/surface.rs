@@ -1,0 +1,199 @@
+//! `dshs surface`: the current surface in model order, as a table or as the JSON document of
+//! CLI.md; `--at SEQ` replays the log up to SEQ.
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Write};
+
+use anyhow::{Context, Result};
+
+use dshs::log::derive::{self, DeriveError, Deriver, MessageError};
+use dshs::log::surface::{EntryOp, Node};
+
+use crate::cli::{SurfaceArgs, SurfaceFormat};
+use crate::exit::Outcome;
+use crate::render::escape;
+use crate::render::human::{Painter, plural};
+use crate::render::surface::{
+    NodeList, Preview, ReplacementList, Row, SurfaceDocument, TableLayout, clip_width,
+    preview_cell, width_of,
+};
+
+use super::Env;
+use super::fold::{self, Folded, Loaded, Want};
+
+/// Rows rendered (and message lines fetched) at a time.
+const CHUNK: usize = 256;
+/// Width used when standard output is not a terminal and `COLUMNS` is not set.
+const DEFAULT_WIDTH: usize = 120;
+
+pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let want = Want {
+        at: args.at,
+        lines: args.format == SurfaceFormat::Table,
+        replacements: true,
+    };
+    let folded = match fold::load(&args.file, &want, env)? {
+        Loaded::Folded(f) => f,
+        Loaded::Refused(outcome) => return Ok(outcome),
+    };
+    match args.format {
+        SurfaceFormat::Json => write_json(&folded, out)?,
+        SurfaceFormat::Table => write_table(&folded, env, out)?,
+    }
+    Ok(Outcome::Success)
+}
+
+fn write_json(f: &Folded, out: &mut dyn Write) -> Result<()> {
+    let surface = &f.state.surface;
+    let doc = SurfaceDocument {
+        version: f.scan.version,
+        nodes: NodeList(surface),
+        replace_generation: surface.replace_generation(),
+        replacements: ReplacementList(surface.replacements()),
+    };
+    serde_json::to_writer(&mut *out, &doc)?;
+    out.write_all(b"\n")?;
+    Ok(())
+}
+
+fn terminal_width() -> usize {
+    if std::io::stdout().is_terminal()
+        && let Some(w) = comfy_table::Table::new().width() {
+            return usize::from(w);
+        }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w: &usize| w > 0)
+        .unwrap_or(DEFAULT_WIDTH)
+}
+
+fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
+    let surface = &f.state.surface;
+    let ranges: HashMap<u64, (u64, u64)> = surface
+        .replacements()
+        .iter()
+        .filter(|r| surface.contains(r.seq))
+        .map(|r| (r.seq, (r.start, r.end)))
+        .collect();
+    let op_text = |n: &Node| match (n.op, ranges.get(&n.seq)) {
+        (EntryOp::Replace, Some((s, e))) => format!("replace {s}..{e}"),
+        (op, _) => op.as_str().to_owned(),
+    };
+    let role_text = |n: &Node| {
+        n.role
+            .as_deref()
+            .map_or_else(|| "-".to_owned(), |r| escape(r).into_owned())
+    };
+    // Column widths, decided before the first row is printed.
+    let (mut max_seq, mut max_role, mut max_op, mut silent) = (0, 0, 0, 0);
+    for n in surface.iter() {
+        max_seq = max_seq.max(n.seq);
+        max_role = max_role.max(n.role.as_deref().map_or(1, |r| width_of(&escape(r))));
+        max_op = max_op.max(match (n.op, ranges.get(&n.seq)) {
+            (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(*s) + digits(*e),
+            (op, _) => op.as_str().len(),
+        });
+        silent += usize::from(!n.derives);
+    }
+    let layout = TableLayout::new(max_seq, max_role, max_op, terminal_width(), env.color_out);
+
+    let mut deriver = match &f.lines {
+        Some(path) => Some(Deriver::open(path).context("cannot reopen the log to read messages")?),
+        None => None,
+    };
+    let mut rows = Vec::with_capacity(CHUNK);
+    let mut header = true;
+    let mut iter = surface.iter().peekable();
+    while iter.peek().is_some() || header {
+        rows.clear();
+        for n in iter.by_ref().take(CHUNK) {
+            rows.push(Row {
+                seq: n.seq,
+                kind: n.kind,
+                role: role_text(n),
+                op: op_text(n),
+                replaced: n.op == EntryOp::Replace,
+                preview: preview_of(n, deriver.as_mut(), layout.preview_width())?,
+            });
+        }
+        for line in layout.render(&rows, header) {
+            writeln!(out, "{line}")?;
+        }
+        header = false;
+    }
+    if !env.quiet {
+        let painter = Painter {
+            color: env.color_out,
+        };
+        writeln!(out, "{}", painter.dim(&summary(f, silent)))?;
+    }
+    Ok(())
+}
+
+fn digits(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// The preview column of one node.
+fn preview_of(n: &Node, deriver: Option<&mut Deriver>, width: usize) -> Result<Preview> {
+    if !n.derives {
+        return Ok(Preview::NoMessage);
+    }
+    let Some(deriver) = deriver else {
+        return Ok(Preview::Text(String::new()));
+    };
+    let bytes = match deriver.message(n) {
+        Ok(b) => b,
+        Err(DeriveError::Message {
+            source: MessageError::Missing(_),
+            ..
+        }) => return Ok(Preview::Missing),
+        Err(e) => return Err(e.into()),
+    };
+    // Ask the core for a little more than fits, so a cut shows as `…`.
+    let text = derive::preview_bytes(&bytes, width + 1)
+        .map_err(|e| anyhow::anyhow!("seq {}: {e}", n.seq))?;
+    Ok(Preview::Text(preview_cell(&text, width)))
+}
+
+/// `FILE: v4, 5 surface nodes after seq 26, replace generation 1`, plus what was left out.
+fn summary(f: &Folded, silent: usize) -> String {
+    let surface = &f.state.surface;
+    let version = f
+        .scan
+        .version
+        .map_or_else(|| "version ?".to_owned(), |v| format!("v{v}"));
+    let after = match f.after_seq() {
+        Some(seq) => format!(" after seq {seq}"),
+        None => String::new(),
+    };
+    let nodes = surface.len();
+    let mut text = format!(
+        "{}: {version}, {nodes} surface node{}{after}, replace generation {}",
+        clip_width(&escape(&f.name), 80),
+        plural(nodes as u64),
+        surface.replace_generation()
+    );
+    if silent > 0 {
+        text.push_str(&format!(", {silent} deriving no message"));
+    }
+    if let Some(c) = f.scan.crash {
+        text.push_str(&format!(
+            "; crash tail of {} row{} ignored",
+            c.rows,
+            plural(c.rows)
+        ));
+    }
+    if f.scan.torn.is_some() {
+        text.push_str("; torn final line ignored");
+    }
+    if f.scan.tally.errors > 0 {
+        text.push_str(&format!(
+            "; validate reports {} error{}",
+            f.scan.tally.errors,
+            plural(f.scan.tally.errors)
+        ));
+    }
+    text
+}

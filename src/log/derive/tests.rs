@@ -1,0 +1,171 @@
+use super::*;
+use crate::log::json;
+
+fn cut(line: &str, kind: SurfaceKind) -> Result<String, MessageError> {
+    message_bytes(line.as_bytes(), kind).map(|b| String::from_utf8(b.to_vec()).unwrap())
+}
+
+#[test]
+fn user_message_is_data_itself_byte_for_byte() {
+    let msg = r#"{"z":1.0,"id":"u1","role":"user","n":1e2,"content":[{"type":"text","text":"caf\u00e9 café"}],"source":{"kind":"user"}}"#;
+    let line =
+        format!(r#"{{"type":"user/message","seq":3,"time":0,"data":{msg},"surfaceOp":"append"}}"#);
+    assert_eq!(cut(&line, SurfaceKind::User).unwrap(), msg);
+}
+
+#[test]
+fn other_messages_are_data_message() {
+    let msg = r#"{"role":"assistant","content":[],"id":"a","source":{"kind":"model","provider":"p","model":"m"},"x":-1.50E+3}"#;
+    let line = format!(
+        r#"{{"type":"assistant/message","seq":4,"time":0,"data":{{"turn":1,"step":1,"message":{msg},"stream":[{{"message":"not this"}}]}},"surfaceOp":"append"}}"#
+    );
+    for kind in [
+        SurfaceKind::Assistant,
+        SurfaceKind::ToolResult,
+        SurfaceKind::System,
+        SurfaceKind::Developer,
+    ] {
+        assert_eq!(cut(&line, kind).unwrap(), msg);
+    }
+}
+
+#[test]
+fn keys_resolve_like_json_parse_last_wins_and_escaped() {
+    // The last `data` wins, even over a message found in an earlier duplicate.
+    let line = r#"{"data":{"message":{"id":"first"}},"seq":1,"data":{"message":{"id":"second"}}}"#;
+    assert_eq!(
+        cut(line, SurfaceKind::Assistant).unwrap(),
+        r#"{"id":"second"}"#
+    );
+    // A later duplicate without the message erases the earlier find.
+    let line = r#"{"data":{"message":{"id":"first"}},"data":{"turn":1}}"#;
+    assert_eq!(
+        cut(line, SurfaceKind::Assistant),
+        Err(MessageError::Missing("data.message"))
+    );
+    // An escaped key spelling is the same key.
+    let line = r#"{"d\u0061ta":{"m\u0065ssage":{"id":"esc"}}}"#;
+    assert_eq!(
+        cut(line, SurfaceKind::Assistant).unwrap(),
+        r#"{"id":"esc"}"#
+    );
+}
+
+#[test]
+fn whitespace_around_values_is_not_part_of_the_message() {
+    let line = "{ \"data\" :  { \"id\" : \"u\" }  , \"seq\":1 }\r";
+    assert_eq!(cut(line, SurfaceKind::User).unwrap(), "{ \"id\" : \"u\" }");
+}
+
+#[test]
+fn missing_or_non_object_places_are_reported() {
+    assert_eq!(
+        cut(r#"{"seq":1}"#, SurfaceKind::User),
+        Err(MessageError::Missing("data"))
+    );
+    assert_eq!(
+        cut(r#"{"data":[{"message":{}}]}"#, SurfaceKind::Assistant),
+        Err(MessageError::Missing("data.message"))
+    );
+    assert_eq!(
+        cut(r#"{"data":"message"}"#, SurfaceKind::ToolResult),
+        Err(MessageError::Missing("data.message"))
+    );
+    // A stored non-object message is still what is stored: pass it through.
+    assert_eq!(
+        cut(r#"{"data":{"message":"odd"}}"#, SurfaceKind::Assistant).unwrap(),
+        r#""odd""#
+    );
+    assert!(matches!(
+        cut(r#"{"data":{"message":{}}"#, SurfaceKind::Assistant),
+        Err(MessageError::NotJson(_))
+    ));
+}
+
+#[test]
+fn invalid_utf8_bytes_pass_through_unchanged() {
+    let mut line = br#"{"type":"user/message","data":{"id":"u","text":"a"#.to_vec();
+    line.extend_from_slice(&[0xff, 0xc3, b'b', 0xe2, 0x82]);
+    line.extend_from_slice(br#"c"},"seq":1}"#);
+    let got = message_bytes(&line, SurfaceKind::User).unwrap();
+    let mut want = br#"{"id":"u","text":"a"#.to_vec();
+    want.extend_from_slice(&[0xff, 0xc3, b'b', 0xe2, 0x82]);
+    want.extend_from_slice(br#"c"}"#);
+    assert_eq!(got, &want[..]);
+    // Invalid bytes in a key before the message, and in a value after it.
+    let mut line = b"{\"k".to_vec();
+    line.push(0xff);
+    line.extend_from_slice(br#"":1,"data":{"message":{"id":"m"},"s":""#);
+    line.push(0xfe);
+    line.extend_from_slice(br#""}}"#);
+    assert_eq!(
+        message_bytes(&line, SurfaceKind::Assistant).unwrap(),
+        br#"{"id":"m"}"#
+    );
+}
+
+#[test]
+fn derivation_paths_follow_section_12_1() {
+    assert_eq!(message_path(SurfaceKind::User), ["data"]);
+    assert_eq!(message_path(SurfaceKind::ToolResult), ["data", "message"]);
+}
+
+fn preview_of(msg: &str, max: usize) -> String {
+    preview(&json::parse(msg.as_bytes()).unwrap(), max)
+}
+
+#[test]
+fn preview_is_one_line_text_first() {
+    let msg = r#"{"content":[{"type":"reasoning","text":"think"},{"type":"text","text":"Hello\n\n  world\t!"},{"type":"tool-call","id":"c","name":"bash","arguments":"{\"cmd\":\"ls\"}"}]}"#;
+    assert_eq!(
+        preview_of(msg, 100),
+        r#"Hello world ! → bash({"cmd":"ls"}) (reasoning) think"#
+    );
+    assert_eq!(preview_of(msg, 8), "Hello w…");
+    assert_eq!(preview_of(msg, 8).chars().count(), 8);
+}
+
+#[test]
+fn preview_reads_wrapped_tool_results_and_attachments() {
+    let v3 = r#"{"content":[{"type":"tool-result","toolCallId":"c","content":[{"type":"text","text":"alpha\n"}]}]}"#;
+    assert_eq!(preview_of(v3, 40), "alpha");
+    let img = r#"{"content":[{"type":"image","attachment":{}},{"type":"tool-addition","toolName":"grep"}]}"#;
+    assert_eq!(preview_of(img, 40), "[image] [tool-addition grep]");
+    assert_eq!(preview_of(r#"{"content":[]}"#, 40), "");
+    assert_eq!(preview_of(r#"{"content":"odd"}"#, 40), "");
+}
+
+#[test]
+fn preview_of_bytes_agrees_with_the_tree_and_falls_back_when_needed() {
+    let cases = [
+        r#"{"content":[{"type":"text","text":"a\nb"},{"type":"tool-call","name":"x","arguments":"{}"}]}"#,
+        // Duplicate keys: the last wins, as in the tree.
+        r#"{"content":[{"type":"text","text":"first","text":"second"}]}"#,
+        // Odd types the quick read cannot take.
+        r#"{"content":[{"type":"text","text":7},{"type":"text","text":"ok","content":"x"}]}"#,
+        r#"{"content":"none"}"#,
+        r#"{"role":"user"}"#,
+    ];
+    for c in cases {
+        assert_eq!(
+            preview_bytes(c.as_bytes(), 50).unwrap(),
+            preview_of(c, 50),
+            "{c}"
+        );
+    }
+    assert_eq!(
+        preview_bytes(
+            br#"{"content":[{"type":"text","text":"first","text":"second"}]}"#,
+            50
+        )
+        .unwrap(),
+        "second"
+    );
+    let mut bad = br#"{"content":[{"type":"text","text":"x"#.to_vec();
+    bad.extend_from_slice(&[0xff, b'"', b'}', b']', b'}']);
+    assert_eq!(preview_bytes(&bad, 50).unwrap(), "x\u{fffd}");
+    assert!(matches!(
+        preview_bytes(b"{", 50),
+        Err(MessageError::NotJson(_))
+    ));
+}

@@ -1,0 +1,262 @@
+//! `dshs surface` output: the JSON document of CLI.md, and a table for people whose columns
+//! are fixed up front so it can be printed in chunks (memory does not follow the surface).
+
+use comfy_table::{Attribute, Cell, CellAlignment, Color, ColumnConstraint, Table, Width};
+use serde::{Serialize, Serializer};
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use dshs::log::dialect::SurfaceKind;
+use dshs::log::surface::{Replacement, SurfaceManager};
+
+use super::escape;
+
+/// `{"version":3,"nodes":[…],"replaceGeneration":1,"replacements":[…]}` (CLI.md, MUST).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SurfaceDocument<'a> {
+    pub version: Option<i64>,
+    pub nodes: NodeList<'a>,
+    pub replace_generation: u64,
+    pub replacements: ReplacementList<'a>,
+}
+
+/// The nodes in model order, serialized straight from the surface (no copy).
+pub struct NodeList<'a>(pub &'a SurfaceManager);
+
+#[derive(Serialize)]
+struct NodeRecord<'a> {
+    seq: u64,
+    #[serde(rename = "type")]
+    ty: &'static str,
+    op: &'static str,
+    role: Option<&'a str>,
+}
+
+impl Serialize for NodeList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|n| NodeRecord {
+            seq: n.seq,
+            ty: n.kind.type_name(),
+            op: n.op.as_str(),
+            role: n.role.as_deref(),
+        }))
+    }
+}
+
+pub struct ReplacementList<'a>(pub &'a [Replacement]);
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplacementRecord<'a> {
+    seq: u64,
+    start_seq: u64,
+    end_seq: u64,
+    shadowed_seqs: &'a [u64],
+}
+
+impl Serialize for ReplacementList<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.0.iter().map(|r| ReplacementRecord {
+            seq: r.seq,
+            start_seq: r.start,
+            end_seq: r.end,
+            shadowed_seqs: &r.shadowed,
+        }))
+    }
+}
+
+/// What the preview column shows for a node.
+pub enum Preview {
+    Text(String),
+    /// The node keeps its place but derives no message (§12.1).
+    NoMessage,
+    /// The stored event has no message object where §12.1 looks.
+    Missing,
+}
+
+/// One table row, its texts already escaped.
+pub struct Row {
+    pub seq: u64,
+    pub kind: SurfaceKind,
+    pub role: String,
+    pub op: String,
+    pub replaced: bool,
+    pub preview: Preview,
+}
+
+const HEADERS: [&str; 5] = ["seq", "type", "role", "op", "preview"];
+const MAX_ROLE: usize = 12;
+const MIN_PREVIEW: usize = 16;
+/// A separator between columns, plus one space of padding on each side of every cell (the
+/// last cell's right padding is the one extra column counted in `fixed`).
+const PER_COLUMN: usize = 3;
+
+/// Column widths decided before any row is rendered, so chunks line up.
+pub struct TableLayout {
+    widths: [usize; 4],
+    preview: usize,
+    color: bool,
+}
+
+impl TableLayout {
+    /// The widest seq, role and op text of all rows; `width` is the space to fill.
+    pub fn new(max_seq: u64, max_role: usize, max_op: usize, width: usize, color: bool) -> Self {
+        let seq = max_seq.to_string().len().max(HEADERS[0].len());
+        let ty = SurfaceKind::Developer
+            .type_name()
+            .len()
+            .max(SurfaceKind::Assistant.type_name().len());
+        let role = max_role.clamp(HEADERS[2].len(), MAX_ROLE);
+        let op = max_op.max(HEADERS[3].len());
+        let widths = [seq, ty, role, op];
+        let fixed: usize = widths.iter().map(|w| w + PER_COLUMN).sum::<usize>() + 2;
+        TableLayout {
+            widths,
+            preview: width.saturating_sub(fixed).max(MIN_PREVIEW),
+            color,
+        }
+    }
+
+    /// Characters the preview may take.
+    pub fn preview_width(&self) -> usize {
+        self.preview
+    }
+
+    /// The lines of a chunk of rows (with the header when `header`).
+    pub fn render(&self, rows: &[Row], header: bool) -> Vec<String> {
+        let mut t = Table::new();
+        t.load_preset("     ─┼ │          ");
+        if self.color {
+            t.enforce_styling();
+        } else {
+            t.force_no_tty();
+        }
+        let mut constraints: Vec<ColumnConstraint> = self
+            .widths
+            .iter()
+            .map(|w| ColumnConstraint::Absolute(Width::Fixed(col(w + 2))))
+            .collect();
+        constraints.push(ColumnConstraint::Absolute(Width::Fixed(col(
+            self.preview + 2
+        ))));
+        if header {
+            t.set_header(
+                HEADERS
+                    .iter()
+                    .map(|h| self.style(Cell::new(h), |c| c.add_attribute(Attribute::Bold))),
+            );
+        }
+        for r in rows {
+            let role_color = match r.kind {
+                SurfaceKind::User => Color::Green,
+                SurfaceKind::Assistant => Color::Blue,
+                SurfaceKind::ToolResult => Color::Cyan,
+                SurfaceKind::System => Color::Magenta,
+                SurfaceKind::Developer => Color::Yellow,
+            };
+            let (preview, dim) = match &r.preview {
+                Preview::Text(t) => (t.clone(), false),
+                Preview::NoMessage => ("(derives no message: empty content)".to_owned(), true),
+                Preview::Missing => ("(no message object)".to_owned(), true),
+            };
+            t.add_row(vec![
+                Cell::new(r.seq).set_alignment(CellAlignment::Right),
+                Cell::new(r.kind.type_name()),
+                self.style(Cell::new(clip_width(&r.role, MAX_ROLE)), |c| {
+                    c.fg(role_color)
+                }),
+                if r.replaced {
+                    self.style(Cell::new(&r.op), |c| c.fg(Color::Yellow))
+                } else {
+                    Cell::new(&r.op)
+                },
+                if dim {
+                    self.style(Cell::new(preview), |c| c.add_attribute(Attribute::Dim))
+                } else {
+                    Cell::new(preview)
+                },
+            ]);
+        }
+        t.set_constraints(constraints);
+        t.lines().map(|l| l.trim_end().to_owned()).collect()
+    }
+
+    fn style(&self, cell: Cell, f: impl FnOnce(Cell) -> Cell) -> Cell {
+        if self.color { f(cell) } else { cell }
+    }
+}
+
+fn col(w: usize) -> u16 {
+    u16::try_from(w).unwrap_or(u16::MAX)
+}
+
+/// Display width of text as a terminal shows it.
+pub fn width_of(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// At most `max` terminal columns of `text`, with `…` when cut.
+pub fn clip_width(text: &str, max: usize) -> String {
+    if width_of(text) <= max {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        out.push(c);
+        used += w;
+    }
+    out.push('…');
+    out
+}
+
+/// A preview made one safe line: escaped, clipped to the column.
+pub fn preview_cell(text: &str, max: usize) -> String {
+    clip_width(&escape(text), max)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clipping_counts_terminal_columns() {
+        assert_eq!(clip_width("abcdef", 6), "abcdef");
+        assert_eq!(clip_width("abcdef", 4), "abc…");
+        // Wide characters take two columns each.
+        assert_eq!(clip_width("日本語テキスト", 7), "日本語…");
+        assert!(width_of(&clip_width("日本語テキスト", 6)) <= 6);
+    }
+
+    #[test]
+    fn previews_are_escaped_before_clipping() {
+        assert_eq!(preview_cell("a\u{1b}[31mb", 40), "a\\u{1b}[31mb");
+    }
+
+    #[test]
+    fn rows_fit_the_width_and_chunks_line_up() {
+        let layout = TableLayout::new(120, 9, 12, 80, false);
+        let row = |seq, preview: &str| Row {
+            seq,
+            kind: SurfaceKind::User,
+            role: "user".into(),
+            op: "append".into(),
+            replaced: false,
+            preview: Preview::Text(preview_cell(preview, layout.preview_width())),
+        };
+        let first = layout.render(&[row(2, "hello"), row(120, &"x".repeat(200))], true);
+        let second = layout.render(&[row(7, &"y".repeat(200))], false);
+        assert_eq!(first.len(), 4, "{first:#?}");
+        assert_eq!(second.len(), 1, "{second:#?}");
+        for l in first.iter().chain(&second) {
+            assert!(width_of(l) <= 80, "too wide ({}): {l}", width_of(l));
+        }
+        // The type column starts at the same place in both chunks.
+        let at = |l: &str| l.find("user/message").unwrap();
+        assert_eq!(at(&first[2]), at(&second[0]));
+    }
+}
