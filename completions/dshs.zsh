@@ -57,17 +57,30 @@ _arguments "${_arguments_options[@]}" : \
 '::code -- A finding code such as `replace-start-not-on-surface`; omit to list all codes:_default' \
 && ret=0
 ;;
-(repair)
+(surface)
 _arguments "${_arguments_options[@]}" : \
-'--output=[Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched]:OUT:_files' \
+'--format=[Output format\: a table with a preview of each message, or one JSON document]:FORMAT:(table json)' \
+'--at=[Show the surface as it stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
 '*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
-'(--output)--dry-run[Change nothing\: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)]' \
 '-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
 '--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
-'-h[Print help (see more with '\''--help'\'')]' \
-'--help[Print help (see more with '\''--help'\'')]' \
-':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
+&& ret=0
+;;
+(derive)
+_arguments "${_arguments_options[@]}" : \
+'--format=[One JSON array, one message per line, or a readable transcript]:FORMAT:(json ndjson markdown)' \
+'--at=[Derive the messages as they stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help]' \
+'--help[Print help]' \
+':file -- Log file, session directory, or `-` for standard input:_default' \
 && ret=0
 ;;
 (show)
@@ -97,30 +110,17 @@ _arguments "${_arguments_options[@]}" : \
 ':file -- Log file, session directory, or `-` for standard input:_default' \
 && ret=0
 ;;
-(surface)
+(repair)
 _arguments "${_arguments_options[@]}" : \
-'--format=[Output format\: a table with a preview of each message, or one JSON document]:FORMAT:(table json)' \
-'--at=[Show the surface as it stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
+'--output=[Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched]:OUT:_files' \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
 '*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'(--output)--dry-run[Change nothing\: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)]' \
 '-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
 '--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
-'-h[Print help]' \
-'--help[Print help]' \
-':file -- Log file, session directory, or `-` for standard input:_default' \
-&& ret=0
-;;
-(derive)
-_arguments "${_arguments_options[@]}" : \
-'--format=[One JSON array, one message per line, or a readable transcript]:FORMAT:(json ndjson markdown)' \
-'--at=[Derive the messages as they stood right after event SEQ (replays the log up to SEQ)]:SEQ:_default' \
-'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
-'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
-'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
-'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
-'-h[Print help]' \
-'--help[Print help]' \
-':file -- Log file, session directory, or `-` for standard input:_default' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
 && ret=0
 ;;
 (completions)
@@ -154,7 +154,11 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(repair)
+(surface)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
+(derive)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -166,11 +170,7 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
-(surface)
-_arguments "${_arguments_options[@]}" : \
-&& ret=0
-;;
-(derive)
+(repair)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
@@ -196,11 +196,11 @@ _dshs_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
-'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
-'show:List events as people read them\: one line per event' \
-'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'surface:Print the current surface\: the events the model sees, in order' \
 'derive:Print the model-visible messages, byte-for-byte as stored' \
+'show:List events as people read them\: one line per event' \
+'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
+'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -226,11 +226,11 @@ _dshs__subcmd__help_commands() {
     local commands; commands=(
 'validate:Check every rule of the log'\''s format version and report every finding' \
 'explain:Explain a finding code (or list them all)' \
-'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
-'show:List events as people read them\: one line per event' \
-'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'surface:Print the current surface\: the events the model sees, in order' \
 'derive:Print the model-visible messages, byte-for-byte as stored' \
+'show:List events as people read them\: one line per event' \
+'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
+'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )

@@ -54,6 +54,18 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Explain a finding code (or list them all).
     Explain(ExplainArgs),
+    /// Print the current surface: the events the model sees, in order.
+    #[command(after_help = EXIT_CODES)]
+    Surface(SurfaceArgs),
+    /// Print the model-visible messages, byte-for-byte as stored.
+    #[command(after_help = EXIT_CODES)]
+    Derive(DeriveArgs),
+    /// List events as people read them: one line per event.
+    #[command(after_help = INSPECT_EXIT_CODES, long_about = SHOW_ABOUT)]
+    Show(ShowArgs),
+    /// Summarize a log: header facts, event counts, turns, tools, compactions, tokens.
+    #[command(after_help = INSPECT_EXIT_CODES)]
+    Stats(StatsArgs),
     /// Cut a torn tail and close an open turn the way DSH does on resume (append-only).
     #[command(
         long_about = "Cut a torn tail and close an open turn the way DSH does on resume \
@@ -73,18 +85,6 @@ pub enum Command {
         after_help = EXIT_CODES
     )]
     Repair(RepairArgs),
-    /// List events as people read them: one line per event.
-    #[command(after_help = INSPECT_EXIT_CODES, long_about = SHOW_ABOUT)]
-    Show(ShowArgs),
-    /// Summarize a log: header facts, event counts, turns, tools, compactions, tokens.
-    #[command(after_help = INSPECT_EXIT_CODES)]
-    Stats(StatsArgs),
-    /// Print the current surface: the events the model sees, in order.
-    #[command(after_help = EXIT_CODES)]
-    Surface(SurfaceArgs),
-    /// Print the model-visible messages, byte-for-byte as stored.
-    #[command(after_help = EXIT_CODES)]
-    Derive(DeriveArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }

@@ -58,9 +58,10 @@ fn write_json(f: &Folded, out: &mut dyn Write) -> Result<()> {
 
 fn terminal_width() -> usize {
     if std::io::stdout().is_terminal()
-        && let Some(w) = comfy_table::Table::new().width() {
-            return usize::from(w);
-        }
+        && let Some(w) = comfy_table::Table::new().width()
+    {
+        return usize::from(w);
+    }
     std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse().ok())

@@ -207,7 +207,7 @@ impl Deriver {
     /// normalized message, since the file holds none to copy (§16). Callers skip nodes whose
     /// `derives` is false (§12.1).
     pub fn message(&mut self, node: &Node) -> Result<Cow<'_, [u8]>, DeriveError> {
-        if let Some(legacy) = &node.legacy_message {
+        if let Some(legacy) = node.legacy_message() {
             return Ok(Cow::Owned(legacy.as_bytes().to_vec()));
         }
         let seq = node.seq;

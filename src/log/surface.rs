@@ -54,10 +54,36 @@ pub struct Node {
     pub tool_calls: u32,
     /// For tool results: hash of `data` with the result content blanked (§11.2 step 7.3).
     pub result_shape: u64,
-    /// v0 legacy shapes: the normalized message, since the file holds none to copy (§16).
-    pub legacy_message: Option<Arc<str>>,
-    /// v0 tool results: the message id, which a legacy replacement reuses (§16).
-    pub message_id: Option<Arc<str>>,
+    /// v0 only (boxed: most nodes never need it, and memory follows the surface).
+    legacy: Option<Box<LegacyNode>>,
+}
+
+/// What a v0 node needs beyond the file's bytes (§16).
+#[derive(Debug, Clone, Default)]
+struct LegacyNode {
+    /// The normalized message of a pre-release shape: the file holds none to copy.
+    message: Option<Box<str>>,
+    /// A tool result's message id, which a legacy replacement reuses.
+    message_id: Option<Box<str>>,
+}
+
+impl Node {
+    /// v0 legacy shapes: the normalized message to derive instead of the stored bytes.
+    pub fn legacy_message(&self) -> Option<&str> {
+        self.legacy.as_ref()?.message.as_deref()
+    }
+}
+
+/// The common roles share one allocation each, so a node's role costs no heap memory.
+fn intern_role(role: &str) -> Arc<str> {
+    static COMMON: std::sync::OnceLock<[Arc<str>; 5]> = std::sync::OnceLock::new();
+    let common =
+        COMMON.get_or_init(|| ["system", "developer", "user", "assistant", "tool"].map(Arc::from));
+    common
+        .iter()
+        .find(|r| r.as_ref() == role)
+        .cloned()
+        .unwrap_or_else(|| Arc::from(role))
 }
 
 /// A replacement as recorded for `surface --format json`.
@@ -773,24 +799,30 @@ impl SurfaceManager {
             role: message
                 .and_then(|m| m.get("role"))
                 .and_then(Json::as_str)
-                .map(Arc::from),
+                .map(intern_role),
             pos: ev.pos,
             derives,
             tool_calls,
             result_shape,
-            legacy_message: if ev.normalized {
-                message.map(|m| Arc::from(m.to_js_string()))
-            } else {
-                None
-            },
-            message_id: if self.dialect.legacy_v0 && kind == SurfaceKind::ToolResult {
-                message
-                    .and_then(|m| m.get("id"))
-                    .and_then(Json::as_str)
-                    .map(Arc::from)
-            } else {
-                None
-            },
+            legacy: self
+                .dialect
+                .legacy_v0
+                .then(|| LegacyNode {
+                    message: ev
+                        .normalized
+                        .then(|| message.map(|m| m.to_js_string().into()))
+                        .flatten(),
+                    message_id: (kind == SurfaceKind::ToolResult)
+                        .then(|| {
+                            message
+                                .and_then(|m| m.get("id"))
+                                .and_then(Json::as_str)
+                                .map(Box::from)
+                        })
+                        .flatten(),
+                })
+                .filter(|l| l.message.is_some() || l.message_id.is_some())
+                .map(Box::new),
         }
     }
 
@@ -938,11 +970,8 @@ pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Opt
 
 impl super::legacy::MessageIds for SurfaceManager {
     fn message_id(&self, seq: u64) -> Option<String> {
-        self.nodes
-            .get(&seq)?
-            .message_id
-            .as_deref()
-            .map(str::to_owned)
+        let legacy = self.nodes.get(&seq)?.legacy.as_ref()?;
+        legacy.message_id.as_deref().map(str::to_owned)
     }
 }
 

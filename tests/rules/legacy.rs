@@ -100,7 +100,7 @@ fn every_legacy_shape_is_normalized_with_one_warning_per_kind() {
     assert_eq!(r.status(), Status::Valid);
     assert_eq!(r.surface(), surface);
     let state = r.scan.state.as_ref().expect("folded");
-    assert!(state.surface.iter().all(|n| n.legacy_message.is_some()));
+    assert!(state.surface.iter().all(|n| n.legacy_message().is_some()));
     assert!(!r.scan.open_turn());
 }
 
@@ -152,7 +152,7 @@ fn minted_ids_and_replacement_ids_follow_dsh() {
     let state = r.scan.state.as_ref().expect("folded");
     let message = |seq: u64| {
         let node = state.surface.node(seq).expect("on the surface");
-        serde_json::from_str::<serde_json::Value>(node.legacy_message.as_deref().expect("legacy"))
+        serde_json::from_str::<serde_json::Value>(node.legacy_message().expect("legacy"))
             .expect("json")
     };
     assert_eq!(message(user)["id"], format!("legacy-message:s1:{user}"));
