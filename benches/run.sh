@@ -12,11 +12,13 @@ mkdir -p bench-data
 bin=./target/release/dshs
 timecmd() { # label, command...
   local label=$1; shift
-  local out
-  out=$( { /usr/bin/time -f '%e %M' "$@" >/dev/null 2>/dev/null; } 2>&1 | tail -1 )
-  # shellcheck disable=SC2086
-  set -- $out
-  printf '%-28s %8s s %8s MiB\n' "$label" "$1" "$(( $2 / 1024 ))"
+  local report
+  report=$(mktemp)
+  /usr/bin/time -o "$report" -f '%e %M' "$@" >/dev/null 2>&1 || true
+  read -r secs kib < "$report"
+  rm -f "$report"
+  printf '%-28s %8s s %6s MiB   %s MiB/s\n' "$label" "$secs" "$(( kib / 1024 ))" \
+    "$(awk -v b="$bytes" -v s="$secs" 'BEGIN { if (s > 0) printf "%.0f", b / 1048576 / s; else print "-" }')"
 }
 for v in $versions; do
   log=bench-data/v$v-$size.jsonl
@@ -25,14 +27,9 @@ for v in $versions; do
   echo "== v$v, $(( bytes / 1048576 )) MiB: $log"
   timecmd "validate" $bin validate -q "$log"
   timecmd "validate --format json" $bin validate --format json "$log"
-  if $bin surface --help >/dev/null 2>&1; then
-    timecmd "surface" $bin surface "$log"
-    timecmd "surface --format json" $bin surface --format json "$log"
-  fi
-  if $bin derive --help >/dev/null 2>&1; then
-    timecmd "derive --format ndjson" $bin derive --format ndjson "$log"
-  fi
-  if $bin stats --help >/dev/null 2>&1; then
-    timecmd "stats" $bin stats "$log"
-  fi
+  timecmd "surface" $bin surface "$log"
+  timecmd "surface --format json" $bin surface --format json "$log"
+  timecmd "derive --format ndjson" $bin derive --format ndjson "$log"
+  timecmd "stats" $bin stats "$log"
+  timecmd "show" $bin show "$log"
 done

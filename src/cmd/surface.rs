@@ -1,7 +1,6 @@
 //! `dshs surface`: the current surface in model order, as a table or as the JSON document of
 //! CLI.md; `--at SEQ` replays the log up to SEQ.
 
-use std::collections::HashMap;
 use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
@@ -30,7 +29,8 @@ pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     let want = Want {
         at: args.at,
         lines: args.format == SurfaceFormat::Table,
-        replacements: true,
+        // The full history is only printed in JSON; the table needs live ranges only.
+        replacements: args.format == SurfaceFormat::Json,
     };
     let folded = match fold::load(&args.file, &want, env)? {
         Loaded::Folded(f) => f,
@@ -71,13 +71,7 @@ fn terminal_width() -> usize {
 
 fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     let surface = &f.state.surface;
-    let ranges: HashMap<u64, (u64, u64)> = surface
-        .replacements()
-        .iter()
-        .filter(|r| surface.contains(r.seq))
-        .map(|r| (r.seq, (r.start, r.end)))
-        .collect();
-    let op_text = |n: &Node| match (n.op, ranges.get(&n.seq)) {
+    let op_text = |n: &Node| match (n.op, surface.replaced_range(n.seq)) {
         (EntryOp::Replace, Some((s, e))) => format!("replace {s}..{e}"),
         (op, _) => op.as_str().to_owned(),
     };
@@ -91,8 +85,8 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     for n in surface.iter() {
         max_seq = max_seq.max(n.seq);
         max_role = max_role.max(n.role.as_deref().map_or(1, |r| width_of(&escape(r))));
-        max_op = max_op.max(match (n.op, ranges.get(&n.seq)) {
-            (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(*s) + digits(*e),
+        max_op = max_op.max(match (n.op, surface.replaced_range(n.seq)) {
+            (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(s) + digits(e),
             (op, _) => op.as_str().len(),
         });
         silent += usize::from(!n.derives);

@@ -125,11 +125,15 @@ struct ToolDef {
     defer_loading_ok: bool,
 }
 
-/// Tool lists of `request/header` events by seq. Identical lists are stored once, so
-/// memory follows the number of distinct tool sets, not the number of requests.
+/// Which seqs are `request/header` events and the tool list each carries. One bit per event
+/// marks the headers; tool lists are kept as runs (a new run only when the list changes) and
+/// identical lists share one allocation, so memory follows the number of tool-set changes,
+/// not the number of requests.
 #[derive(Debug, Clone, Default)]
 struct HeaderTools {
-    by_seq: HashMap<u64, Arc<[ToolDef]>, SeqHash>,
+    is_header: Vec<u64>,
+    /// (first header seq of the run, its tools), in seq order.
+    runs: Vec<(u64, Arc<[ToolDef]>)>,
     distinct: HashMap<u64, Arc<[ToolDef]>>,
 }
 
@@ -152,6 +156,18 @@ impl HeaderTools {
                 defer_loading_ok: t.get("deferLoading").is_none_or(|d| d == &Json::Bool(true)),
             })
             .collect();
+        let (word, bit) = ((seq / 64) as usize, seq % 64);
+        if self.is_header.len() <= word {
+            self.is_header.resize(word + 1, 0);
+        }
+        self.is_header[word] |= 1 << bit;
+        if self
+            .runs
+            .last()
+            .is_some_and(|(_, last)| last.as_ref() == tools.as_slice())
+        {
+            return;
+        }
         let mut h = std::hash::DefaultHasher::new();
         std::hash::Hash::hash(&tools, &mut h);
         let key = h.finish();
@@ -163,7 +179,17 @@ impl HeaderTools {
                 arc
             }
         };
-        self.by_seq.insert(seq, shared);
+        self.runs.push((seq, shared));
+    }
+
+    /// The tools of the `request/header` at `seq`, or None when that event is not one.
+    fn get(&self, seq: u64) -> Option<&Arc<[ToolDef]>> {
+        let word = self.is_header.get(usize::try_from(seq / 64).ok()?)?;
+        if word & (1 << (seq % 64)) == 0 {
+            return None;
+        }
+        let i = self.runs.partition_point(|(first, _)| *first <= seq);
+        self.runs.get(i.checked_sub(1)?).map(|(_, tools)| tools)
     }
 }
 
@@ -196,6 +222,8 @@ pub struct SurfaceManager {
     next_seq: u64,
     generation: u64,
     replacements: Option<Vec<Replacement>>,
+    /// The endpoints of the replacement nodes now on the surface (bounded by the surface).
+    live_ranges: HashMap<u64, (u64, u64), SeqHash>,
     headers: HeaderTools,
 }
 
@@ -209,6 +237,7 @@ impl SurfaceManager {
             next_seq: 0,
             generation: 0,
             replacements: None,
+            live_ranges: HashMap::default(),
             headers: HeaderTools::default(),
         }
     }
@@ -217,6 +246,11 @@ impl SurfaceManager {
     /// independent of the log's history.
     pub fn record_replacements(&mut self) {
         self.replacements.get_or_insert_with(Vec::new);
+    }
+
+    /// The range a node on the surface replaced (`None` for appended nodes).
+    pub fn replaced_range(&self, seq: u64) -> Option<(u64, u64)> {
+        self.live_ranges.get(&seq).copied()
     }
 
     pub fn replacements(&self) -> &[Replacement] {
@@ -710,7 +744,7 @@ impl SurfaceManager {
                 "developer/message headerSeq must be a safe integer ≥ 0",
             ));
         };
-        let tools = match self.headers.by_seq.get(&hs) {
+        let tools = match self.headers.get(hs) {
             Some(tools) if hs < ev.seq => tools,
             _ => {
                 return Err(at.finding(
@@ -840,7 +874,9 @@ impl SurfaceManager {
                 let (prev, next) = (self.nodes[&start].prev, self.nodes[&end].next);
                 for s in &shadowed {
                     self.nodes.remove(s);
+                    self.live_ranges.remove(s);
                 }
+                self.live_ranges.insert(node.seq, (start, end));
                 let seq = node.seq;
                 node.prev = prev;
                 node.next = next;
