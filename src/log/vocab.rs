@@ -1,9 +1,9 @@
 //! The event vocabulary: built-in per-version lists (§7.2) plus user extensions (§21.4).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 
-use super::dialect::{Dialect, SurfaceKind};
+use super::dialect::{COMMON_TYPES, Dialect, SurfaceKind};
 
 /// Types a user declared known (log-only), per version.
 #[derive(Debug, Clone, Default)]
@@ -121,38 +121,37 @@ pub enum TypeClass {
 
 #[derive(Debug, Clone)]
 pub struct Vocabulary {
-    dialect: &'static Dialect,
-    extra: HashSet<String>,
+    /// Every type this version (plus extensions) knows, with how the fold treats it when
+    /// it is not marked ignorable: one hash lookup per event instead of list scans.
+    known: HashMap<String, TypeClass>,
 }
 
 impl Vocabulary {
     pub fn new(dialect: &'static Dialect, known: &KnownTypes) -> Self {
-        Vocabulary {
-            dialect,
-            extra: known.types_for(dialect.version),
+        let mut map = HashMap::new();
+        for t in known.types_for(dialect.version) {
+            map.insert(t, TypeClass::LogOnly);
         }
+        for t in COMMON_TYPES.iter().chain(dialect.extra_types) {
+            let class = match dialect.surface_kind(t) {
+                Some(kind) => TypeClass::Surface(kind),
+                None => TypeClass::LogOnly,
+            };
+            map.insert((*t).to_owned(), class);
+        }
+        // Extensions cannot un-retire a type (§21.4).
+        for t in dialect.retired_types {
+            map.insert((*t).to_owned(), TypeClass::RetiredRequired);
+        }
+        Vocabulary { known: map }
     }
 
     pub fn classify(&self, event_type: &str, ignorable: bool) -> TypeClass {
-        let d = self.dialect;
-        if d.is_retired(event_type) {
-            return if ignorable {
-                TypeClass::Opaque
-            } else {
-                TypeClass::RetiredRequired
-            };
-        }
-        if let Some(kind) = d.surface_kind(event_type) {
-            return TypeClass::Surface(kind);
-        }
-        if d.knows(event_type) || self.extra.contains(event_type) {
-            // A known type outside this version's surface set (e.g. nothing today) is log-only.
-            return TypeClass::LogOnly;
-        }
-        if ignorable {
-            TypeClass::Opaque
-        } else {
-            TypeClass::UnknownRequired
+        match self.known.get(event_type) {
+            Some(TypeClass::RetiredRequired) if ignorable => TypeClass::Opaque,
+            Some(class) => *class,
+            None if ignorable => TypeClass::Opaque,
+            None => TypeClass::UnknownRequired,
         }
     }
 }
