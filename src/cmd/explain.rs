@@ -3,7 +3,9 @@
 use std::io::Write;
 
 use anyhow::Result;
-use comfy_table::{ContentArrangement, Table, presets::UTF8_FULL_CONDENSED};
+use comfy_table::{
+    ColumnConstraint, ContentArrangement, Table, Width, presets::UTF8_FULL_CONDENSED,
+};
 
 use dshs::log::codes::{CATALOGUE, Code, CodeInfo, SeverityRule};
 
@@ -12,6 +14,16 @@ use crate::exit::Outcome;
 use crate::render::human::Painter;
 
 use super::Env;
+
+fn severity_short(rule: SeverityRule) -> &'static str {
+    match rule {
+        SeverityRule::Error => "error",
+        SeverityRule::Warning => "warning",
+        SeverityRule::Unsupported => "unsupported",
+        SeverityRule::WarningInV0 => "W v0, E v1+",
+        SeverityRule::Lifecycle => "W v0–2, E v3+",
+    }
+}
 
 fn severity_text(rule: SeverityRule) -> &'static str {
     match rule {
@@ -33,12 +45,27 @@ pub fn run(args: &ExplainArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
             .load_preset(UTF8_FULL_CONDENSED)
             .set_content_arrangement(ContentArrangement::Dynamic)
             .set_header(vec!["code", "severity", "area", "meaning"]);
+        if table.width().is_none() {
+            // Not a terminal: wrap to COLUMNS (or 100) instead of one endless line per code.
+            let width = std::env::var("COLUMNS")
+                .ok()
+                .and_then(|c| c.trim().parse::<u16>().ok())
+                .filter(|w| *w >= 40)
+                .unwrap_or(120);
+            table.set_width(width);
+        }
+        let fixed = [41, 15, 18];
+        for (i, w) in fixed.into_iter().enumerate() {
+            if let Some(col) = table.column_mut(i) {
+                col.set_constraint(ColumnConstraint::Absolute(Width::Fixed(w)));
+            }
+        }
         for info in CATALOGUE {
             table.add_row(vec![
                 info.name,
-                severity_text(info.severity),
+                severity_short(info.severity),
                 info.code_area(),
-                info.meaning,
+                first_sentence(info.meaning),
             ]);
         }
         writeln!(out, "{table}")?;
@@ -79,6 +106,11 @@ pub fn run(args: &ExplainArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     writeln!(out)?;
     writeln!(out, "How to fix it:\n  {}", info.fix)?;
     Ok(Outcome::Success)
+}
+
+/// The first sentence of a meaning, for the one-row-per-code listing.
+fn first_sentence(text: &str) -> &str {
+    text.find(". ").map_or(text, |i| &text[..=i])
 }
 
 trait AreaName {

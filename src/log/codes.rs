@@ -99,8 +99,8 @@ catalogue! {
         "An object repeats a member name; JavaScript keeps the last value, other readers may not.",
         "Remove the earlier duplicate if the log is hand-edited; DSH never writes duplicates.";
     JsonNotLossless = "json-not-lossless", Error, File, true, "§3.2",
-        "An event contains `-0`, which JavaScript parses to negative zero; DSH's lossless-JSON check refuses it.",
-        "Replace `-0` with `0` (DSH never writes `-0`).";
+        "An event contains `-0` (JavaScript's negative zero) or a number beyond the double range (read as Infinity); DSH's lossless-JSON check refuses both.",
+        "Replace `-0` with `0` and out-of-range numbers with what was meant (DSH never writes either).";
     TornLine = "torn-line", Warning, File, false, "§3.1, §6",
         "The file ends in a line without a newline: a write cut by a crash. It is never parsed and never counts.",
         "Run `dshs repair` to cut it off (its bytes are kept in a sidecar).";
