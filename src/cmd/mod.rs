@@ -102,6 +102,15 @@ pub fn open(arg: &str) -> Result<Opened, InputError> {
     input::open(&Source::from_arg(arg))
 }
 
+/// Open `arg`, or say on stderr why it cannot be read and return the exit status for that
+/// (3 for an unsupported encoding, 2 otherwise).
+pub fn open_or_report(arg: &str) -> Result<Opened, Outcome> {
+    open(arg).map_err(|e| {
+        eprintln!("dshs: error: {}", crate::render::escape(&e.to_string()));
+        input_failure(&e)
+    })
+}
+
 /// The exit status for an input that could not be opened.
 pub fn input_failure(e: &InputError) -> Outcome {
     if e.is_unsupported() {

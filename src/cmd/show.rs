@@ -31,12 +31,9 @@ use crate::render::{Clock, escape, summary};
 use super::{Env, Seekable};
 
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let opened = match super::open(&args.file) {
+    let opened = match super::open_or_report(&args.file) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("dshs: error: {}", escape(&e.to_string()));
-            return Ok(super::input_failure(&e));
-        }
+        Err(outcome) => return Ok(outcome),
     };
     let name = opened.name.clone();
     let file = match Seekable::new(opened) {

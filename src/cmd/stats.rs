@@ -162,12 +162,9 @@ impl Sink for FirstError {
 }
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let opened = match super::open(&args.file) {
+    let opened = match super::open_or_report(&args.file) {
         Ok(o) => o,
-        Err(e) => {
-            eprintln!("dshs: error: {}", escape(&e.to_string()));
-            return Ok(super::input_failure(&e));
-        }
+        Err(outcome) => return Ok(outcome),
     };
     let name = opened.name.clone();
     let mut counter = Counter::default();

@@ -75,23 +75,17 @@ fn validate_one(
     painter: Painter,
     out: &mut dyn Write,
 ) -> Result<Outcome> {
-    let opened = match super::open(file) {
+    let opened = match super::open_or_report(file) {
         Ok(o) => o,
-        Err(e) => {
-            let status = if e.is_unsupported() {
+        Err(outcome) => {
+            let status = if outcome == Outcome::Unsupported {
                 Status::Unsupported
             } else {
                 Status::Unreadable
             };
-            eprintln!("dshs: error: {}", crate::render::escape(&e.to_string()));
-            write_summary(
-                out,
-                args.format,
-                painter,
-                env.quiet,
-                &empty_summary(file, status),
-            )?;
-            return Ok(super::input_failure(&e));
+            let summary = empty_summary(file, status);
+            write_summary(out, args.format, painter, env.quiet, &summary)?;
+            return Ok(outcome);
         }
     };
     let mut report = Report {
