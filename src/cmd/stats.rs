@@ -95,13 +95,7 @@ impl Observer for Counter {
             "assistant/message" => {
                 c.assistant_messages += 1;
                 let m = d.get("message");
-                c.advertised_calls += m
-                    .and_then(|m| m.get("content"))
-                    .and_then(Json::as_arr)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|b| b.get("type").and_then(Json::as_str) == Some("tool-call"))
-                    .count() as u64;
+                c.advertised_calls += ev.tool_call_blocks().count() as u64;
                 if let Some(u) = d.get("usage").filter(|u| u.is_obj()) {
                     c.with_usage += 1;
                     for (sum, key) in c.tokens.iter_mut().zip(TOKEN_KEYS) {

@@ -83,15 +83,7 @@ impl CloserPlanner {
             }
             "assistant/message" => {
                 let step = d.get("step").cloned().map(Json::into_owned);
-                let blocks = ev
-                    .message()
-                    .and_then(|m| m.get("content"))
-                    .and_then(Json::as_arr)
-                    .unwrap_or_default();
-                for b in blocks {
-                    if b.get("type").and_then(Json::as_str) != Some("tool-call") {
-                        continue;
-                    }
+                for b in ev.tool_call_blocks() {
                     let Some(id) = b.get("id").and_then(Json::as_str) else {
                         continue;
                     };

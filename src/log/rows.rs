@@ -39,6 +39,17 @@ impl<'a> Event<'a> {
         }
     }
 
+    /// The `tool-call` content blocks of the event's message, in order (an assistant
+    /// message advertises its calls this way).
+    pub fn tool_call_blocks(&self) -> impl Iterator<Item = &Json<'a>> {
+        self.message()
+            .and_then(|m| m.get("content"))
+            .and_then(Json::as_arr)
+            .unwrap_or_default()
+            .iter()
+            .filter(|b| b.get("type").and_then(Json::as_str) == Some("tool-call"))
+    }
+
     /// `data.turn` as a safe integer.
     pub fn turn(&self) -> Option<i64> {
         self.data.get("turn").and_then(Json::safe_int)

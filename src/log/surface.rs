@@ -797,12 +797,7 @@ impl SurfaceManager {
             SurfaceKind::Assistant | SurfaceKind::System | SurfaceKind::Developer => !empty,
         };
         let tool_calls = if kind == SurfaceKind::Assistant {
-            content.and_then(Json::as_arr).map_or(0, |blocks| {
-                blocks
-                    .iter()
-                    .filter(|b| b.get("type").and_then(Json::as_str) == Some("tool-call"))
-                    .count() as u32
-            })
+            ev.tool_call_blocks().count() as u32
         } else {
             0
         };
