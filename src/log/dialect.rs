@@ -45,6 +45,15 @@ pub enum ToolResultShape {
     ToolRole,
 }
 
+/// The `source` of a compaction checkpoint message (§15.1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CheckpointSource {
+    /// v0–v3: `{"kind":"plugin","plugin":"compact","compactionId":C}`.
+    Plugin,
+    /// v4: `{"kind":"compact-checkpoint","compactionId":C}`.
+    CompactCheckpoint,
+}
+
 /// Which header field says the session is seeded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeedField {
@@ -86,6 +95,8 @@ pub struct Dialect {
     pub lifecycle_severity: Severity,
     /// v4: source kind `plugin` retired, `tool-result` block retired.
     pub v4_payloads: bool,
+    /// How a compaction checkpoint message names its source (§15.1).
+    pub checkpoint_source: CheckpointSource,
     /// v4: message-projection events (`image/offload`) rewrite derived messages (§12.2).
     pub message_projections: bool,
     /// v4: message admission (identity, role, source, content array; §9.2) is part of the
@@ -234,6 +245,7 @@ const fn legacy(version: u8) -> Dialect {
         restore_lifecycle: false,
         lifecycle_severity: Severity::Warning,
         v4_payloads: false,
+        checkpoint_source: CheckpointSource::Plugin,
         message_projections: false,
         admission_in_fold: false,
         extra_types: if version <= 1 { V0_EXTRA } else { V2_EXTRA },
@@ -265,6 +277,11 @@ const fn canonical(version: u8) -> Dialect {
         restore_lifecycle: true,
         lifecycle_severity: Severity::Error,
         v4_payloads: version >= 4,
+        checkpoint_source: if version == 3 {
+            CheckpointSource::Plugin
+        } else {
+            CheckpointSource::CompactCheckpoint
+        },
         message_projections: version >= 4,
         admission_in_fold: version >= 4,
         extra_types: if version == 3 { V3_EXTRA } else { V4_EXTRA },
