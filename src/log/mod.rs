@@ -3,6 +3,7 @@
 
 pub mod closers;
 pub mod codes;
+pub mod compact;
 pub mod compaction;
 pub mod derive;
 pub mod dialect;
