@@ -16,6 +16,9 @@ _dshs() {
             ",$1")
                 cmd="dshs"
                 ;;
+            dshs,compact)
+                cmd="dshs__subcmd__compact"
+                ;;
             dshs,completions)
                 cmd="dshs__subcmd__completions"
                 ;;
@@ -42,6 +45,9 @@ _dshs() {
                 ;;
             dshs,validate)
                 cmd="dshs__subcmd__validate"
+                ;;
+            dshs__subcmd__help,compact)
+                cmd="dshs__subcmd__help__subcmd__compact"
                 ;;
             dshs__subcmd__help,completions)
                 cmd="dshs__subcmd__help__subcmd__completions"
@@ -77,12 +83,50 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair completions help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair compact completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__compact)
+            opts="-q -h --start --end --summary --summary-file --dry-run --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --end)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --summary)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --summary-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -173,8 +217,22 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain surface derive show stats repair completions help"
+            opts="validate explain surface derive show stats repair compact completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__compact)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

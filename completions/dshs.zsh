@@ -123,6 +123,22 @@ _arguments "${_arguments_options[@]}" : \
 ':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
 && ret=0
 ;;
+(compact)
+_arguments "${_arguments_options[@]}" : \
+'--start=[The first surface node to replace (a seq from \`dshs surface\`)]:SEQ:_default' \
+'--end=[The last surface node to replace (inclusive; not before START in surface order)]:SEQ:_default' \
+'--summary=[The summary the model sees instead of the range]:TEXT:_default' \
+'--summary-file=[Read the summary from a UTF-8 file (\`-\`\: standard input); trailing newlines are dropped]:PATH:_files' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'--dry-run[Change nothing\: print the four events that would be appended, as JSON Lines]' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+':file -- The log file (or session directory) to compact; `-` (standard input) with --dry-run:_default' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -174,6 +190,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(compact)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -201,10 +221,16 @@ _dshs_commands() {
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'compact:Replace a range of the surface with a summary, the way DSH'\''s compaction does (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'dshs commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__compact_commands] )) ||
+_dshs__subcmd__compact_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs compact commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__completions_commands] )) ||
 _dshs__subcmd__completions_commands() {
@@ -231,10 +257,16 @@ _dshs__subcmd__help_commands() {
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'compact:Replace a range of the surface with a summary, the way DSH'\''s compaction does (append-only)' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
     _describe -t commands 'dshs help commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__help__subcmd__compact_commands] )) ||
+_dshs__subcmd__help__subcmd__compact_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help compact commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__help__subcmd__completions_commands] )) ||
 _dshs__subcmd__help__subcmd__completions_commands() {

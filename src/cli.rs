@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
 
 pub const EXIT_CODES: &str = "\
 Exit status:
@@ -85,6 +85,9 @@ pub enum Command {
         after_help = EXIT_CODES
     )]
     Repair(RepairArgs),
+    /// Replace a range of the surface with a summary, the way DSH's compaction does (append-only).
+    #[command(long_about = COMPACT_ABOUT, after_help = COMPACT_AFTER)]
+    Compact(CompactArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -227,6 +230,59 @@ pub struct RepairArgs {
     #[arg(long, value_name = "OUT")]
     pub output: Option<PathBuf>,
     /// The log file (or session directory) to repair; `-` with --dry-run or --output.
+    #[arg(value_name = "FILE")]
+    pub file: String,
+}
+
+pub const COMPACT_ABOUT: &str = "\
+Replace a range of the surface with a summary, the way DSH's compaction does (append-only).
+
+Appends four events in the log's own format version: compaction/start, compaction/summary,
+a user/message checkpoint carrying the summary that replaces the surface nodes START..END
+(inclusive, in surface order: `dshs surface FILE` lists them), and compaction/end. The
+original events stay in the log; `dshs derive` shows the summary in their place. Committed
+bytes are never rewritten; the file is synced, and restored on any failure. The result is
+checked by a full validation pass before anything is written.
+
+Refused, with nothing written (exit 1): START or END not on the current surface, START after
+END, a range that would separate a tool call from its result, a range covering the protected
+system prompt (format 3+), an open last turn or a torn tail (run `dshs repair` first), a
+compaction still running, an empty summary, a log with errors. Exit 3: an unsupported log, or
+a session whose session.lock another process holds.";
+
+pub const COMPACT_AFTER: &str = "\
+Examples:
+  dshs surface session.v4.jsonl
+  dshs compact --start 21 --end 15 --summary 'Listed the files: alpha.' session.v4.jsonl
+  git log -1 --format=%B | dshs compact --start 5 --end 12 --summary-file - session.jsonl
+  dshs compact --dry-run --start 5 --end 12 --summary-file notes.md - < session.jsonl
+
+Exit status:
+  0  compacted (or, with --dry-run, the events were printed)
+  1  refused: the range or the log does not allow it (the message says why)
+  2  usage error, unreadable file or summary, I/O failure
+  3  unsupported log (format version, V4 draft, unknown event type), or a live
+     writer holds the session";
+
+#[derive(Debug, Args)]
+#[command(group(ArgGroup::new("summary_text").required(true).args(["summary", "summary_file"])))]
+pub struct CompactArgs {
+    /// The first surface node to replace (a seq from `dshs surface`).
+    #[arg(long, value_name = "SEQ")]
+    pub start: u64,
+    /// The last surface node to replace (inclusive; not before START in surface order).
+    #[arg(long, value_name = "SEQ")]
+    pub end: u64,
+    /// The summary the model sees instead of the range.
+    #[arg(long, value_name = "TEXT")]
+    pub summary: Option<String>,
+    /// Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped.
+    #[arg(long, value_name = "PATH")]
+    pub summary_file: Option<PathBuf>,
+    /// Change nothing: print the four events that would be appended, as JSON Lines.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// The log file (or session directory) to compact; `-` (standard input) with --dry-run.
     #[arg(value_name = "FILE")]
     pub file: String,
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand, each `run(args, env, out) -> Result<Outcome>`; shared plumbing
 //! (global options, opening and scanning a log) lives here.
 
+pub mod compact;
 pub mod completions;
 pub mod derive;
 pub mod explain;
@@ -72,6 +73,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
         Command::Repair(args) => repair::run(&args, &env, out),
+        Command::Compact(args) => compact::run(&args, &env, out),
         Command::Show(args) => show::run(&args, &env, out),
         Command::Stats(args) => stats::run(&args, &env, out),
         Command::Surface(args) => surface::run(&args, &env, out),

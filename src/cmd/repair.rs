@@ -28,10 +28,11 @@ use super::Env;
 const SHOWN_ERRORS: usize = 50;
 
 /// Keeps the error findings (a refusal shows them); warnings are crash damage repair fixes.
+/// (`compact` shares this and the other plumbing below marked `pub(super)`.)
 #[derive(Default)]
-struct Errors {
-    kept: Vec<Finding>,
-    more: u64,
+pub(super) struct Errors {
+    pub(super) kept: Vec<Finding>,
+    pub(super) more: u64,
 }
 
 impl Sink for Errors {
@@ -48,14 +49,14 @@ impl Sink for Errors {
 }
 
 /// The log being repaired, opened once, with the session lock held while dshs works.
-struct Target {
+pub(super) struct Target {
     /// What the user typed.
-    name: String,
+    pub(super) name: String,
     /// The file read: the log itself, or a spooled copy of standard input.
-    path: PathBuf,
+    pub(super) path: PathBuf,
     /// Name and layout checks apply (false for a spooled copy).
-    is_log_file: bool,
-    stamp: Stamp,
+    pub(super) is_log_file: bool,
+    pub(super) stamp: Stamp,
     _lock: Option<SessionLock>,
     _spool: Option<tempfile::NamedTempFile>,
 }
@@ -184,7 +185,7 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
 
 /// Resolve the log (a session directory → its newest generation), take the session lock,
 /// and stamp the file; standard input is spooled to a temporary file first.
-fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
+pub(super) fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
     if stdin {
         let spool = input::spool_stdin().map_err(|e| {
             fail(
@@ -229,7 +230,7 @@ fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
 
 /// Debug builds only: `DSHS_TEST_FAULT=append:N|sidecar|sync` makes the write fail on purpose,
 /// so the tests can prove the rollback. Release builds ignore the variable.
-fn test_fault() -> Result<Fault, String> {
+pub(super) fn test_fault() -> Result<Fault, String> {
     #[cfg(debug_assertions)]
     if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
         let v = v.to_string_lossy();
@@ -243,12 +244,12 @@ fn test_fault() -> Result<Fault, String> {
     Ok(Fault::None)
 }
 
-fn fail(message: &str, outcome: Outcome) -> Outcome {
+pub(super) fn fail(message: &str, outcome: Outcome) -> Outcome {
     eprintln!("dshs: error: {}", escape(message));
     outcome
 }
 
-fn write_failed(e: &WriteError) -> Outcome {
+pub(super) fn write_failed(e: &WriteError) -> Outcome {
     let outcome = if e.is_live_writer() {
         Outcome::Unsupported
     } else {
@@ -258,7 +259,7 @@ fn write_failed(e: &WriteError) -> Outcome {
     fail(&e.to_string(), outcome)
 }
 
-fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
+pub(super) fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
     let painter = Painter { color: false };
     for f in findings {
         eprintln!("{}", human::finding(&painter, name, f));
