@@ -252,10 +252,10 @@ a session whose session.lock another process holds.";
 
 pub const COMPACT_AFTER: &str = "\
 Examples:
-  dshs surface session.v4.jsonl
-  dshs compact --start 21 --end 15 --summary 'Listed the files: alpha.' session.v4.jsonl
-  git log -1 --format=%B | dshs compact --start 5 --end 12 --summary-file - session.jsonl
-  dshs compact --dry-run --start 5 --end 12 --summary-file notes.md - < session.jsonl
+  dshs surface session.v4.jsonl          # pick START and END from the seq column
+  dshs compact --start 21 --end 15 --summary 'Printed alpha with bash.' session.v4.jsonl
+  dshs compact --dry-run --start 5 --end 12 --summary-file notes.md session.jsonl
+  pbpaste | dshs compact --start 5 --end 12 --summary-file - ~/.dsh/sessions/--work--/s1
 
 Exit status:
   0  compacted (or, with --dry-run, the events were printed)
