@@ -982,3 +982,112 @@ fn a_failed_append_restores_the_original_bytes() {
         assert_eq!(case.files(), ["session.jsonl"], "{fault}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Property: on any generated log, any range is either compacted into a log that validates
+// with the expected surface, or refused for the reason §15.3 gives.
+
+mod property {
+    use super::*;
+    use dshs::log::compact::{self, Lookout, Minted, PlanError, Refusal, Request};
+    use dshs::log::derive::Deriver;
+    use dshs::log::scan::{ScanOptions, scan};
+    use proptest::prelude::*;
+
+    fn check(version: u8, seed: u64, a: usize, b: usize, reversed: bool) {
+        let mut buf = Vec::new();
+        generator::Generator::new(&mut buf, version, seed)
+            .run(30_000)
+            .expect("generate");
+        // Close an open final turn first (compaction happens between turns).
+        let case = Case::named("session.jsonl", &buf);
+        let (s, _) = scan_file(&case.path);
+        if s.open_turn() {
+            dshs().arg("repair").arg(&case.path).assert().code(0);
+        }
+        let bytes = case.bytes();
+        let (s, _) = scan_file(&case.path);
+        let nodes: Vec<(u64, i64, bool)> = s
+            .state
+            .as_ref()
+            .unwrap()
+            .surface
+            .iter()
+            .map(|n| {
+                let delta = i64::from(n.tool_calls) - i64::from(n.kind == SurfaceKind::ToolResult);
+                (n.seq, delta, n.kind == SurfaceKind::System)
+            })
+            .collect();
+        // Mostly in surface order; sometimes reversed on purpose.
+        let (lo, hi) = {
+            let (x, y) = (a % nodes.len(), b % nodes.len());
+            (x.min(y), x.max(y))
+        };
+        let (i, j) = if reversed { (hi, lo) } else { (lo, hi) };
+        let req = Request {
+            start: nodes[i].0,
+            end: nodes[j].0,
+            summary: "property summary".into(),
+        };
+        let mut lookout = Lookout::new(&req);
+        let s = scan(
+            bytes.as_slice(),
+            Some(&case.path),
+            &ScanOptions::default(),
+            &mut Vec::new(),
+            &mut lookout,
+        )
+        .unwrap();
+        let mut deriver = Deriver::open(&case.path).unwrap();
+        let minted = Minted::fresh().unwrap();
+        let result = compact::plan(&s, &lookout, &req, minted, &mut deriver);
+        let before: i64 = nodes[..i.min(j)].iter().map(|n| n.1).sum();
+        let after: i64 = nodes[..=i.max(j)].iter().map(|n| n.1).sum();
+        let what = format!("v{version} seed {seed} range {}..{}", req.start, req.end);
+        match result {
+            Ok(p) => {
+                assert!(i <= j, "{what}: reversed range planned");
+                assert_eq!((before, after), (0, 0), "{what}: unbalanced range planned");
+                assert!(
+                    !(version >= 3 && i == 0 && nodes[0].2),
+                    "{what}: head planned"
+                );
+                let v = compact::verify(
+                    bytes.as_slice(),
+                    &p,
+                    Some(&case.path),
+                    &ScanOptions::default(),
+                )
+                .unwrap();
+                assert!(v.ok, "{what}: {:#?}", v.findings);
+            }
+            Err(PlanError::Refused(Refusal::Reversed { .. })) => assert!(i > j, "{what}"),
+            Err(PlanError::Refused(Refusal::SplitsToolCall { .. }))
+                if i > j || (version >= 3 && i == 0 && nodes[0].2) =>
+            {
+                panic!("{what}: refused for the wrong reason")
+            }
+            Err(PlanError::Refused(Refusal::SystemHead { .. })) => {
+                assert!(version >= 3 && i == 0 && nodes[0].2, "{what}")
+            }
+            Err(PlanError::Refused(Refusal::SplitsToolCall { .. })) => {
+                assert!(before != 0 || after != 0, "{what}")
+            }
+            Err(e) => panic!("{what}: unexpected {e:?}"),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 40, ..ProptestConfig::default() })]
+        #[test]
+        fn any_range_is_compacted_validly_or_refused_for_its_reason(
+            version in 0u8..=4,
+            seed in 1u64..10_000,
+            a in 0usize..1000,
+            b in 0usize..1000,
+            reversed in proptest::bool::weighted(0.1),
+        ) {
+            check(version, seed, a, b, reversed);
+        }
+    }
+}
