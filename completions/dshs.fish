@@ -28,7 +28,7 @@ complete -c dshs -n "__fish_dshs_needs_command" -l color -d 'When to colour outp
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_needs_command" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_needs_command" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_needs_command" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_needs_command" -s V -l version -d 'Print version'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
@@ -38,7 +38,8 @@ complete -c dshs -n "__fish_dshs_needs_command" -f -a "derive" -d 'Print the mod
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "show" -d 'List events as people read them: one line per event'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)' -r -f -a "human\t''
 json\t''"
@@ -48,14 +49,14 @@ always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l deny-warnings -d 'Exit 1 when there are warnings, too'
-complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand explain" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l format -d 'Output format: a table with a preview of each message, or one JSON document' -r -f -a "table\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l at -d 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)' -r
@@ -63,8 +64,8 @@ complete -c dshs -n "__fish_dshs_using_subcommand surface" -l color -d 'When to 
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand surface" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand surface" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l format -d 'One JSON array, one message per line, or a readable transcript' -r -f -a "json\t''
 ndjson\t''
 markdown\t''"
@@ -73,8 +74,8 @@ complete -c dshs -n "__fish_dshs_using_subcommand derive" -l color -d 'When to c
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand derive" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand derive" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l type -d 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …' -r
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l turn -d 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it' -r
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l grep -d 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)' -r
@@ -84,7 +85,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand show" -l color -d 'When to col
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l format -d 'A report for people, or one JSON document' -r -f -a "human\t''
 json\t''"
@@ -92,28 +93,47 @@ complete -c dshs -n "__fish_dshs_using_subcommand stats" -l color -d 'When to co
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l output -d 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l dry-run -d 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
-complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "show" -d 'List events as people read them: one line per event'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand man" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand man" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand man" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "show" -d 'List events as people read them: one line per event'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+
+# Log arguments: session directories and *.jsonl, *.jsonl.zst, *.jsonl.zstd files.
+function __fish_dshs_logs
+    __fish_complete_path (commandline -ct) | string match -r -- '^[^\t]*(?:/|\\.jsonl|\\.jsonl\\.zst|\\.jsonl\\.zstd)(?:\t.*)?$'
+end
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand show" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -f -a "bash zsh fish elvish powershell"

@@ -2,7 +2,7 @@
 //! message object stored in the log (§12.1). The surface holds positions only; each message
 //! is read back from its line when it is written, so memory does not follow message size.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result};
 
@@ -44,7 +44,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             }) => {
                 // validate reports the shape error; there is nothing stored to copy.
                 let _ = writeln!(
-                    io::stderr(),
+                    crate::render::diag_stream(),
                     "dshs: warning: seq {seq} ({}) has no `{place}` to derive; skipped",
                     node.kind.type_name()
                 );

@@ -2,7 +2,7 @@
 //! `--at SEQ`), or say why it cannot be folded (CLI.md "surface": unsupported → 3, a header
 //! error, fatal damage or a fold rejection → 1 with those findings, `--at` past the end → 2).
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -148,13 +148,13 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
 
 /// `dshs: error: …` on stderr. A closed stderr is not worth failing over.
 pub fn complain(message: &str) {
-    let _ = writeln!(io::stderr(), "dshs: error: {message}");
+    let _ = writeln!(crate::render::diag_stream(), "dshs: error: {message}");
 }
 
 /// The findings that stop the fold, as `validate` prints them, then why nothing is shown.
 fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
     let painter = Painter { color: false };
-    let mut err = io::stderr().lock();
+    let mut err = crate::render::diag_stream();
     for f in &refusals.kept {
         let _ = writeln!(err, "{}", human::finding(&painter, name, f));
     }

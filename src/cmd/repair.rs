@@ -139,9 +139,9 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             out.write_all(b"\n")?;
         }
         out.flush()?;
-        eprintln!("{name}: {}", would_cut(plan.cut.as_ref()));
+        crate::render::diag!("{name}: {}", would_cut(plan.cut.as_ref()));
         if !env.quiet {
-            eprintln!("{name}: {}", would_append(&plan));
+            crate::render::diag!("{name}: {}", would_append(&plan));
         }
         return Ok(Outcome::Success);
     }
@@ -244,7 +244,7 @@ fn test_fault() -> Result<Fault, String> {
 }
 
 fn fail(message: &str, outcome: Outcome) -> Outcome {
-    eprintln!("dshs: error: {}", escape(message));
+    crate::render::diag!("dshs: error: {}", escape(message));
     outcome
 }
 
@@ -261,14 +261,14 @@ fn write_failed(e: &WriteError) -> Outcome {
 fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
     let painter = Painter { color: false };
     for f in findings {
-        eprintln!("{}", human::finding(&painter, name, f));
+        crate::render::diag!("{}", human::finding(&painter, name, f));
     }
 }
 
 fn refuse(name: &str, refusal: Refusal, errors: &Errors) -> Outcome {
     print_errors(name, errors.kept.iter());
     if errors.more > 0 {
-        eprintln!(
+        crate::render::diag!(
             "{name}: … {} more error{} not shown (dshs validate lists them all)",
             errors.more,
             plural(errors.more)
