@@ -275,7 +275,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub deny_warnings: bool,
     /// Print at most N findings per file (the summary still counts all of them).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_count)]
     pub max_findings: Option<usize>,
     /// Log files, session directories, or `-` for standard input.
     #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
@@ -324,6 +324,20 @@ Columns: seq, time (local time zone; TZ applies), mark, type, turn.step, summary
 Replacements say what they shadow ([replaces A..B: seqs]); rows after the committed prefix,
 which DSH drops on load, are dimmed and marked [crash tail]. Filters combine with AND;
 repeated --type values with OR.";
+
+/// `--at SEQ`: an event seq.
+fn parse_seq(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| {
+        format!("`{text}` is not an event seq (a whole number ≥ 0, as `dshs show` lists them)")
+    })
+}
+
+/// `--max-findings N`.
+fn parse_count(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a count (a whole number ≥ 0)"))
+}
 
 /// `--turn N`, `--turn A..B`, `--turn A..`, `--turn ..B` (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,7 +427,7 @@ pub struct SurfaceArgs {
     #[arg(long, value_enum, default_value_t = SurfaceFormat::Table)]
     pub format: SurfaceFormat,
     /// Show the surface as it stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq)]
     pub at: Option<u64>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
@@ -432,7 +446,7 @@ pub struct DeriveArgs {
     #[arg(long, value_enum, default_value_t = DeriveFormat::Json)]
     pub format: DeriveFormat,
     /// Derive the messages as they stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq)]
     pub at: Option<u64>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,

@@ -34,7 +34,11 @@ fn main() -> ExitCode {
             drop(out);
             let mut msg = format!("dshs: error: {e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!("\n  caused by: {cause}"));
+                // Most errors already name their cause (`cannot read X: <io error>`).
+                let cause = cause.to_string();
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!("\n  caused by: {cause}"));
+                }
             }
             render::diag!("{msg}");
             exit::Outcome::Failure.into()

@@ -568,3 +568,89 @@ fn derive_into_head_exits_0_silently() {
     assert_eq!(out.status.code(), Some(0));
     assert!(out.stderr.is_empty());
 }
+
+// --- error messages ---------------------------------------------------------------------------
+
+fn stderr_of(args: &[&str], dir: &Path) -> (i32, String) {
+    let out = dshs().current_dir(dir).args(args).output().unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn errors_say_what_where_and_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "corrupt.jsonl", &corrupt_log());
+    write(d, "unsupported.jsonl", &unsupported_log());
+
+    // Refusals name the file, the line and code of the finding, and the command that explains it.
+    let (code, err) = stderr_of(&["surface", "corrupt.jsonl"], d);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains("corrupt.jsonl:4: error[committed-unparsable]"),
+        "{err}"
+    );
+    assert!(
+        err.contains("`dshs explain committed-unparsable` how to fix it"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(&["derive", "unsupported.jsonl"], d);
+    assert_eq!(code, 3);
+    assert!(
+        err.contains("`dshs explain unknown-event-type` says what to do"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(&["repair", "corrupt.jsonl"], d);
+    assert_eq!(code, 1);
+    assert!(
+        err.contains(
+            "nothing was written. `dshs explain committed-unparsable` says how to fix it by hand"
+        ),
+        "{err}"
+    );
+    let (code, err) = stderr_of(&["repair", "unsupported.jsonl"], d);
+    assert_eq!(code, 3);
+    assert!(
+        err.contains("`dshs explain unknown-event-type` says what to do); nothing was written"),
+        "{err}"
+    );
+
+    // A bad --at says what a seq is.
+    let (code, err) = stderr_of(&["derive", "--at", "abc", "corrupt.jsonl"], d);
+    assert_eq!(code, 2);
+    assert!(
+        err.contains("`abc` is not an event seq (a whole number"),
+        "{err}"
+    );
+    let (code, err) = stderr_of(&["validate", "--max-findings", "x", "corrupt.jsonl"], d);
+    assert_eq!(code, 2);
+    assert!(err.contains("`x` is not a count"), "{err}");
+
+    // A missing known-types file: said once, with where it came from.
+    let (code, err) = stderr_of(
+        &["--known-types", "nope.txt", "validate", "corrupt.jsonl"],
+        d,
+    );
+    assert_eq!(code, 2);
+    assert!(
+        err.starts_with("dshs: error: --known-types: cannot read known-types file nope.txt: "),
+        "{err}"
+    );
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+    let out = dshs()
+        .current_dir(d)
+        .env("DSHS_KNOWN_TYPES", d.join("nope.txt"))
+        .args(["validate", "corrupt.jsonl"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        err.contains("(listed in DSHS_KNOWN_TYPES; fix the file or the variable)"),
+        "{err}"
+    );
+    assert_eq!(err.matches("os error 2").count(), 1, "{err}");
+}

@@ -7,7 +7,9 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use dshs::log::derive::DeriveError;
 use dshs::log::scan::{FoldState, Scan, ScanOptions, Status};
+use dshs::log::surface::Node;
 use dshs::log::{Finding, Sink, input};
 
 use crate::exit::Outcome;
@@ -146,6 +148,21 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
     })))
 }
 
+/// A message could not be read back from its line after the pass: say where, and the likely
+/// reason (the file changed underneath).
+pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error {
+    let why = match e {
+        DeriveError::Io { source, .. } => format!("cannot read the line again: {source}"),
+        DeriveError::Message { source, .. } => source.to_string(),
+    };
+    anyhow::anyhow!(
+        "{}: line {}, seq {}: {why}; did the log change while dshs read it? run the command again",
+        escape(name),
+        node.pos.line,
+        node.seq
+    )
+}
+
 /// `dshs: error: …` on stderr. A closed stderr is not worth failing over.
 pub fn complain(message: &str) {
     let _ = writeln!(crate::render::diag_stream(), "dshs: error: {message}");
@@ -167,12 +184,21 @@ fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
             human::plural(refusals.more)
         );
     }
+    let explain = refusals.kept.first().map_or_else(String::new, |f| {
+        format!(", `dshs explain {}` how to fix it", f.code.as_str())
+    });
     let why = if unsupported {
-        "is not supported (see above)".to_owned()
+        match refusals.kept.first() {
+            Some(f) => format!(
+                "is not supported (see above; `dshs explain {}` says what to do)",
+                f.code.as_str()
+            ),
+            None => "is not supported (see above)".to_owned(),
+        }
     } else {
         let n = scan.tally.blocking.max(1);
         format!(
-            "cannot be folded the way DSH loads it ({n} blocking error{}; `dshs validate` lists every finding)",
+            "cannot be folded the way DSH loads it ({n} blocking error{}; `dshs validate` lists every finding{explain})",
             human::plural(n)
         )
     };

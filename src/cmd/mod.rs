@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use dshs::log::Finding;
 use dshs::log::Sink;
@@ -42,11 +42,17 @@ impl Env {
         let mut known = KnownTypes::default();
         if let Some(list) = std::env::var_os("DSHS_KNOWN_TYPES") {
             for path in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
-                known.load(&path).context("DSHS_KNOWN_TYPES")?;
+                known.load(&path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e} (listed in DSHS_KNOWN_TYPES; fix the file or the variable)"
+                    )
+                })?;
             }
         }
         for path in &cli.known_types {
-            known.load(path)?;
+            known
+                .load(path)
+                .map_err(|e| anyhow::anyhow!("--known-types: {e}"))?;
         }
         let stdout_is_terminal = io::stdout().is_terminal();
         // JSON output never comes with a progress bar; commands that write while they read

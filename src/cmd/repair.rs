@@ -275,17 +275,24 @@ fn refuse(name: &str, refusal: Refusal, errors: &Errors) -> Outcome {
         );
     }
     let total = errors.kept.len() as u64 + errors.more;
+    let code = errors.kept.first().map(|f| f.code.as_str());
     match refusal {
         Refusal::Unsupported => fail(
             &format!(
-                "refusing to repair {name}: dshs does not support this log (see above); nothing was written"
+                "refusing to repair {name}: dshs does not support this log (see above{}); nothing was written",
+                code.map_or_else(String::new, |c| format!(
+                    "; `dshs explain {c}` says what to do"
+                ))
             ),
             Outcome::Unsupported,
         ),
         Refusal::Invalid => fail(
             &format!(
-                "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written",
-                plural(total)
+                "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written{}",
+                plural(total),
+                code.map_or_else(String::new, |c| format!(
+                    ". `dshs explain {c}` says how to fix it by hand"
+                ))
             ),
             Outcome::Invalid,
         ),
