@@ -56,7 +56,8 @@ fn man_page_has_every_command_exit_status_and_examples() {
     let out = dshs().arg("man").assert().success();
     let page = String::from_utf8(out.get_output().stdout.clone()).unwrap();
     assert!(page.starts_with(".ie") || page.starts_with(".TH"), "roff");
-    assert!(page.contains("\n.TH dshs 1 "));
+    assert!(page.contains("\n.TH DSHS 1 \"\" \"dshs "));
+    assert!(page.is_ascii(), "non-ASCII is escaped for roff");
     for section in [
         "NAME",
         "SYNOPSIS",
@@ -135,6 +136,15 @@ fn man_page_renders_with_man_where_installed() {
     );
     let warnings = String::from_utf8_lossy(&out.stderr);
     assert!(!warnings.contains("warning"), "{warnings}");
+    // groff itself, warnings on, no preprocessor: the page is plain ASCII roff.
+    if let Ok(out) = Command::new("groff")
+        .args(["-man", "-ww", "-z"])
+        .arg(&page)
+        .output()
+    {
+        let warnings = String::from_utf8_lossy(&out.stderr);
+        assert!(warnings.is_empty(), "{warnings}");
+    }
 }
 
 // --- help -------------------------------------------------------------------------------------

@@ -43,8 +43,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
 pub fn page() -> String {
     let mut cmd = Cli::command();
     cmd.build();
-    // No date: the page is committed and must not change by itself.
-    let man = Man::new(cmd.clone()).date("").manual("dshs manual");
+    let man = Man::new(cmd.clone());
     let mut pieces: Vec<Vec<u8>> = Vec::new();
     let mut piece = |f: &dyn Fn(&mut Vec<u8>) -> std::io::Result<()>| {
         let mut buf = Vec::new();
@@ -52,26 +51,48 @@ pub fn page() -> String {
         let _ = f(&mut buf);
         pieces.push(buf);
     };
-    piece(&|w| man.render_title(w));
+    // Our own title line: clap_mangen drops an empty date argument, which shifts the source
+    // and manual into the wrong footer slots. No date: the committed page must not change by
+    // itself.
+    piece(&|w| {
+        writeln!(
+            w,
+            ".TH DSHS 1 \"\" \"dshs {}\" \"User Commands\"",
+            env!("CARGO_PKG_VERSION")
+        )
+    });
     piece(&|w| man.render_name_section(w));
     piece(&|w| man.render_synopsis_section(w));
     piece(&|w| man.render_description_section(w));
     piece(&|w| man.render_options_section(w));
     piece(&|w| w.write_all(commands(&cmd).as_bytes()));
     piece(&|w| tail().to_writer(w));
-    piece(&|w| man.render_version_section(w));
 
-    // Every piece starts with the same roff preamble; keep the first.
+    // Every piece but the title starts with the same roff preamble; keep it once, first.
     let mut page = String::new();
-    for (i, bytes) in pieces.iter().enumerate() {
+    for (i, bytes) in pieces.iter().enumerate().skip(1) {
         let text = String::from_utf8_lossy(bytes);
-        if i == 0 {
-            page.push_str(&text);
+        if i == 1 {
+            page.push_str(&text[..text.len() - strip_preamble(&text).len()]);
+            page.push_str(&String::from_utf8_lossy(&pieces[0]));
+        }
+        page.push_str(strip_preamble(&text));
+    }
+    ascii_roff(&page)
+}
+
+/// Non-ASCII characters as roff escapes (`–` → `\[u2013]`): groff without a preprocessor and
+/// other man implementations then render them the same way.
+fn ascii_roff(page: &str) -> String {
+    let mut out = String::with_capacity(page.len() + 64);
+    for c in page.chars() {
+        if c.is_ascii() {
+            out.push(c);
         } else {
-            page.push_str(strip_preamble(&text));
+            out.push_str(&format!("\\[u{:04X}]", c as u32));
         }
     }
-    page
+    out
 }
 
 /// Drop what comes before the first section or title macro.

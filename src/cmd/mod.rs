@@ -31,6 +31,8 @@ use crate::render::{Progress, ProgressPolicy, use_color};
 /// Global options, decided once; commands never see clap types for them.
 pub struct Env {
     pub color_out: bool,
+    /// `--quiet`: stdout is already a sink and diagnostics are off (main); commands may use
+    /// this to skip work whose only purpose is output.
     pub quiet: bool,
     pub known_types: KnownTypes,
     /// When a long read may show a progress bar on stderr.

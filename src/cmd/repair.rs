@@ -2,8 +2,9 @@
 //! DSH does on resume. The plan is `log::repair`, the write is `log::write`; this file opens
 //! the log, takes the session lock, prints, and maps outcomes to exit codes.
 //!
-//! Human text: the summary of a repair goes to stdout (`-q` silences it); with `--dry-run`,
-//! stdout holds only the closers (JSON Lines) and what would be cut goes to stderr.
+//! Human text: the summary of a repair goes to stdout; with `--dry-run`, stdout holds only the
+//! closers (JSON Lines) and what would be cut goes to stderr. `-q` silences all of it (main
+//! sends stdout to a sink and `render::diag!` prints nothing); the repair itself still runs.
 
 use std::fs::File;
 use std::io::{BufReader, Write};
