@@ -213,7 +213,7 @@ const VALIDATE_EXAMPLES: &str = "\
 
 const EXPLAIN_EXAMPLES: &str = "\
   dshs explain                                   # every code, one line each
-  dshs explain seq-gap";
+  dshs explain committed-seq-gap";
 
 /// Exit status of `explain`.
 const EXPLAIN_EXIT_CODES: &str = "\
@@ -398,7 +398,36 @@ pub struct StatsArgs {
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// A finding code such as `replace-start-not-on-surface`; omit to list all codes.
+    #[arg(value_parser = FindingCode, hide_possible_values = true)]
     pub code: Option<String>,
+}
+
+/// `explain CODE`: any text is accepted (explain itself says "unknown code; did you mean …"),
+/// but the catalogue's codes are offered as possible values, so shells complete them.
+#[derive(Debug, Clone, Copy)]
+struct FindingCode;
+
+impl clap::builder::TypedValueParser for FindingCode {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            dshs::log::codes::CATALOGUE
+                .iter()
+                .map(|c| clap::builder::PossibleValue::new(c.name)),
+        ))
+    }
 }
 
 #[derive(Debug, Args)]

@@ -94,6 +94,17 @@ fn enumerated_values_are_offered() {
         );
     }
     assert!(fish.contains(r#"-f -a "bash zsh fish elvish powershell""#));
+    // `explain CODE` completes to the catalogue's codes.
+    for shell in ["bash", "zsh", "fish"] {
+        let script = generated(shell);
+        for code in [
+            "committed-seq-gap",
+            "torn-line",
+            "replace-start-not-on-surface",
+        ] {
+            assert!(script.contains(code), "{shell}: explain {code}");
+        }
+    }
 }
 
 #[test]

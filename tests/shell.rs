@@ -70,17 +70,7 @@ fn man_page_has_every_command_exit_status_and_examples() {
         assert!(page.contains(&format!("\n.SH {section}\n")), "no {section}");
     }
     assert!(page.contains("\n.SH \"EXIT STATUS\"\n"));
-    for cmd in [
-        "validate",
-        "explain",
-        "surface",
-        "derive",
-        "show",
-        "stats",
-        "repair",
-        "completions",
-        "man",
-    ] {
+    for cmd in commands() {
         assert!(
             page.contains(&format!("\n.SS \"dshs {cmd}\"\n")),
             "no {cmd}"
@@ -149,6 +139,40 @@ fn man_page_renders_with_man_where_installed() {
 
 // --- help -------------------------------------------------------------------------------------
 
+/// Every command `dshs --help` lists (so a new command is covered by these tests as it lands).
+fn commands() -> Vec<String> {
+    let out = dshs().arg("--help").assert().success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let list = text
+        .split_once("Commands:\n")
+        .expect("a command list")
+        .1
+        .split("\n\n")
+        .next()
+        .unwrap_or_default();
+    let names: Vec<String> = list
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("   "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|n| *n != "help")
+        .map(String::from)
+        .collect();
+    for known in [
+        "validate",
+        "explain",
+        "surface",
+        "derive",
+        "show",
+        "stats",
+        "repair",
+        "completions",
+        "man",
+    ] {
+        assert!(names.iter().any(|n| n == known), "{known} not in {names:?}");
+    }
+    names
+}
+
 #[test]
 fn help_lists_every_exit_code_and_command() {
     for flag in ["-h", "--help"] {
@@ -181,19 +205,32 @@ fn help_lists_every_exit_code_and_command() {
     );
 }
 
+/// The codes the examples explain exist.
+#[test]
+fn explain_examples_name_real_codes() {
+    let mut seen = 0;
+    for args in [&["--help"][..], &["help", "explain"]] {
+        let out = dshs().args(args).output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        for (i, _) in text.match_indices("dshs explain ") {
+            let word = text[i + "dshs explain ".len()..]
+                .split_whitespace()
+                .next()
+                .unwrap_or_default();
+            if word.is_empty() || word.starts_with(['#', '[']) || word.starts_with("CODE") {
+                continue;
+            }
+            dshs().args(["explain", word]).assert().success();
+            seen += 1;
+        }
+    }
+    assert!(seen >= 2, "only {seen} examples checked");
+}
+
 #[test]
 fn help_for_each_command_has_examples_and_exit_codes() {
-    for cmd in [
-        "validate",
-        "explain",
-        "surface",
-        "derive",
-        "show",
-        "stats",
-        "repair",
-        "completions",
-        "man",
-    ] {
+    for cmd in &commands() {
+        let cmd = cmd.as_str();
         let via_help = dshs().args(["help", cmd]).assert().success();
         let via_flag = dshs().args([cmd, "--help"]).assert().success();
         let text = String::from_utf8_lossy(&via_help.get_output().stdout).into_owned();
@@ -221,17 +258,8 @@ fn help_for_each_command_has_examples_and_exit_codes() {
 #[test]
 fn every_argument_has_a_help_line() {
     // `dshs CMD -h` prints each argument with its one-line help: no bare names.
-    for cmd in [
-        "validate",
-        "explain",
-        "surface",
-        "derive",
-        "show",
-        "stats",
-        "repair",
-        "completions",
-        "man",
-    ] {
+    for cmd in &commands() {
+        let cmd = cmd.as_str();
         let out = dshs().args([cmd, "-h"]).assert().success();
         let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
         let mut section = "";
