@@ -275,7 +275,7 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub deny_warnings: bool,
     /// Print at most N findings per file (the summary still counts all of them).
-    #[arg(long, value_name = "N", value_parser = parse_count)]
+    #[arg(long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub max_findings: Option<usize>,
     /// Log files, session directories, or `-` for standard input.
     #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
@@ -295,15 +295,15 @@ Exit status (what can be read is printed in every case):
 pub struct ShowArgs {
     /// Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is
     /// tool/call, tool/result, …
-    #[arg(long = "type", value_name = "T")]
+    #[arg(long = "type", value_name = "T", value_hint = ValueHint::Other)]
     pub types: Vec<String>,
     /// Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An
     /// event belongs to the turn its `data.turn` names, else to the turn open around it.
-    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse)]
+    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse, value_hint = ValueHint::Other)]
     pub turn: Option<TurnRange>,
     /// Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed
     /// chunk row matches as a whole).
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other)]
     pub grep: Option<String>,
     /// One line per event, or the same selection as JSON Lines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
@@ -456,7 +456,7 @@ pub struct SurfaceArgs {
     #[arg(long, value_enum, default_value_t = SurfaceFormat::Table)]
     pub format: SurfaceFormat,
     /// Show the surface as it stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ", value_parser = parse_seq)]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
@@ -475,7 +475,7 @@ pub struct DeriveArgs {
     #[arg(long, value_enum, default_value_t = DeriveFormat::Json)]
     pub format: DeriveFormat,
     /// Derive the messages as they stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ", value_parser = parse_seq)]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,

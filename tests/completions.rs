@@ -132,6 +132,28 @@ fn log_arguments_complete_to_logs_and_directories() {
 }
 
 #[test]
+fn numbers_and_free_text_do_not_complete_to_files() {
+    let bash = generated("bash");
+    for opt in ["--at", "--max-findings", "--turn", "--grep", "--type"] {
+        let at = bash
+            .find(&format!("                {opt})\n"))
+            .unwrap_or_else(|| panic!("bash: no case for {opt}"));
+        let body = &bash[at..at + 200];
+        assert!(
+            body.contains(r#"COMPREPLY=("${cur}")"#),
+            "bash {opt}: {body}"
+        );
+    }
+    let fish = generated("fish");
+    for line in fish
+        .lines()
+        .filter(|l| l.contains(" -l at ") || l.contains(" -l grep "))
+    {
+        assert!(line.ends_with(" -r -f"), "fish: {line}");
+    }
+}
+
+#[test]
 fn unknown_shell_is_a_usage_error() {
     dshs().args(["completions", "tcsh"]).assert().code(2);
 }
