@@ -1,3 +1,12 @@
+# Log arguments: session directories and *.jsonl, *.jsonl.zst, *.jsonl.zstd files.
+_dshs_logs() {
+    local IFS=$'\n'
+    COMPREPLY=( $(compgen -d -- "${cur}") $(compgen -f -X '!*.jsonl' -- "${cur}") $(compgen -f -X '!*.jsonl.zst' -- "${cur}") $(compgen -f -X '!*.jsonl.zstd' -- "${cur}") )
+    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+        compopt -o filenames 2>/dev/null
+    fi
+}
+
 _dshs() {
     local i cur prev opts cmd
     COMPREPLY=()
@@ -31,6 +40,9 @@ _dshs() {
             dshs,help)
                 cmd="dshs__subcmd__help"
                 ;;
+            dshs,man)
+                cmd="dshs__subcmd__man"
+                ;;
             dshs,repair)
                 cmd="dshs__subcmd__repair"
                 ;;
@@ -61,6 +73,9 @@ _dshs() {
             dshs__subcmd__help,help)
                 cmd="dshs__subcmd__help__subcmd__help"
                 ;;
+            dshs__subcmd__help,man)
+                cmd="dshs__subcmd__help__subcmd__man"
+                ;;
             dshs__subcmd__help,repair)
                 cmd="dshs__subcmd__help__subcmd__repair"
                 ;;
@@ -83,7 +98,7 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair compact completions help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair compact completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -94,7 +109,18 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -106,25 +132,45 @@ _dshs() {
             ;;
         dshs__subcmd__compact)
             opts="-q -h --start --end --summary --summary-file --dry-run --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --start)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --end)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --summary)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --summary-file)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --color)
@@ -132,14 +178,25 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__completions)
@@ -154,7 +211,18 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -166,7 +234,7 @@ _dshs() {
             ;;
         dshs__subcmd__derive)
             opts="-q -h --format --at --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -176,7 +244,10 @@ _dshs() {
                     return 0
                     ;;
                 --at)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --color)
@@ -184,18 +255,29 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__explain)
-            opts="-q -h --color --quiet --known-types --help"
+            opts="-q -h --color --quiet --known-types --help file-no-header invalid-utf8 duplicate-json-key json-not-lossless torn-line crash-tail committed-unparsable committed-not-event committed-malformed-row committed-seq-gap generation-name-mismatch header-id-path-mismatch zstd-bad-magic zstd-frame-invalid zstd-header-frame zstd-torn-record-in-frame zstd-torn-frame format-version-unsupported format-v4-draft header-not-json header-field-invalid header-cwd-not-absolute header-retired-field header-unexpected-field header-seed-field seed-length-exceeds-events seed-marker-mismatch packed-row-malformed source-ranges-malformed envelope-invalid seq-not-contiguous unknown-event-type retired-event-type retired-legacy-event legacy-shape-normalized legacy-shape-malformed message-id-missing message-role-mismatch message-source-invalid message-content-invalid assistant-source-invalid tool-result-source-invalid tool-result-block-invalid tool-result-call-id-mismatch system-source-invalid source-kind-plugin retired-tool-result-block tool-result-error-without-flag assistant-stream-missing request-header-provider-model request-header-reasoning-effort request-header-adapter-defaults request-header-system-retired request-header-empty-optional request-header-defer-loading developer-role-mismatch tool-change-block-misplaced tool-change-block-invalid developer-header-seq developer-tool-binding surface-metadata-on-log-only surface-op-missing surface-op-invalid replace-op-invalid replace-endpoint-not-earlier replace-start-not-on-surface replace-end-not-on-surface replace-range-reversed source-seqs-on-assistant source-seqs-not-array source-seqs-empty source-seqs-invalid-element source-seqs-duplicate source-seqs-not-earlier replace-missing-shadowed-source tool-result-replace-not-single tool-result-replace-target-not-result tool-result-replace-changes-more system-head-protected message-projection-not-applied turn-start-while-open turn-number-unexpected turn-end-mismatch turn-end-with-open-step step-start-wrong-turn step-start-while-open step-number-unexpected event-outside-open-step event-outside-turn tool-result-without-call tool-result-replace-outside-turn unresolved-call-at-boundary duplicate-call-id tool-call-mismatch tool-result-before-start command-done-without-run open-turn-at-end compaction-mismatch compaction-span-invalid compaction-summary-count compaction-checkpoint-source compaction-open-at-end"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -206,7 +288,18 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
@@ -217,7 +310,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain surface derive show stats repair compact completions help"
+            opts="validate explain surface derive show stats repair compact completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -287,6 +380,20 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__man)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -370,15 +477,59 @@ _dshs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dshs__subcmd__man)
+            opts="-q -h --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         dshs__subcmd__repair)
             opts="-q -h --dry-run --output --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --output)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 --color)
@@ -386,33 +537,53 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__show)
             opts="-q -h --type --turn --grep --format --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
             case "${prev}" in
                 --type)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --turn)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --grep)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --format)
@@ -424,19 +595,30 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__stats)
             opts="-q -h --format --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -450,19 +632,30 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__surface)
             opts="-q -h --format --at --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -472,7 +665,10 @@ _dshs() {
                     return 0
                     ;;
                 --at)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --color)
@@ -480,19 +676,30 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
         dshs__subcmd__validate)
             opts="-q -h --format --deny-warnings --max-findings --color --quiet --known-types --help"
-            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+            if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi
@@ -502,7 +709,10 @@ _dshs() {
                     return 0
                     ;;
                 --max-findings)
-                    COMPREPLY=($(compgen -f "${cur}"))
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --color)
@@ -510,14 +720,25 @@ _dshs() {
                     return 0
                     ;;
                 --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
                     COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
                     return 0
                     ;;
                 *)
                     COMPREPLY=()
                     ;;
             esac
-            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            _dshs_logs
             return 0
             ;;
     esac

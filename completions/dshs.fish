@@ -28,7 +28,7 @@ complete -c dshs -n "__fish_dshs_needs_command" -l color -d 'When to colour outp
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_needs_command" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_needs_command" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_needs_command" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_needs_command" -s V -l version -d 'Print version'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
@@ -39,53 +39,54 @@ complete -c dshs -n "__fish_dshs_needs_command" -f -a "show" -d 'List events as 
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
-complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)' -r -f -a "human\t''
 json\t''"
-complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l deny-warnings -d 'Exit 1 when there are warnings, too'
-complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand explain" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l format -d 'Output format: a table with a preview of each message, or one JSON document' -r -f -a "table\t''
 json\t''"
-complete -c dshs -n "__fish_dshs_using_subcommand surface" -l at -d 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l at -d 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand surface" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand surface" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l format -d 'One JSON array, one message per line, or a readable transcript' -r -f -a "json\t''
 ndjson\t''
 markdown\t''"
-complete -c dshs -n "__fish_dshs_using_subcommand derive" -l at -d 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l at -d 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand derive" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand derive" -s h -l help -d 'Print help'
-complete -c dshs -n "__fish_dshs_using_subcommand show" -l type -d 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …' -r
-complete -c dshs -n "__fish_dshs_using_subcommand show" -l turn -d 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it' -r
-complete -c dshs -n "__fish_dshs_using_subcommand show" -l grep -d 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand show" -l type -d 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand show" -l turn -d 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand show" -l grep -d 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l format -d 'One line per event, or the same selection as JSON Lines' -r -f -a "human\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l format -d 'A report for people, or one JSON document' -r -f -a "human\t''
 json\t''"
@@ -93,40 +94,61 @@ complete -c dshs -n "__fish_dshs_using_subcommand stats" -l color -d 'When to co
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help'
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l output -d 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l dry-run -d 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
-complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dshs -n "__fish_dshs_using_subcommand compact" -l start -d 'The first surface node to replace (a seq from `dshs surface`)' -r
-complete -c dshs -n "__fish_dshs_using_subcommand compact" -l end -d 'The last surface node to replace (inclusive; not before START in surface order)' -r
-complete -c dshs -n "__fish_dshs_using_subcommand compact" -l summary -d 'The summary the model sees instead of the range' -r
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -l start -d 'The first surface node to replace (a seq from `dshs surface`)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -l end -d 'The last surface node to replace (inclusive; not before START in surface order)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -l summary -d 'The summary the model sees instead of the range' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l summary-file -d 'Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l dry-run -d 'Change nothing: print the four events that would be appended, as JSON Lines'
-complete -c dshs -n "__fish_dshs_using_subcommand compact" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
-complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
-complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "show" -d 'List events as people read them: one line per event'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand man" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand man" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand man" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "show" -d 'List events as people read them: one line per event'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+
+# Log arguments: session directories and *.jsonl, *.jsonl.zst, *.jsonl.zstd files.
+function __fish_dshs_logs
+    __fish_complete_path (commandline -ct) | string match -r -- '^[^\t]*(?:/|\\.jsonl|\\.jsonl\\.zst|\\.jsonl\\.zstd)(?:\t.*)?$'
+end
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand show" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand explain" -f -a "file-no-header invalid-utf8 duplicate-json-key json-not-lossless torn-line crash-tail committed-unparsable committed-not-event committed-malformed-row committed-seq-gap generation-name-mismatch header-id-path-mismatch zstd-bad-magic zstd-frame-invalid zstd-header-frame zstd-torn-record-in-frame zstd-torn-frame format-version-unsupported format-v4-draft header-not-json header-field-invalid header-cwd-not-absolute header-retired-field header-unexpected-field header-seed-field seed-length-exceeds-events seed-marker-mismatch packed-row-malformed source-ranges-malformed envelope-invalid seq-not-contiguous unknown-event-type retired-event-type retired-legacy-event legacy-shape-normalized legacy-shape-malformed message-id-missing message-role-mismatch message-source-invalid message-content-invalid assistant-source-invalid tool-result-source-invalid tool-result-block-invalid tool-result-call-id-mismatch system-source-invalid source-kind-plugin retired-tool-result-block tool-result-error-without-flag assistant-stream-missing request-header-provider-model request-header-reasoning-effort request-header-adapter-defaults request-header-system-retired request-header-empty-optional request-header-defer-loading developer-role-mismatch tool-change-block-misplaced tool-change-block-invalid developer-header-seq developer-tool-binding surface-metadata-on-log-only surface-op-missing surface-op-invalid replace-op-invalid replace-endpoint-not-earlier replace-start-not-on-surface replace-end-not-on-surface replace-range-reversed source-seqs-on-assistant source-seqs-not-array source-seqs-empty source-seqs-invalid-element source-seqs-duplicate source-seqs-not-earlier replace-missing-shadowed-source tool-result-replace-not-single tool-result-replace-target-not-result tool-result-replace-changes-more system-head-protected message-projection-not-applied turn-start-while-open turn-number-unexpected turn-end-mismatch turn-end-with-open-step step-start-wrong-turn step-start-while-open step-number-unexpected event-outside-open-step event-outside-turn tool-result-without-call tool-result-replace-outside-turn unresolved-call-at-boundary duplicate-call-id tool-call-mismatch tool-result-before-start command-done-without-run open-turn-at-end compaction-mismatch compaction-span-invalid compaction-summary-count compaction-checkpoint-source compaction-open-at-end"
+complete -c dshs -n "__fish_dshs_using_subcommand completions" -f -a "bash zsh fish elvish powershell"

@@ -2,8 +2,11 @@
 
 use std::path::PathBuf;
 
-use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum};
+use clap::{ArgGroup, Args, Parser, Subcommand, ValueEnum, ValueHint};
 
+/// THE exit-status table. `--help` of the top level and of every command that can end in any
+/// of these shows it; the man page's EXIT STATUS section is rendered from it
+/// ([`exit_table`]). One entry per line `  N  meaning`, continuation lines indented further.
 pub const EXIT_CODES: &str = "\
 Exit status:
   0  success; for validate: the log loads (warnings allowed)
@@ -12,6 +15,57 @@ Exit status:
   3  refused as unsupported: unknown or newer format version, a V4-draft log,
      an unknown event type not marked ignorable, or a live writer holds the session";
 
+/// `(code, meaning)` rows of an exit-status text such as [`EXIT_CODES`], continuation lines
+/// joined: the man page renders these as a table.
+pub fn exit_table(text: &str) -> Vec<(String, String)> {
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for line in text.lines().skip(1) {
+        let trimmed = line.trim_start();
+        let indent = line.len() - trimmed.len();
+        match trimmed.split_once("  ") {
+            Some((code, meaning)) if indent == 2 && code.parse::<u8>().is_ok() => {
+                rows.push((code.to_owned(), meaning.trim().to_owned()))
+            }
+            _ => {
+                if let Some(last) = rows.last_mut() {
+                    last.1.push(' ');
+                    last.1.push_str(trimmed);
+                }
+            }
+        }
+    }
+    rows
+}
+
+/// Examples for the whole tool: the end of `dshs --help` and the man page's EXAMPLES.
+pub const EXAMPLES: &str = "\
+Examples:
+  dshs validate ~/.dsh/sessions/abc/session.v3.jsonl
+  dshs validate --format json sessions/*/session*.jsonl | jq 'select(.type==\"summary\")'
+  dshs -q validate s.jsonl || dshs -q repair s.jsonl   # a pre-resume hook
+  dshs show --type tool/ --turn 3.. session.jsonl
+  dshs derive session.jsonl | jq length                # what the model sees
+  dshs repair --dry-run session.jsonl                  # what repair would do
+  dshs explain replace-start-not-on-surface
+  dshs man | man -l -                                  # this manual";
+
+/// The end of a command's long help: its examples (one command line per line, indented
+/// here), then an exit-status table.
+pub fn examples_then(examples: &str, exit_codes: &str) -> String {
+    let mut text = String::from("Examples:\n");
+    for line in examples.lines() {
+        text.push_str("  ");
+        text.push_str(line.trim_start());
+        text.push('\n');
+    }
+    text.push('\n');
+    text.push_str(exit_codes);
+    text
+}
+
+/// What `FILE` accepts, shared by every command that reads a log.
+const FILE_HELP: &str = "Log file, session directory, or `-` for standard input";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "dshs",
@@ -19,21 +73,33 @@ Exit status:
     about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs",
     long_about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs (formats 0–4).\n\n\
         A path of `-` reads the log from standard input; a session directory resolves to its \
-        newest generation file.",
-    after_help = EXIT_CODES
+        newest generation file. `dshs help COMMAND` (or `dshs COMMAND --help`) explains a \
+        command with examples; `dshs man` prints the manual page.",
+    after_help = EXIT_CODES,
+    after_long_help = format!("{EXAMPLES}\n\n{EXIT_CODES}"),
 )]
 pub struct Cli {
     /// When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never.
-    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, global = true)]
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = ColorChoice::Auto, global = true)]
     pub color: ColorChoice,
 
-    /// Print less: no progress, no summaries beyond what the command exists to print.
-    #[arg(short, long, global = true)]
+    /// Print nothing at all (no output, no errors, no progress); only the exit status speaks.
+    #[arg(
+        short,
+        long,
+        global = true,
+        long_help = "Print nothing at all, on stdout or stderr: no output, no findings, no \
+            error messages, no progress; only the exit status speaks (for scripts and \
+            pre-resume hooks). Every command still does its work: `repair -q` repairs, \
+            `derive -q` exits 1 when the log cannot be derived. Usage errors (a wrong flag) \
+            and --help/--version still print.\n\n\
+            Example: `dshs -q validate session.jsonl || dshs repair session.jsonl`"
+    )]
     pub quiet: bool,
 
     /// A file declaring extra log-only event types (one per line, optional version list).
     /// Repeatable; adds to the files listed in DSHS_KNOWN_TYPES.
-    #[arg(long, value_name = "FILE", global = true)]
+    #[arg(long, value_name = "FILE", global = true, value_hint = ValueHint::FilePath)]
     pub known_types: Vec<PathBuf>,
 
     #[command(subcommand)]
@@ -50,21 +116,57 @@ pub enum ColorChoice {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Check every rule of the log's format version and report every finding.
-    #[command(after_help = EXIT_CODES)]
+    #[command(
+        long_about = "Check every rule of the log's format version and report every finding.\n\n\
+            The log is read once, streaming. Each finding has a stable code (`dshs explain \
+            CODE` says what it means and how to fix it), a severity, the file, the 1-based \
+            line, and the event seq when known. A torn final line or an open last turn is a \
+            warning: that is what a crash leaves, and `dshs repair` fixes it.",
+        after_help = EXIT_CODES,
+        after_long_help = examples_then(VALIDATE_EXAMPLES, EXIT_CODES)
+    )]
     Validate(ValidateArgs),
     /// Explain a finding code (or list them all).
+    #[command(
+        long_about = "Explain a finding code: its severity, the FORMAT.md rule, what it means \
+            and how to fix it. Without CODE, list every code with a one-line meaning.",
+        after_long_help = examples_then(EXPLAIN_EXAMPLES, EXPLAIN_EXIT_CODES)
+    )]
     Explain(ExplainArgs),
     /// Print the current surface: the events the model sees, in order.
-    #[command(after_help = EXIT_CODES)]
+    #[command(
+        long_about = "Print the current surface: the events the model sees, in order, with \
+            type, role, how each entered (append or replace) and a preview of its text.\n\n\
+            A log that DSH could not load (header error, fatal damage in the committed part, \
+            an event the fold rejects) is refused with those findings (exit 1).",
+        after_help = EXIT_CODES,
+        after_long_help = examples_then(SURFACE_EXAMPLES, EXIT_CODES)
+    )]
     Surface(SurfaceArgs),
     /// Print the model-visible messages, byte-for-byte as stored.
-    #[command(after_help = EXIT_CODES)]
+    #[command(
+        long_about = "Print the model-visible messages in surface order, each byte-for-byte \
+            the message object stored in the log.\n\n\
+            Refused like `surface` when DSH could not load the log (exit 1).",
+        after_help = EXIT_CODES,
+        after_long_help = examples_then(DERIVE_EXAMPLES, EXIT_CODES)
+    )]
     Derive(DeriveArgs),
     /// List events as people read them: one line per event.
-    #[command(after_help = INSPECT_EXIT_CODES, long_about = SHOW_ABOUT)]
+    #[command(
+        after_help = INSPECT_EXIT_CODES,
+        long_about = SHOW_ABOUT,
+        after_long_help = examples_then(SHOW_EXAMPLES, INSPECT_EXIT_CODES)
+    )]
     Show(ShowArgs),
     /// Summarize a log: header facts, event counts, turns, tools, compactions, tokens.
-    #[command(after_help = INSPECT_EXIT_CODES)]
+    #[command(
+        after_help = INSPECT_EXIT_CODES,
+        long_about = "Summarize a log: header facts, event counts by type, turns and steps, \
+            tool calls, compactions, token usage. What can be read is summarized even when the \
+            log is invalid; the exit status says whether it is.",
+        after_long_help = examples_then(STATS_EXAMPLES, INSPECT_EXIT_CODES)
+    )]
     Stats(StatsArgs),
     /// Cut a torn tail and close an open turn the way DSH does on resume (append-only).
     #[command(
@@ -82,15 +184,88 @@ pub enum Command {
             unsupported log, or a session whose session.lock another process holds, or a file \
             that changes while dshs works on it (exit 3). Standard input (`-`) cannot be \
             repaired in place: use --dry-run or --output.",
-        after_help = EXIT_CODES
+        after_help = EXIT_CODES,
+        after_long_help = examples_then(REPAIR_EXAMPLES, EXIT_CODES)
     )]
     Repair(RepairArgs),
     /// Replace a range of the surface with a summary, the way DSH's compaction does (append-only).
-    #[command(long_about = COMPACT_ABOUT, after_help = COMPACT_AFTER)]
+    #[command(
+        long_about = COMPACT_ABOUT,
+        after_help = COMPACT_EXIT_CODES,
+        after_long_help = examples_then(COMPACT_EXAMPLES, COMPACT_EXIT_CODES)
+    )]
     Compact(CompactArgs),
-    /// Print a shell completion script.
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        long_about = "Print a shell completion script generated from this command-line \
+            definition. The same scripts ship in the source tree under completions/.",
+        after_long_help = examples_then(COMPLETIONS_EXAMPLES, PRINT_EXIT_CODES)
+    )]
     Completions(CompletionsArgs),
+    /// Print the manual page (roff) for dshs and all its commands.
+    #[command(
+        long_about = "Print the manual page for dshs and all its commands, as roff. The same \
+            page ships in the source tree as doc/dshs.1.",
+        after_long_help = examples_then(MAN_EXAMPLES, PRINT_EXIT_CODES)
+    )]
+    Man,
 }
+
+const VALIDATE_EXAMPLES: &str = "\
+  dshs validate session.v3.jsonl
+  dshs validate ~/.dsh/sessions/abc              # a session directory: its newest log
+  dshs validate --deny-warnings --max-findings 20 a.jsonl b.jsonl
+  dshs validate --format json s.jsonl | jq -c 'select(.type==\"finding\")'
+  cat s.jsonl | dshs validate -";
+
+const EXPLAIN_EXAMPLES: &str = "\
+  dshs explain                                   # every code, one line each
+  dshs explain committed-seq-gap";
+
+/// Exit status of `explain`.
+const EXPLAIN_EXIT_CODES: &str = "\
+Exit status:
+  0  the code was explained (or all were listed)
+  2  unknown code, or a usage error";
+
+const SURFACE_EXAMPLES: &str = "\
+  dshs surface session.v4.jsonl
+  dshs surface --at 120 session.v4.jsonl         # as it stood right after seq 120
+  dshs surface --format json s.jsonl | jq '.nodes | length'";
+
+const DERIVE_EXAMPLES: &str = "\
+  dshs derive session.jsonl > messages.json
+  dshs derive --format ndjson s.jsonl | head -3
+  dshs derive --format markdown --at 40 s.jsonl | less";
+
+const SHOW_EXAMPLES: &str = "\
+  dshs show session.jsonl
+  dshs show --type tool/ --turn 3..5 session.jsonl
+  dshs show --grep 'cargo test' --format json s.jsonl";
+
+const STATS_EXAMPLES: &str = "\
+  dshs stats session.jsonl
+  dshs stats --format json s.jsonl | jq .tokens";
+
+const REPAIR_EXAMPLES: &str = "\
+  dshs repair --dry-run session.jsonl            # closers on stdout, the cut on stderr
+  dshs repair session.jsonl                      # in place; the cut is kept in a sidecar
+  dshs repair --output fixed.jsonl session.jsonl";
+
+const COMPLETIONS_EXAMPLES: &str = "\
+  dshs completions bash > ~/.local/share/bash-completion/completions/dshs
+  dshs completions zsh > ~/.zfunc/_dshs          # with fpath+=(~/.zfunc) in .zshrc
+  dshs completions fish > ~/.config/fish/completions/dshs.fish";
+
+const MAN_EXAMPLES: &str = "\
+  dshs man | man -l -
+  dshs man > ~/.local/share/man/man1/dshs.1";
+
+/// Exit status of the commands that only print something built in (`completions`, `man`).
+const PRINT_EXIT_CODES: &str = "\
+Exit status:
+  0  printed
+  2  usage error, or the output could not be written";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum ReportFormat {
@@ -107,10 +282,10 @@ pub struct ValidateArgs {
     #[arg(long)]
     pub deny_warnings: bool,
     /// Print at most N findings per file (the summary still counts all of them).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub max_findings: Option<usize>,
     /// Log files, session directories, or `-` for standard input.
-    #[arg(required = true, value_name = "FILE")]
+    #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub files: Vec<String>,
 }
 
@@ -127,21 +302,20 @@ Exit status (what can be read is printed in every case):
 pub struct ShowArgs {
     /// Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is
     /// tool/call, tool/result, …
-    #[arg(long = "type", value_name = "T")]
+    #[arg(long = "type", value_name = "T", value_hint = ValueHint::Other)]
     pub types: Vec<String>,
     /// Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An
     /// event belongs to the turn its `data.turn` names, else to the turn open around it.
-    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse)]
+    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse, value_hint = ValueHint::Other)]
     pub turn: Option<TurnRange>,
     /// Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed
     /// chunk row matches as a whole).
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other)]
     pub grep: Option<String>,
     /// One line per event, or the same selection as JSON Lines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
-    /// Log file, session directory, or `-` for standard input.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
@@ -153,9 +327,24 @@ Columns: seq, time (local time zone; TZ applies), mark, type, turn.step, summary
   -      a surface node shadowed by a later replacement ([shadowed by N])
   !      an event the fold rejected, or a row that could not be used at all
   blank  a log-only event
+
 Replacements say what they shadow ([replaces A..B: seqs]); rows after the committed prefix,
 which DSH drops on load, are dimmed and marked [crash tail]. Filters combine with AND;
 repeated --type values with OR.";
+
+/// `--at SEQ`: an event seq.
+fn parse_seq(text: &str) -> Result<u64, String> {
+    text.trim().parse().map_err(|_| {
+        format!("`{text}` is not an event seq (a whole number ≥ 0, as `dshs show` lists them)")
+    })
+}
+
+/// `--max-findings N`.
+fn parse_count(text: &str) -> Result<usize, String> {
+    text.trim()
+        .parse()
+        .map_err(|_| format!("`{text}` is not a count (a whole number ≥ 0)"))
+}
 
 /// `--turn N`, `--turn A..B`, `--turn A..`, `--turn ..B` (inclusive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -209,15 +398,43 @@ pub struct StatsArgs {
     /// A report for people, or one JSON document.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
-    /// Log file, session directory, or `-` for standard input.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
     /// A finding code such as `replace-start-not-on-surface`; omit to list all codes.
+    #[arg(value_parser = FindingCode, hide_possible_values = true)]
     pub code: Option<String>,
+}
+
+/// `explain CODE`: any text is accepted (explain itself says "unknown code; did you mean …"),
+/// but the catalogue's codes are offered as possible values, so shells complete them.
+#[derive(Debug, Clone, Copy)]
+struct FindingCode;
+
+impl clap::builder::TypedValueParser for FindingCode {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        _cmd: &clap::Command,
+        _arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        Ok(value.to_string_lossy().into_owned())
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            dshs::log::codes::CATALOGUE
+                .iter()
+                .map(|c| clap::builder::PossibleValue::new(c.name)),
+        ))
+    }
 }
 
 #[derive(Debug, Args)]
@@ -227,10 +444,10 @@ pub struct RepairArgs {
     #[arg(long, conflicts_with = "output")]
     pub dry_run: bool,
     /// Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched.
-    #[arg(long, value_name = "OUT")]
+    #[arg(long, value_name = "OUT", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
     /// The log file (or session directory) to repair; `-` with --dry-run or --output.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
@@ -250,13 +467,14 @@ system prompt (format 3+), an open last turn or a torn tail (run `dshs repair` f
 compaction still running, an empty summary, a log with errors. Exit 3: an unsupported log, or
 a session whose session.lock another process holds.";
 
-pub const COMPACT_AFTER: &str = "\
-Examples:
-  dshs surface session.v4.jsonl          # pick START and END from the seq column
+const COMPACT_EXAMPLES: &str = "\
   dshs compact --start 21 --end 15 --summary 'Printed alpha with bash.' session.v4.jsonl
+  dshs surface session.v4.jsonl          # pick START and END from the seq column
   dshs compact --dry-run --start 5 --end 12 --summary-file notes.md session.jsonl
-  pbpaste | dshs compact --start 5 --end 12 --summary-file - ~/.dsh/sessions/--work--/s1
+  pbpaste | dshs compact --start 5 --end 12 --summary-file - ~/.dsh/sessions/--work--/s1";
 
+/// Exit status of `compact`.
+const COMPACT_EXIT_CODES: &str = "\
 Exit status:
   0  compacted (or, with --dry-run, the events were printed)
   1  refused: the range or the log does not allow it (the message says why)
@@ -268,22 +486,22 @@ Exit status:
 #[command(group(ArgGroup::new("summary_text").required(true).args(["summary", "summary_file"])))]
 pub struct CompactArgs {
     /// The first surface node to replace (a seq from `dshs surface`).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub start: u64,
     /// The last surface node to replace (inclusive; not before START in surface order).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub end: u64,
     /// The summary the model sees instead of the range.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", value_hint = ValueHint::Other)]
     pub summary: Option<String>,
     /// Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped.
-    #[arg(long, value_name = "PATH")]
+    #[arg(long, value_name = "PATH", value_hint = ValueHint::FilePath)]
     pub summary_file: Option<PathBuf>,
     /// Change nothing: print the four events that would be appended, as JSON Lines.
     #[arg(long)]
     pub dry_run: bool,
     /// The log file (or session directory) to compact; `-` (standard input) with --dry-run.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
@@ -299,10 +517,9 @@ pub struct SurfaceArgs {
     #[arg(long, value_enum, default_value_t = SurfaceFormat::Table)]
     pub format: SurfaceFormat,
     /// Show the surface as it stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
-    /// Log file, session directory, or `-` for standard input.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
@@ -319,10 +536,9 @@ pub struct DeriveArgs {
     #[arg(long, value_enum, default_value_t = DeriveFormat::Json)]
     pub format: DeriveFormat,
     /// Derive the messages as they stood right after event SEQ (replays the log up to SEQ).
-    #[arg(long, value_name = "SEQ")]
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
-    /// Log file, session directory, or `-` for standard input.
-    #[arg(value_name = "FILE")]
+    #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
 
@@ -350,6 +566,26 @@ mod tests {
     #[test]
     fn cli_definition_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn exit_tables_parse_into_rows_with_continuations_joined() {
+        let rows = exit_table(EXIT_CODES);
+        let codes: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+        assert_eq!(codes, ["0", "1", "2", "3"]);
+        assert!(rows[3].1.starts_with("refused as unsupported"));
+        assert!(rows[3].1.ends_with("or a live writer holds the session"));
+        assert!(
+            !rows[3].1.contains("  "),
+            "continuation joined with one space"
+        );
+        assert_eq!(exit_table(INSPECT_EXIT_CODES).len(), 4);
+    }
+
+    #[test]
+    fn examples_are_indented_under_their_heading() {
+        let text = examples_then("a b\n   c d", "Exit status:\n  0  ok");
+        assert_eq!(text, "Examples:\n  a b\n  c d\n\nExit status:\n  0  ok");
     }
 
     #[test]

@@ -12,8 +12,16 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::with_capacity(64 * 1024, stdout.lock());
+    // --quiet: nothing on stdout or stderr, whatever the command; only the exit status.
+    let mut out: Box<dyn Write> = if cli.quiet {
+        render::silence();
+        Box::new(std::io::sink())
+    } else {
+        Box::new(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stdout().lock(),
+        ))
+    };
     let result = cmd::run(cli, &mut out).and_then(|o| {
         out.flush()?;
         Ok(o)
@@ -26,9 +34,13 @@ fn main() -> ExitCode {
             drop(out);
             let mut msg = format!("dshs: error: {e}");
             for cause in e.chain().skip(1) {
-                msg.push_str(&format!("\n  caused by: {cause}"));
+                // Most errors already name their cause (`cannot read X: <io error>`).
+                let cause = cause.to_string();
+                if !msg.contains(&cause) {
+                    msg.push_str(&format!("\n  caused by: {cause}"));
+                }
             }
-            eprintln!("{msg}");
+            render::diag!("{msg}");
             exit::Outcome::Failure.into()
         }
     }

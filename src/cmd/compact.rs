@@ -135,7 +135,7 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         }
         out.flush()?;
         if !env.quiet {
-            eprintln!(
+            crate::render::diag!(
                 "{name}: would replace {}; nothing was written",
                 describe(&plan)
             );
@@ -188,7 +188,7 @@ fn refuse(name: &str, refusal: &Refusal, errors: &Errors) -> Outcome {
     if matches!(refusal, Refusal::Invalid { .. } | Refusal::Unsupported) {
         print_errors(name, errors.kept.iter());
         if errors.more > 0 {
-            eprintln!(
+            crate::render::diag!(
                 "{name}: … {} more error{} not shown (dshs validate lists them all)",
                 errors.more,
                 plural(errors.more)

@@ -2,7 +2,7 @@
 //! message object stored in the log (§12.1). The surface holds positions only; each message
 //! is read back from its line when it is written, so memory does not follow message size.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Context, Result};
 
@@ -11,7 +11,7 @@ use dshs::log::json;
 
 use crate::cli::{DeriveArgs, DeriveFormat};
 use crate::exit::Outcome;
-use crate::render::markdown;
+use crate::render::{escape, markdown};
 
 use super::Env;
 use super::fold::{self, Loaded, Want};
@@ -30,7 +30,12 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         .lines
         .as_deref()
         .context("the log has no file to read messages from")?;
-    let mut deriver = Deriver::open(path).context("cannot reopen the log to read messages")?;
+    let mut deriver = Deriver::open(path).with_context(|| {
+        format!(
+            "cannot reopen {} to read its messages",
+            escape(&folded.name)
+        )
+    })?;
     let mut first = true;
     if args.format == DeriveFormat::Json {
         out.write_all(b"[")?;
@@ -44,13 +49,13 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             }) => {
                 // validate reports the shape error; there is nothing stored to copy.
                 let _ = writeln!(
-                    io::stderr(),
+                    crate::render::diag_stream(),
                     "dshs: warning: seq {seq} ({}) has no `{place}` to derive; skipped",
                     node.kind.type_name()
                 );
                 continue;
             }
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(fold::reread_failure(&folded.name, node, &e)),
         };
         match args.format {
             DeriveFormat::Json => {
@@ -64,7 +69,11 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             DeriveFormat::Markdown => {
                 let text = String::from_utf8_lossy(&bytes);
                 let msg = json::parse(text.as_bytes()).map_err(|why| {
-                    anyhow::anyhow!("seq {}: the stored message is not JSON: {why}", node.seq)
+                    let e = DeriveError::Message {
+                        seq: node.seq,
+                        source: MessageError::NotJson(why.to_string()),
+                    };
+                    fold::reread_failure(&folded.name, node, &e)
                 })?;
                 out.write_all(markdown::message(node.seq, node.kind, &msg).as_bytes())?;
             }

@@ -84,7 +84,7 @@ pub fn run(args: &ExplainArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         } else {
             format!("did you mean {}?", close.join(", "))
         };
-        eprintln!(
+        crate::render::diag!(
             "dshs: error: unknown finding code `{}`; {hint}",
             crate::render::escape(name)
         );

@@ -2,12 +2,14 @@
 //! `--at SEQ`), or say why it cannot be folded (CLI.md "surface": unsupported → 3, a header
 //! error, fatal damage or a fold rejection → 1 with those findings, `--at` past the end → 2).
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::PathBuf;
 
 use anyhow::Result;
 
+use dshs::log::derive::DeriveError;
 use dshs::log::scan::{FoldState, Scan, ScanOptions, Status};
+use dshs::log::surface::Node;
 use dshs::log::{Finding, Sink, input};
 
 use crate::exit::Outcome;
@@ -146,15 +148,30 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
     })))
 }
 
+/// A message could not be read back from its line after the pass: say where, and the likely
+/// reason (the file changed underneath).
+pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error {
+    let why = match e {
+        DeriveError::Io { source, .. } => format!("cannot read the line again: {source}"),
+        DeriveError::Message { source, .. } => source.to_string(),
+    };
+    anyhow::anyhow!(
+        "{}: line {}, seq {}: {why}; did the log change while dshs read it? run the command again",
+        escape(name),
+        node.pos.line,
+        node.seq
+    )
+}
+
 /// `dshs: error: …` on stderr. A closed stderr is not worth failing over.
 pub fn complain(message: &str) {
-    let _ = writeln!(io::stderr(), "dshs: error: {message}");
+    let _ = writeln!(crate::render::diag_stream(), "dshs: error: {message}");
 }
 
 /// The findings that stop the fold, as `validate` prints them, then why nothing is shown.
 fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
     let painter = Painter { color: false };
-    let mut err = io::stderr().lock();
+    let mut err = crate::render::diag_stream();
     for f in &refusals.kept {
         let _ = writeln!(err, "{}", human::finding(&painter, name, f));
     }
@@ -167,12 +184,21 @@ fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
             human::plural(refusals.more)
         );
     }
+    let explain = refusals.kept.first().map_or_else(String::new, |f| {
+        format!(", `dshs explain {}` how to fix it", f.code.as_str())
+    });
     let why = if unsupported {
-        "is not supported (see above)".to_owned()
+        match refusals.kept.first() {
+            Some(f) => format!(
+                "is not supported (see above; `dshs explain {}` says what to do)",
+                f.code.as_str()
+            ),
+            None => "is not supported (see above)".to_owned(),
+        }
     } else {
         let n = scan.tally.blocking.max(1);
         format!(
-            "cannot be folded the way DSH loads it ({n} blocking error{}; `dshs validate` lists every finding)",
+            "cannot be folded the way DSH loads it ({n} blocking error{}; `dshs validate` lists every finding{explain})",
             human::plural(n)
         )
     };

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod derive;
 pub mod explain;
 mod fold;
+pub mod man;
 pub mod repair;
 pub mod show;
 pub mod stats;
@@ -16,7 +17,7 @@ use std::fs::File;
 use std::io::{self, BufReader, IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 
 use dshs::log::Finding;
 use dshs::log::Sink;
@@ -24,15 +25,19 @@ use dshs::log::input::{self, InputError, Opened, Source};
 use dshs::log::scan::{self, Observer, Scan, ScanOptions, Status};
 use dshs::log::vocab::KnownTypes;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, DeriveFormat, ReportFormat, SurfaceFormat};
 use crate::exit::Outcome;
-use crate::render::{Progress, use_color};
+use crate::render::{Progress, ProgressPolicy, use_color};
 
 /// Global options, decided once; commands never see clap types for them.
 pub struct Env {
     pub color_out: bool,
+    /// `--quiet`: stdout is already a sink and diagnostics are off (main); commands may use
+    /// this to skip work whose only purpose is output.
     pub quiet: bool,
     pub known_types: KnownTypes,
+    /// When a long read may show a progress bar on stderr.
+    pub progress: ProgressPolicy,
 }
 
 impl Env {
@@ -40,16 +45,40 @@ impl Env {
         let mut known = KnownTypes::default();
         if let Some(list) = std::env::var_os("DSHS_KNOWN_TYPES") {
             for path in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
-                known.load(&path).context("DSHS_KNOWN_TYPES")?;
+                known.load(&path).map_err(|e| {
+                    anyhow::anyhow!(
+                        "{e} (listed in DSHS_KNOWN_TYPES; fix the file or the variable)"
+                    )
+                })?;
             }
         }
         for path in &cli.known_types {
-            known.load(path)?;
+            known
+                .load(path)
+                .map_err(|e| anyhow::anyhow!("--known-types: {e}"))?;
         }
+        let stdout_is_terminal = io::stdout().is_terminal();
+        // JSON output never comes with a progress bar; commands that write while they read
+        // (validate's findings, show's lines) get none when that goes to the same terminal.
+        let (json, writes_while_reading) = match &cli.command {
+            Command::Validate(a) => (a.format == ReportFormat::Json, true),
+            Command::Show(a) => (a.format == ReportFormat::Json, true),
+            Command::Stats(a) => (a.format == ReportFormat::Json, false),
+            Command::Surface(a) => (a.format == SurfaceFormat::Json, false),
+            Command::Derive(a) => (a.format != DeriveFormat::Markdown, false),
+            Command::Repair(a) => (a.dry_run, false),
+            _ => (false, false),
+        };
         Ok(Env {
-            color_out: use_color(cli.color, io::stdout().is_terminal()),
+            color_out: use_color(cli.color, stdout_is_terminal),
             quiet: cli.quiet,
             known_types: known,
+            progress: ProgressPolicy {
+                stderr_is_terminal: io::stderr().is_terminal(),
+                quiet: cli.quiet,
+                json,
+                interleaves: writes_while_reading && stdout_is_terminal,
+            },
         })
     }
 
@@ -65,7 +94,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
     let env = match Env::from_cli(&cli) {
         Ok(env) => env,
         Err(e) => {
-            eprintln!("dshs: error: {e:#}");
+            crate::render::diag!("dshs: error: {e:#}");
             return Ok(Outcome::Failure);
         }
     };
@@ -79,6 +108,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Surface(args) => surface::run(&args, &env, out),
         Command::Derive(args) => derive::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
+        Command::Man => man::run(out),
     }
 }
 
@@ -95,7 +125,7 @@ pub fn scan_source(
         .as_deref()
         .and_then(|p| std::fs::metadata(p).ok())
         .map(|m| m.len());
-    let reader = Progress::new(opened.reader, &opened.name, size, env.quiet);
+    let reader = Progress::new(opened.reader, &opened.name, size, env.progress.wants(size));
     scan::scan(reader, opened.path.as_deref(), opts, sink, observer)
 }
 
@@ -108,7 +138,7 @@ pub fn open(arg: &str) -> Result<Opened, InputError> {
 /// (3 for an unsupported encoding, 2 otherwise).
 pub fn open_or_report(arg: &str) -> Result<Opened, Outcome> {
     open(arg).map_err(|e| {
-        eprintln!("dshs: error: {}", crate::render::escape(&e.to_string()));
+        crate::render::diag!("dshs: error: {}", crate::render::escape(&e.to_string()));
         input_failure(&e)
     })
 }
@@ -171,7 +201,7 @@ impl Seekable {
 
 /// Reading failed part-way: report it and exit 2.
 pub fn read_failure(name: &str, e: &io::Error) -> Outcome {
-    eprintln!(
+    crate::render::diag!(
         "dshs: error: cannot read {}: {}",
         crate::render::escape(name),
         crate::render::escape(&e.to_string())
@@ -204,7 +234,7 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
             crate::render::escape(&dshs::log::text::clip(&f.message, 160))
         )
     });
-    eprintln!(
+    crate::render::diag!(
         "dshs: {}: {} log ({} error{}, {} warning{}){first}; run `dshs validate` for every finding",
         crate::render::escape(name),
         status.as_str(),
@@ -213,4 +243,39 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
         scan.tally.warnings,
         crate::render::human::plural(scan.tally.warnings),
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn env(args: &[&str]) -> Env {
+        let cli = Cli::try_parse_from(args).expect("valid arguments");
+        Env::from_cli(&cli).expect("no known-types files")
+    }
+
+    #[test]
+    fn json_output_never_gets_a_progress_bar() {
+        for (args, json) in [
+            (&["dshs", "validate", "x"][..], false),
+            (&["dshs", "validate", "--format", "json", "x"], true),
+            (&["dshs", "show", "--format", "json", "x"], true),
+            (&["dshs", "stats", "--format", "json", "x"], true),
+            (&["dshs", "stats", "x"], false),
+            (&["dshs", "surface", "--format", "json", "x"], true),
+            (&["dshs", "surface", "x"], false),
+            (&["dshs", "derive", "x"], true),
+            (&["dshs", "derive", "--format", "ndjson", "x"], true),
+            (&["dshs", "derive", "--format", "markdown", "x"], false),
+            (&["dshs", "repair", "--dry-run", "x"], true),
+            (&["dshs", "repair", "x"], false),
+        ] {
+            let e = env(args);
+            assert_eq!(e.progress.json, json, "{args:?}");
+            assert!(!e.progress.quiet);
+        }
+        let e = env(&["dshs", "-q", "stats", "x"]);
+        assert!(e.quiet && e.progress.quiet && !e.progress.wants(None));
+    }
 }

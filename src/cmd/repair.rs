@@ -2,8 +2,9 @@
 //! DSH does on resume. The plan is `log::repair`, the write is `log::write`; this file opens
 //! the log, takes the session lock, prints, and maps outcomes to exit codes.
 //!
-//! Human text: the summary of a repair goes to stdout (`-q` silences it); with `--dry-run`,
-//! stdout holds only the closers (JSON Lines) and what would be cut goes to stderr.
+//! Human text: the summary of a repair goes to stdout; with `--dry-run`, stdout holds only the
+//! closers (JSON Lines) and what would be cut goes to stderr. `-q` silences all of it (main
+//! sends stdout to a sink and `render::diag!` prints nothing); the repair itself still runs.
 
 use std::fs::File;
 use std::io::{BufReader, Write};
@@ -140,9 +141,9 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             out.write_all(b"\n")?;
         }
         out.flush()?;
-        eprintln!("{name}: {}", would_cut(plan.cut.as_ref()));
+        crate::render::diag!("{name}: {}", would_cut(plan.cut.as_ref()));
         if !env.quiet {
-            eprintln!("{name}: {}", would_append(&plan));
+            crate::render::diag!("{name}: {}", would_append(&plan));
         }
         return Ok(Outcome::Success);
     }
@@ -245,7 +246,7 @@ pub(super) fn test_fault() -> Result<Fault, String> {
 }
 
 pub(super) fn fail(message: &str, outcome: Outcome) -> Outcome {
-    eprintln!("dshs: error: {}", escape(message));
+    crate::render::diag!("dshs: error: {}", escape(message));
     outcome
 }
 
@@ -262,31 +263,38 @@ pub(super) fn write_failed(e: &WriteError) -> Outcome {
 pub(super) fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
     let painter = Painter { color: false };
     for f in findings {
-        eprintln!("{}", human::finding(&painter, name, f));
+        crate::render::diag!("{}", human::finding(&painter, name, f));
     }
 }
 
 fn refuse(name: &str, refusal: Refusal, errors: &Errors) -> Outcome {
     print_errors(name, errors.kept.iter());
     if errors.more > 0 {
-        eprintln!(
+        crate::render::diag!(
             "{name}: … {} more error{} not shown (dshs validate lists them all)",
             errors.more,
             plural(errors.more)
         );
     }
     let total = errors.kept.len() as u64 + errors.more;
+    let code = errors.kept.first().map(|f| f.code.as_str());
     match refusal {
         Refusal::Unsupported => fail(
             &format!(
-                "refusing to repair {name}: dshs does not support this log (see above); nothing was written"
+                "refusing to repair {name}: dshs does not support this log (see above{}); nothing was written",
+                code.map_or_else(String::new, |c| format!(
+                    "; `dshs explain {c}` says what to do"
+                ))
             ),
             Outcome::Unsupported,
         ),
         Refusal::Invalid => fail(
             &format!(
-                "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written",
-                plural(total)
+                "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written{}",
+                plural(total),
+                code.map_or_else(String::new, |c| format!(
+                    ". `dshs explain {c}` says how to fix it by hand"
+                ))
             ),
             Outcome::Invalid,
         ),

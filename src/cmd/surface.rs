@@ -93,10 +93,13 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     }
     let layout = TableLayout::new(max_seq, max_role, max_op, terminal_width(), env.color_out);
 
-    let mut deriver = match &f.lines {
-        Some(path) => Some(Deriver::open(path).context("cannot reopen the log to read messages")?),
-        None => None,
-    };
+    let mut deriver =
+        match &f.lines {
+            Some(path) => Some(Deriver::open(path).with_context(|| {
+                format!("cannot reopen {} to read its messages", escape(&f.name))
+            })?),
+            None => None,
+        };
     let mut rows = Vec::with_capacity(CHUNK);
     let mut header = true;
     let mut iter = surface.iter().peekable();
@@ -109,7 +112,7 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
                 role: role_text(n),
                 op: op_text(n),
                 replaced: n.op == EntryOp::Replace,
-                preview: preview_of(n, deriver.as_mut(), layout.preview_width())?,
+                preview: preview_of(&f.name, n, deriver.as_mut(), layout.preview_width())?,
             });
         }
         for line in layout.render(&rows, header) {
@@ -131,7 +134,12 @@ fn digits(n: u64) -> usize {
 }
 
 /// The preview column of one node.
-fn preview_of(n: &Node, deriver: Option<&mut Deriver>, width: usize) -> Result<Preview> {
+fn preview_of(
+    name: &str,
+    n: &Node,
+    deriver: Option<&mut Deriver>,
+    width: usize,
+) -> Result<Preview> {
     if !n.derives {
         return Ok(Preview::NoMessage);
     }
@@ -144,11 +152,16 @@ fn preview_of(n: &Node, deriver: Option<&mut Deriver>, width: usize) -> Result<P
             source: MessageError::Missing(_),
             ..
         }) => return Ok(Preview::Missing),
-        Err(e) => return Err(e.into()),
+        Err(e) => return Err(super::fold::reread_failure(name, n, &e)),
     };
     // Ask the core for a little more than fits, so a cut shows as `…`.
-    let text = derive::preview_bytes(&bytes, width + 1)
-        .map_err(|e| anyhow::anyhow!("seq {}: {e}", n.seq))?;
+    let text = derive::preview_bytes(&bytes, width + 1).map_err(|e| {
+        let e = DeriveError::Message {
+            seq: n.seq,
+            source: e,
+        };
+        super::fold::reread_failure(name, n, &e)
+    })?;
     Ok(Preview::Text(preview_cell(&text, width)))
 }
 

@@ -107,7 +107,7 @@ fn validate_one(
     let scan = match scanned {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
+            crate::render::diag!(
                 "dshs: error: cannot read {}: {e}",
                 crate::render::escape(file)
             );

@@ -8,7 +8,8 @@ pub mod summary;
 pub mod surface;
 
 use std::borrow::Cow;
-use std::io::{self, BufRead, IsTerminal, Read, Write};
+use std::io::{self, BufRead, Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::cli::ColorChoice;
@@ -16,16 +17,56 @@ use crate::cli::ColorChoice;
 /// Whether to colour a stream (CLI.md: auto = a terminal, `NO_COLOR` unset or empty, `TERM`
 /// not `dumb`).
 pub fn use_color(choice: ColorChoice, is_terminal: bool) -> bool {
+    color_decision(
+        choice,
+        is_terminal,
+        std::env::var_os("NO_COLOR").as_deref(),
+        std::env::var_os("TERM").as_deref(),
+    )
+}
+
+/// [`use_color`] on explicit inputs (the values of `NO_COLOR` and `TERM`).
+fn color_decision(
+    choice: ColorChoice,
+    is_terminal: bool,
+    no_color: Option<&std::ffi::OsStr>,
+    term: Option<&std::ffi::OsStr>,
+) -> bool {
     match choice {
         ColorChoice::Always => true,
         ColorChoice::Never => false,
         ColorChoice::Auto => {
-            is_terminal
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-                && std::env::var_os("TERM").is_none_or(|t| t != "dumb")
+            is_terminal && no_color.is_none_or(|v| v.is_empty()) && term.is_none_or(|t| t != "dumb")
         }
     }
 }
+
+/// Set once by `--quiet`: diagnostics go nowhere.
+static QUIET: AtomicBool = AtomicBool::new(false);
+
+/// `--quiet`: from now on [`diag!`] prints nothing (main calls this before any command runs).
+pub fn silence() {
+    QUIET.store(true, Ordering::Relaxed);
+}
+
+/// Where diagnostics (errors, warnings, notes, progress) go: stderr, or nowhere under
+/// `--quiet`. Every message for people passes through here or [`diag!`], never `eprintln!`.
+pub fn diag_stream() -> Box<dyn Write> {
+    if QUIET.load(Ordering::Relaxed) {
+        Box::new(io::sink())
+    } else {
+        Box::new(io::stderr().lock())
+    }
+}
+
+/// `eprintln!` that obeys `--quiet`; a closed stderr is not worth failing over.
+macro_rules! diag {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!($crate::render::diag_stream(), $($arg)*);
+    }};
+}
+pub(crate) use diag;
 
 /// A closed reader of our output (`| head`) is not an error.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
@@ -117,58 +158,123 @@ impl Clock {
     }
 }
 
-/// Reports how far a long read has come, on stderr, when stderr is a terminal.
+/// When a progress bar may be drawn (it is drawn only once a read has taken
+/// [`PROGRESS_SHOW_AFTER`]): stderr is a terminal, not `--quiet`, the output is not JSON, stdout
+/// is not a terminal the command writes to while it reads (the bar would tear its lines), and
+/// the input is big enough to take that long: a file of at least [`PROGRESS_MIN_BYTES`], or
+/// standard input (size unknown).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProgressPolicy {
+    pub stderr_is_terminal: bool,
+    pub quiet: bool,
+    pub json: bool,
+    pub interleaves: bool,
+}
+
+impl ProgressPolicy {
+    pub fn wants(&self, size: Option<u64>) -> bool {
+        self.stderr_is_terminal
+            && !self.quiet
+            && !self.json
+            && !self.interleaves
+            && size.is_none_or(|s| s >= PROGRESS_MIN_BYTES)
+    }
+}
+
+/// Files smaller than this are read in well under a second (≈100–200 MiB/s measured).
+pub const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
+/// The bar appears only when a read has taken this long.
+pub const PROGRESS_SHOW_AFTER: Duration = Duration::from_secs(1);
+/// At most ten redraws a second.
+const PROGRESS_DRAW_EVERY: Duration = Duration::from_millis(100);
+/// The clock is looked at once per this many bytes, not per line.
+const PROGRESS_CHECK_BYTES: u64 = 1024 * 1024;
+
+/// A reader that draws a progress bar on stderr (bytes read, rate, ETA) while it is read,
+/// when [`ProgressPolicy::wants`] it; otherwise it only counts bytes.
 pub struct Progress<R> {
     inner: R,
     label: String,
     total: Option<u64>,
     done: u64,
-    last: Instant,
-    shown: bool,
+    start: Instant,
+    next_check: u64,
+    last_draw: Option<Instant>,
     enabled: bool,
 }
 
-const PROGRESS_EVERY: Duration = Duration::from_millis(200);
-const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
-
 impl<R> Progress<R> {
-    /// Progress is shown only for inputs of known size ≥ 64 MiB, on a terminal, unless quiet.
-    pub fn new(inner: R, label: &str, total: Option<u64>, quiet: bool) -> Self {
-        let enabled =
-            !quiet && io::stderr().is_terminal() && total.is_some_and(|t| t >= PROGRESS_MIN_BYTES);
+    pub fn new(inner: R, label: &str, total: Option<u64>, enabled: bool) -> Self {
         Progress {
             inner,
-            label: label.to_owned(),
+            label: escape(label).into_owned(),
             total,
             done: 0,
-            last: Instant::now(),
-            shown: false,
+            start: Instant::now(),
+            next_check: PROGRESS_CHECK_BYTES,
+            last_draw: None,
             enabled,
         }
     }
 
     fn advance(&mut self, n: usize) {
         self.done += n as u64;
-        if self.enabled && self.last.elapsed() >= PROGRESS_EVERY {
-            self.last = Instant::now();
-            self.shown = true;
-            let total = self.total.unwrap_or(self.done).max(1);
-            let pct = self.done.saturating_mul(100) / total;
-            let _ = write!(
-                io::stderr(),
-                "\r{}: {} / {} ({pct}%)\x1b[K",
-                escape(&self.label),
-                human_bytes(self.done),
-                human_bytes(total)
-            );
+        if !self.enabled || self.done < self.next_check {
+            return;
         }
+        self.next_check = self.done + PROGRESS_CHECK_BYTES;
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.start);
+        if elapsed < PROGRESS_SHOW_AFTER
+            || self
+                .last_draw
+                .is_some_and(|t| now.duration_since(t) < PROGRESS_DRAW_EVERY)
+        {
+            return;
+        }
+        self.last_draw = Some(now);
+        let line = progress_line(&self.label, self.done, self.total, elapsed);
+        let _ = write!(diag_stream(), "\r{line}\x1b[K");
+    }
+}
+
+/// One progress line: `name [#####-----] 312.0 MiB / 1.0 GiB  156.0 MiB/s  ETA 4s` (no bar
+/// and no ETA when the size is unknown).
+pub fn progress_line(label: &str, done: u64, total: Option<u64>, elapsed: Duration) -> String {
+    const WIDTH: u64 = 24;
+    let secs = elapsed.as_secs_f64().max(0.001);
+    let rate = done as f64 / secs;
+    let label = dshs::log::text::clip(label, 40);
+    match total {
+        Some(total) if total > 0 => {
+            let done = done.min(total);
+            let filled = (done * WIDTH / total) as usize;
+            let eta = if rate >= 1.0 {
+                format!("{}s", ((total - done) as f64 / rate).ceil() as u64)
+            } else {
+                "?".to_owned()
+            };
+            format!(
+                "{label} [{}{}] {} / {}  {}/s  ETA {eta}",
+                "#".repeat(filled),
+                "-".repeat(WIDTH as usize - filled),
+                human_bytes(done),
+                human_bytes(total),
+                human_bytes(rate as u64),
+            )
+        }
+        _ => format!(
+            "{label} {}  {}/s",
+            human_bytes(done),
+            human_bytes(rate as u64)
+        ),
     }
 }
 
 impl<R> Drop for Progress<R> {
     fn drop(&mut self) {
-        if self.shown {
-            let _ = write!(io::stderr(), "\r\x1b[K");
+        if self.last_draw.is_some() {
+            let _ = write!(diag_stream(), "\r\x1b[K");
         }
     }
 }
@@ -245,6 +351,118 @@ mod tests {
             escape_keeping_lines("a\r\n\x1b[2J\u{202E}\rb"),
             "a\n\\u{1b}[2J\\u{202e}\\rb"
         );
+    }
+
+    #[test]
+    fn colour_follows_the_choice_the_terminal_no_color_and_term() {
+        use std::ffi::OsStr;
+        let on = |choice, tty, no_color: Option<&str>, term: Option<&str>| {
+            color_decision(choice, tty, no_color.map(OsStr::new), term.map(OsStr::new))
+        };
+        assert!(on(ColorChoice::Auto, true, None, Some("xterm")));
+        assert!(
+            on(ColorChoice::Auto, true, Some(""), None),
+            "empty NO_COLOR is unset"
+        );
+        assert!(!on(ColorChoice::Auto, true, Some("1"), Some("xterm")));
+        assert!(!on(ColorChoice::Auto, true, None, Some("dumb")));
+        assert!(!on(ColorChoice::Auto, false, None, Some("xterm")));
+        assert!(on(ColorChoice::Always, false, Some("1"), Some("dumb")));
+        assert!(!on(ColorChoice::Never, true, None, Some("xterm")));
+    }
+
+    #[test]
+    fn progress_only_on_a_terminal_not_quiet_not_json_and_for_big_or_unknown_inputs() {
+        let base = ProgressPolicy {
+            stderr_is_terminal: true,
+            quiet: false,
+            json: false,
+            interleaves: false,
+        };
+        let big = Some(PROGRESS_MIN_BYTES);
+        assert!(base.wants(big));
+        assert!(
+            base.wants(None),
+            "standard input: size unknown, shown if it takes long"
+        );
+        assert!(
+            !base.wants(Some(PROGRESS_MIN_BYTES - 1)),
+            "small files never"
+        );
+        assert!(!base.wants(Some(0)));
+        for off in [
+            ProgressPolicy {
+                stderr_is_terminal: false,
+                ..base
+            },
+            ProgressPolicy {
+                quiet: true,
+                ..base
+            },
+            ProgressPolicy { json: true, ..base },
+            ProgressPolicy {
+                interleaves: true,
+                ..base
+            },
+        ] {
+            assert!(!off.wants(big), "{off:?}");
+            assert!(!off.wants(None), "{off:?}");
+        }
+    }
+
+    #[test]
+    fn progress_line_shows_bytes_rate_and_eta() {
+        let mib = 1024 * 1024;
+        let line = progress_line(
+            "s.jsonl",
+            256 * mib,
+            Some(1024 * mib),
+            Duration::from_secs(2),
+        );
+        assert_eq!(
+            line,
+            "s.jsonl [######------------------] 256.0 MiB / 1.0 GiB  128.0 MiB/s  ETA 6s"
+        );
+        let done = progress_line(
+            "s.jsonl",
+            1024 * mib,
+            Some(1024 * mib),
+            Duration::from_secs(8),
+        );
+        assert!(done.contains("[########################]") && done.ends_with("ETA 0s"));
+        // Standard input: no size, so no bar and no ETA.
+        assert_eq!(
+            progress_line("-", 3 * mib, None, Duration::from_secs(3)),
+            "- 3.0 MiB  1.0 MiB/s"
+        );
+        // A long name is clipped.
+        let long = "x".repeat(100);
+        assert!(
+            progress_line(&long, 0, Some(10), Duration::ZERO)
+                .starts_with(&format!("{}… [", "x".repeat(40)))
+        );
+    }
+
+    #[test]
+    fn progress_counts_what_is_read_and_draws_nothing_when_disabled() {
+        let data = vec![b'x'; 3 * 1024 * 1024];
+        let mut p = Progress::new(&data[..], "t", Some(data.len() as u64), false);
+        let mut sink = Vec::new();
+        io::copy(&mut p, &mut sink).unwrap();
+        assert_eq!(p.done, data.len() as u64);
+        assert!(p.last_draw.is_none());
+        // Via BufRead too (the scan consumes lines).
+        let mut p = Progress::new(io::BufReader::new(&data[..]), "t", None, false);
+        let mut n = 0;
+        loop {
+            let len = p.fill_buf().unwrap().len();
+            if len == 0 {
+                break;
+            }
+            p.consume(len);
+            n += len;
+        }
+        assert_eq!((p.done, n), (data.len() as u64, data.len()));
     }
 
     #[test]

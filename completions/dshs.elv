@@ -20,8 +20,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
             cand -V 'Print version'
@@ -34,7 +34,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
-            cand completions 'Print a shell completion script'
+            cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+            cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'dshs;validate'= {
@@ -43,38 +44,38 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --deny-warnings 'Exit 1 when there are warnings, too'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;explain'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;surface'= {
             cand --format 'Output format: a table with a preview of each message, or one JSON document'
             cand --at 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;derive'= {
             cand --format 'One JSON array, one message per line, or a readable transcript'
             cand --at 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;show'= {
             cand --type 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …'
@@ -83,8 +84,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --format 'One line per event, or the same selection as JSON Lines'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -92,18 +93,18 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --format 'A report for people, or one JSON document'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;repair'= {
             cand --output 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --dry-run 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
@@ -115,18 +116,26 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --dry-run 'Change nothing: print the four events that would be appended, as JSON Lines'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;completions'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
-            cand -q 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand --quiet 'Print less: no progress, no summaries beyond what the command exists to print'
-            cand -h 'Print help'
-            cand --help 'Print help'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
+        &'dshs;man'= {
+            cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
+            cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;help'= {
             cand validate 'Check every rule of the log''s format version and report every finding'
@@ -137,7 +146,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
-            cand completions 'Print a shell completion script'
+            cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+            cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
         }
         &'dshs;help;validate'= {
@@ -157,6 +167,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;help;compact'= {
         }
         &'dshs;help;completions'= {
+        }
+        &'dshs;help;man'= {
         }
         &'dshs;help;help'= {
         }

@@ -23,8 +23,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         'dshs' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
@@ -37,7 +37,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -47,19 +48,19 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--deny-warnings', '--deny-warnings', [CompletionResultType]::ParameterName, 'Exit 1 when there are warnings, too')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;explain' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;surface' {
@@ -67,10 +68,10 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;derive' {
@@ -78,10 +79,10 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;show' {
@@ -91,8 +92,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'One line per event, or the same selection as JSON Lines')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -101,10 +102,10 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'A report for people, or one JSON document')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;repair' {
@@ -112,8 +113,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -126,8 +127,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Change nothing: print the four events that would be appended, as JSON Lines')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
@@ -135,10 +136,19 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         'dshs;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
-            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print less: no progress, no summaries beyond what the command exists to print')
-            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help')
-            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
+        'dshs;man' {
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
+            [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
         'dshs;help' {
@@ -150,7 +160,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
-            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
             break
         }
@@ -179,6 +190,9 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;help;completions' {
+            break
+        }
+        'dshs;help;man' {
             break
         }
         'dshs;help;help' {
