@@ -28,6 +28,9 @@ _dshs() {
             dshs,help)
                 cmd="dshs__subcmd__help"
                 ;;
+            dshs,ls)
+                cmd="dshs__subcmd__ls"
+                ;;
             dshs,repair)
                 cmd="dshs__subcmd__repair"
                 ;;
@@ -55,6 +58,9 @@ _dshs() {
             dshs__subcmd__help,help)
                 cmd="dshs__subcmd__help__subcmd__help"
                 ;;
+            dshs__subcmd__help,ls)
+                cmd="dshs__subcmd__help__subcmd__ls"
+                ;;
             dshs__subcmd__help,repair)
                 cmd="dshs__subcmd__help__subcmd__repair"
                 ;;
@@ -77,7 +83,7 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair completions help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair ls completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -173,7 +179,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain surface derive show stats repair completions help"
+            opts="validate explain surface derive show stats repair ls completions help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -229,6 +235,20 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help__subcmd__help)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__ls)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -305,6 +325,40 @@ _dshs() {
                 return 0
             fi
             case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__ls)
+            opts="-j -q -h --format --jobs --color --quiet --known-types --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --format)
+                    COMPREPLY=($(compgen -W "human json" -- "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
                 *)
                     COMPREPLY=()
                     ;;
@@ -433,7 +487,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__validate)
-            opts="-q -h --format --deny-warnings --max-findings --color --quiet --known-types --help"
+            opts="-j -q -h --format --deny-warnings --max-findings --jobs --color --quiet --known-types --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -444,6 +498,14 @@ _dshs() {
                     return 0
                     ;;
                 --max-findings)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --jobs)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -j)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -38,11 +38,13 @@ complete -c dshs -n "__fish_dshs_needs_command" -f -a "derive" -d 'Print the mod
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "show" -d 'List events as people read them: one line per event'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "ls" -d 'List the sessions under a DSH storage root, each validated, newest activity first'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)' -r -f -a "human\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s j -l jobs -d 'Check N logs at a time (default: one per core)' -r
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -102,18 +104,28 @@ complete -c dshs -n "__fish_dshs_using_subcommand repair" -l known-types -d 'A f
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l dry-run -d 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -l format -d 'Output format: a table, or JSON Lines (one object per session)' -r -f -a "human\t''
+json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -s j -l jobs -d 'Validate N sessions at a time (default: one per core)' -r
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
+complete -c dshs -n "__fish_dshs_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -s q -l quiet -d 'Print less: no progress, no summaries beyond what the command exists to print'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -s h -l help -d 'Print help'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "show" -d 'List events as people read them: one line per event'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "completions" -d 'Print a shell completion script'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "show" -d 'List events as people read them: one line per event'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "ls" -d 'List the sessions under a DSH storage root, each validated, newest activity first'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "completions" -d 'Print a shell completion script'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair ls completions help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

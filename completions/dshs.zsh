@@ -36,6 +36,8 @@ _dshs() {
 _arguments "${_arguments_options[@]}" : \
 '--format=[Output format\: human-readable lines, or JSON Lines (findings, then a summary per file)]:FORMAT:(human json)' \
 '--max-findings=[Print at most N findings per file (the summary still counts all of them)]:N:_default' \
+'-j+[Check N logs at a time (default\: one per core)]:N:_default' \
+'--jobs=[Check N logs at a time (default\: one per core)]:N:_default' \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
 '*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
 '--deny-warnings[Exit 1 when there are warnings, too]' \
@@ -43,7 +45,7 @@ _arguments "${_arguments_options[@]}" : \
 '--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
 '-h[Print help]' \
 '--help[Print help]' \
-'*::files -- Log files, session directories, or `-` for standard input:_default' \
+'*::files -- Log files (plain or zstd), session directories (their newest generation), storage roots (every session below), or `-` for standard input:_default' \
 && ret=0
 ;;
 (explain)
@@ -123,6 +125,20 @@ _arguments "${_arguments_options[@]}" : \
 ':file -- The log file (or session directory) to repair; `-` with --dry-run or --output:_default' \
 && ret=0
 ;;
+(ls)
+_arguments "${_arguments_options[@]}" : \
+'--format=[Output format\: a table, or JSON Lines (one object per session)]:FORMAT:(human json)' \
+'-j+[Validate N sessions at a time (default\: one per core)]:N:_default' \
+'--jobs=[Validate N sessions at a time (default\: one per core)]:N:_default' \
+'--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
+'*--known-types=[A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES]:FILE:_files' \
+'-q[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'--quiet[Print less\: no progress, no summaries beyond what the command exists to print]' \
+'-h[Print help (see more with '\''--help'\'')]' \
+'--help[Print help (see more with '\''--help'\'')]' \
+'::root -- The storage root (default\: $DSH_HOME/sessions, else ~/.dsh/sessions):_files' \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 '--color=[When to colour output\: auto (terminal, NO_COLOR unset, TERM not dumb), always, never]:COLOR:(auto always never)' \
@@ -174,6 +190,10 @@ _arguments "${_arguments_options[@]}" : \
 _arguments "${_arguments_options[@]}" : \
 && ret=0
 ;;
+(ls)
+_arguments "${_arguments_options[@]}" : \
+&& ret=0
+;;
 (completions)
 _arguments "${_arguments_options[@]}" : \
 && ret=0
@@ -201,6 +221,7 @@ _dshs_commands() {
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'ls:List the sessions under a DSH storage root, each validated, newest activity first' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -231,6 +252,7 @@ _dshs__subcmd__help_commands() {
 'show:List events as people read them\: one line per event' \
 'stats:Summarize a log\: header facts, event counts, turns, tools, compactions, tokens' \
 'repair:Cut a torn tail and close an open turn the way DSH does on resume (append-only)' \
+'ls:List the sessions under a DSH storage root, each validated, newest activity first' \
 'completions:Print a shell completion script' \
 'help:Print this message or the help of the given subcommand(s)' \
     )
@@ -256,6 +278,11 @@ _dshs__subcmd__help__subcmd__help_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help help commands' commands "$@"
 }
+(( $+functions[_dshs__subcmd__help__subcmd__ls_commands] )) ||
+_dshs__subcmd__help__subcmd__ls_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs help ls commands' commands "$@"
+}
 (( $+functions[_dshs__subcmd__help__subcmd__repair_commands] )) ||
 _dshs__subcmd__help__subcmd__repair_commands() {
     local commands; commands=()
@@ -280,6 +307,11 @@ _dshs__subcmd__help__subcmd__surface_commands() {
 _dshs__subcmd__help__subcmd__validate_commands() {
     local commands; commands=()
     _describe -t commands 'dshs help validate commands' commands "$@"
+}
+(( $+functions[_dshs__subcmd__ls_commands] )) ||
+_dshs__subcmd__ls_commands() {
+    local commands; commands=()
+    _describe -t commands 'dshs ls commands' commands "$@"
 }
 (( $+functions[_dshs__subcmd__repair_commands] )) ||
 _dshs__subcmd__repair_commands() {

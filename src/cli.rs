@@ -85,6 +85,9 @@ pub enum Command {
         after_help = EXIT_CODES
     )]
     Repair(RepairArgs),
+    /// List the sessions under a DSH storage root, each validated, newest activity first.
+    #[command(long_about = LS_ABOUT)]
+    Ls(LsArgs),
     /// Print a shell completion script.
     Completions(CompletionsArgs),
 }
@@ -106,9 +109,38 @@ pub struct ValidateArgs {
     /// Print at most N findings per file (the summary still counts all of them).
     #[arg(long, value_name = "N")]
     pub max_findings: Option<usize>,
-    /// Log files, session directories, or `-` for standard input.
+    /// Check N logs at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// Log files (plain or zstd), session directories (their newest generation), storage
+    /// roots (every session below), or `-` for standard input.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<String>,
+}
+
+const LS_ABOUT: &str = "List the sessions under a DSH storage root, each validated, newest activity first.\n\n\
+    ROOT defaults to DSH's own: $DSH_HOME/sessions, else ~/.dsh/sessions. Every session \
+    directory below it (<root>/<project>/<session>/) is read at its newest generation \
+    (plain or zstd) and validated, several at a time (--jobs, default one per core). One row \
+    per session: last event time, status (valid, interrupted = an open turn that `dshs \
+    repair` closes, torn = a torn tail or crash tail that repair cuts, invalid, unsupported, \
+    unreadable), format version, events, turns, id, project cwd, creation time. Rows are \
+    sorted by last activity, newest first (sessions without any time last). \
+    --format json prints JSON Lines, one object per session.\n\n\
+    Exit status: 0 when the root could be listed (whatever the sessions' states), 2 when it \
+    cannot be read.";
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Output format: a table, or JSON Lines (one object per session).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Validate N sessions at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions).
+    #[arg(value_name = "ROOT")]
+    pub root: Option<PathBuf>,
 }
 
 /// Exit status of the read-only inspection commands (`show`, `stats`).
