@@ -11,7 +11,11 @@ fn main() -> std::io::Result<()> {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
     let mut batch = 16usize;
     if args.first().is_some_and(|a| a == "--batch") {
-        batch = args.get(1).and_then(|n| n.parse().ok()).unwrap_or(16).max(1);
+        batch = args
+            .get(1)
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(16)
+            .max(1);
         args.drain(..2);
     }
     let [input, output] = args.as_slice() else {

@@ -656,3 +656,31 @@ fn validate_takes_a_tree_root_and_several_paths_in_order() {
     assert!(files[0].ends_with("--work-p--/interrupted"), "{files:?}");
     assert!(files[6].ends_with("session.v4.jsonl"));
 }
+
+#[test]
+fn a_final_frame_failing_its_checksum_is_crash_damage_that_repair_cuts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = fs::read(testdata("sample/session.v4.jsonl")).unwrap();
+    let mut z = compress(&plain, 1);
+    let starts = frame_starts(&z);
+    let last_start = *starts.last().unwrap();
+    let n = z.len();
+    z[n - 1] ^= 0xFF; // the final frame's checksum
+    let log = write(tmp.path(), "s.jsonl.zstd", &z);
+    let l = log.to_str().unwrap();
+    let (code, out, _) = run(&["validate", "--format", "json", l]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    let recs = json_lines(&out);
+    let torn = recs
+        .iter()
+        .find(|r| r["code"] == "zstd-torn-frame")
+        .unwrap();
+    assert!(torn["message"].as_str().unwrap().contains("checksum"));
+    assert_eq!(recs.last().unwrap()["tornTail"], true);
+    let (code, _, err) = run(&["repair", l]);
+    assert_eq!(code, 0, "{err}");
+    let side = fs::read(tmp.path().join("s.jsonl.zstd.dshs-cut-1")).unwrap();
+    assert_eq!(side, z[last_start..]);
+    let (code, out, _) = run(&["validate", "--format", "json", "--deny-warnings", l]);
+    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+}

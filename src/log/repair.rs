@@ -126,7 +126,7 @@ pub fn plan(scan: &Scan) -> Result<RepairPlan, Refusal> {
     if let Some(z) = &scan.zstd {
         // §14.5: complete frames are kept whole; a torn final frame is cut at its start and
         // its committed lines are re-appended as a frame of their own.
-        let (keep, recover) = match z.torn {
+        let (keep, recover) = match &z.torn {
             Some(t) => (
                 t.start,
                 Some((t.start, scan.committed_bytes.saturating_sub(t.plain_start))),
@@ -138,7 +138,7 @@ pub fn plan(scan: &Scan) -> Result<RepairPlan, Refusal> {
             end: z.compressed_len,
             crash: scan.crash,
             torn: scan.torn,
-            frame: z.torn.map(|t| t.frame),
+            frame: z.torn.as_ref().map(|t| t.frame),
         });
         let append = encoding.encode(&lines).map_err(|_| Refusal::Invalid)?;
         let recover = recover.filter(|&(_, len)| len > 0);
