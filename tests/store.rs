@@ -571,9 +571,9 @@ fn ls_lists_every_session_with_its_state_newest_first() {
             ("invalid".into(), "invalid".into(), v(3), 2, 1),
             ("torn".into(), "torn".into(), v(3), 2, 1),
             ("valid".into(), "valid".into(), v(3), 2, 1),
-            ("old".into(), "valid".into(), v(0), 0, 0),
-            // An unsupported header is not read: no time, listed last.
+            // An unsupported header still gives its id and creation time.
             ("newer".into(), "unsupported".into(), v(5), 0, 0),
+            ("old".into(), "valid".into(), v(0), 0, 0),
         ]
     );
     let valid = &rows[3];
@@ -592,7 +592,10 @@ fn ls_lists_every_session_with_its_state_newest_first() {
     let lines: Vec<&str> = human.lines().collect();
     assert!(lines[0].starts_with("LAST EVENT"), "{human}");
     assert!(lines[1].contains("interrupted") && lines[1].contains("/work/p"));
-    assert!(lines[6].contains("unsupported"), "{human}");
+    assert!(
+        lines[5].contains("unsupported") && lines[5].contains("newer"),
+        "{human}"
+    );
     assert!(
         lines[7].contains("6 sessions") && lines[7].contains("2 valid"),
         "{human}"

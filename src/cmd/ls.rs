@@ -186,6 +186,10 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         row.id = h.id.clone();
         row.cwd = h.cwd.clone();
         row.created_at = h.created_at;
+    } else {
+        // An unsupported (or broken) header is not checked, but its facts still name the
+        // session in a listing when they have the usual types.
+        lenient_header(dir, &mut row);
     }
     row.version = scan.version;
     row.events = scan.events();
@@ -199,6 +203,31 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         other => other.as_str(),
     };
     row
+}
+
+/// The longest header line read for [`lenient_header`].
+const HEADER_LIMIT: u64 = 1 << 20;
+
+fn lenient_header(dir: &Path, row: &mut Row) {
+    let Ok(opened) = input::open(&Source::Path(dir.to_path_buf())) else {
+        return;
+    };
+    let mut line = Vec::new();
+    if std::io::BufRead::read_until(
+        &mut std::io::Read::take(opened.reader, HEADER_LIMIT),
+        b'\n',
+        &mut line,
+    )
+    .is_err()
+    {
+        return;
+    }
+    let Ok(serde_json::Value::Object(h)) = serde_json::from_slice(&line) else {
+        return;
+    };
+    row.id = h.get("id").and_then(|v| v.as_str()).map(str::to_owned);
+    row.cwd = h.get("cwd").and_then(|v| v.as_str()).map(str::to_owned);
+    row.created_at = h.get("createdAt").and_then(serde_json::Value::as_i64);
 }
 
 fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Result<()> {

@@ -314,8 +314,10 @@ fn cut_parts(cut: &Cut) -> String {
         ));
     }
     match (cut.frame, cut.torn) {
-        (Some(frame), _) => what.push(format!(
-            "torn final zstd frame {frame}; its committed lines are appended again as a new frame"
+        (Some((frame, 0)), _) => what.push(format!("torn final zstd frame {frame}")),
+        (Some((frame, recovered)), _) => what.push(format!(
+            "torn final zstd frame {frame}; the {recovered} byte{} of complete lines recovered from it are appended again as a new frame",
+            plural(recovered)
         )),
         (None, Some(t)) => what.push(format!("torn line at line {}", t.line)),
         (None, None) => {}

@@ -30,8 +30,9 @@ pub struct Cut {
     pub crash: Option<CrashTail>,
     /// The final fragment without a newline, if any.
     pub torn: Option<TornTail>,
-    /// zstd: the number of the torn final frame cut off (offsets above are compressed).
-    pub frame: Option<u64>,
+    /// zstd: the torn final frame cut off (offsets above are compressed): its number and the
+    /// plaintext bytes of committed lines recovered from it (appended again as a new frame).
+    pub frame: Option<(u64, u64)>,
 }
 
 impl Cut {
@@ -138,7 +139,10 @@ pub fn plan(scan: &Scan) -> Result<RepairPlan, Refusal> {
             end: z.compressed_len,
             crash: scan.crash,
             torn: scan.torn,
-            frame: z.torn.as_ref().map(|t| t.frame),
+            frame: z
+                .torn
+                .as_ref()
+                .map(|t| (t.frame, scan.committed_bytes.saturating_sub(t.plain_start))),
         });
         let append = encoding.encode(&lines).map_err(|_| Refusal::Invalid)?;
         let recover = recover.filter(|&(_, len)| len > 0);
