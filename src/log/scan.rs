@@ -679,35 +679,31 @@ pub fn scan_framed(
             });
         }
     }
-    match &zstd {
-        None => {
-            if let Some(t) = result.torn {
-                out.push(Finding {
-                    code: Code::TornLine,
-                    severity: Severity::Warning,
-                    pos: Pos {
-                        line: t.line,
-                        byte: t.byte,
-                    },
-                    seq: None,
-                    event_type: None,
-                    message: format!(
-                        "torn final line: {} bytes without a terminating newline (a write cut by a crash); never parsed",
-                        t.len
-                    ),
-                });
-            }
-        }
-        Some(z) => {
-            let torn = result.torn.map(|t| (t.line, t.byte, t.len));
-            if input::zstd::report_end(z, torn, &mut out) && result.torn.is_none() {
-                // A torn frame whose plaintext ends on a line boundary is still a torn tail.
-                result.torn = Some(TornTail {
-                    line: z.lines + 1,
-                    byte: result.total_bytes,
-                    len: 0,
-                });
-            }
+    if let Some(t) = result.torn.filter(|_| zstd.is_none()) {
+        out.push(Finding {
+            code: Code::TornLine,
+            severity: Severity::Warning,
+            pos: Pos {
+                line: t.line,
+                byte: t.byte,
+            },
+            seq: None,
+            event_type: None,
+            message: format!(
+                "torn final line: {} bytes without a terminating newline (a write cut by a crash); never parsed",
+                t.len
+            ),
+        });
+    }
+    if let Some(z) = &zstd {
+        let torn = result.torn.map(|t| (t.line, t.byte, t.len));
+        if input::zstd::report_end(z, torn, &mut out) && result.torn.is_none() {
+            // A torn frame whose plaintext ends on a line boundary is still a torn tail.
+            result.torn = Some(TornTail {
+                line: z.lines + 1,
+                byte: result.total_bytes,
+                len: 0,
+            });
         }
     }
     result.zstd = zstd;
