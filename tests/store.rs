@@ -687,3 +687,23 @@ fn a_final_frame_failing_its_checksum_is_crash_damage_that_repair_cuts() {
     let (code, out, _) = run(&["validate", "--format", "json", "--deny-warnings", l]);
     assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
 }
+
+#[test]
+fn a_failed_zstd_repair_is_rolled_back_byte_for_byte() {
+    let (bytes, keep, _) = torn_frame_log();
+    for fault in ["append:5", "sync", "sidecar"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let log = write(tmp.path(), "s.jsonl.zstd", &bytes);
+        let out = dshs()
+            .env("DSHS_TEST_FAULT", fault)
+            .args(["repair", log.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{fault}");
+        assert_eq!(fs::read(&log).unwrap(), bytes, "{fault}: restored");
+        if fault != "sidecar" {
+            let side = fs::read(tmp.path().join("s.jsonl.zstd.dshs-cut-1")).unwrap();
+            assert_eq!(side, bytes[keep..], "{fault}: the cut bytes are kept");
+        }
+    }
+}
