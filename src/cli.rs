@@ -19,7 +19,10 @@ Exit status:
     about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs",
     long_about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs (formats 0–4).\n\n\
         A path of `-` reads the log from standard input; a session directory resolves to its \
-        newest generation file.",
+        newest generation file (older generations are named in a note on stderr). Logs \
+        compressed with zstd (`.jsonl.zstd`, `.jsonl.zst`, or any file starting with the zstd \
+        magic) are read transparently; finding positions are lines and byte offsets of the \
+        decompressed text, and findings also name the zstd frame.",
     after_help = EXIT_CODES
 )]
 pub struct Cli {
