@@ -707,3 +707,107 @@ fn a_failed_zstd_repair_is_rolled_back_byte_for_byte() {
         }
     }
 }
+
+// --- range-encoded provenance ------------------------------------------------------------
+
+/// Rewrite every `sourceEventSeqs` list the way DSH writers store it (FORMAT.md §5.3): a
+/// strictly increasing list has each maximal run of ≥ 3 consecutive integers written as
+/// `[first,last]`; other lists stay verbatim. Textual, so every other byte is unchanged.
+fn range_encode(text: &str) -> String {
+    const KEY: &str = "\"sourceEventSeqs\":[";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(KEY) {
+        let (head, tail) = rest.split_at(i + KEY.len());
+        out.push_str(head);
+        let end = tail.find(']').unwrap();
+        let body = &tail[..end];
+        let nums: Option<Vec<u64>> = if body.is_empty() {
+            Some(Vec::new())
+        } else {
+            body.split(',').map(|n| n.parse().ok()).collect()
+        };
+        match nums.filter(|n| n.windows(2).all(|w| w[0] < w[1])) {
+            Some(n) => {
+                let mut parts = Vec::new();
+                let mut k = 0;
+                while k < n.len() {
+                    let mut j = k;
+                    while j + 1 < n.len() && n[j + 1] == n[j] + 1 {
+                        j += 1;
+                    }
+                    if j - k >= 2 {
+                        parts.push(format!("[{},{}]", n[k], n[j]));
+                    } else {
+                        parts.extend(n[k..=j].iter().map(u64::to_string));
+                    }
+                    k = j + 1;
+                }
+                out.push_str(&parts.join(","));
+            }
+            None => out.push_str(body),
+        }
+        rest = &tail[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn range_encoded_provenance_reads_like_plain_lists_and_bad_ranges_are_rejected() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut encoded_some = 0;
+    for plain in fixtures()
+        .into_iter()
+        .chain([testdata("v3/nested-replace.jsonl")])
+    {
+        let text = fs::read_to_string(&plain).unwrap();
+        let ranged = range_encode(&text);
+        if ranged == text {
+            continue;
+        }
+        encoded_some += 1;
+        let twin = write(tmp.path(), "ranged.jsonl", ranged.as_bytes());
+        let (p, t) = (plain.to_str().unwrap(), twin.to_str().unwrap());
+        let a = run(&["validate", "--format", "json", p]);
+        let b = run(&["validate", "--format", "json", t]);
+        // Shorter lines move byte offsets; everything else is the same.
+        let unplaced = |out: &[u8]| {
+            let mut v = findings_of(out);
+            for r in &mut v {
+                r.as_object_mut().unwrap().remove("byte");
+            }
+            v
+        };
+        assert_eq!((a.0, unplaced(&a.1)), (b.0, unplaced(&b.1)), "{p}");
+        for cmd in [&["surface", "--format", "json"][..], &["derive"]] {
+            assert_eq!(
+                run(&[cmd, &[p]].concat()).1,
+                run(&[cmd, &[t]].concat()).1,
+                "{cmd:?} {p}"
+            );
+        }
+        // A range reaching the carrying event's own seq is malformed (a bad row).
+        let i = ranged
+            .bytes()
+            .zip(text.bytes())
+            .position(|(a, b)| a != b)
+            .unwrap();
+        let comma = i + ranged[i..].find(',').unwrap();
+        let close = i + ranged[i..].find(']').unwrap();
+        assert_eq!(&ranged[i..=i], "[", "{p}");
+        let bad = format!("{}999999{}", &ranged[..=comma], &ranged[close..]);
+        let bad_log = write(tmp.path(), "bad.jsonl", bad.as_bytes());
+        let (_, out, _) = run(&["validate", "--format", "json", bad_log.to_str().unwrap()]);
+        assert!(
+            json_lines(&out)
+                .iter()
+                .any(|r| r["code"] == "source-ranges-malformed"),
+            "{p}"
+        );
+    }
+    assert!(
+        encoded_some >= 2,
+        "fixtures with ranges to encode: {encoded_some}"
+    );
+}
