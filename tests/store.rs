@@ -661,31 +661,30 @@ fn validate_takes_a_tree_root_and_several_paths_in_order() {
 }
 
 #[test]
-fn a_final_frame_failing_its_checksum_is_crash_damage_that_repair_cuts() {
+fn a_complete_final_frame_failing_its_checksum_is_corruption_that_repair_refuses() {
+    // §3.3 [src]: every complete frame is checksum-verified and a failure is corruption, the
+    // final frame included. Only a frame cut short by EOF is crash damage. Repair must not
+    // re-append lines decoded from a frame whose checksum says they are wrong.
     let tmp = tempfile::tempdir().unwrap();
     let plain = fs::read(testdata("sample/session.v4.jsonl")).unwrap();
     let mut z = compress(&plain, 1);
-    let starts = frame_starts(&z);
-    let last_start = *starts.last().unwrap();
     let n = z.len();
     z[n - 1] ^= 0xFF; // the final frame's checksum
     let log = write(tmp.path(), "s.jsonl.zstd", &z);
     let l = log.to_str().unwrap();
     let (code, out, _) = run(&["validate", "--format", "json", l]);
-    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    assert_eq!(code, 1, "{}", String::from_utf8_lossy(&out));
     let recs = json_lines(&out);
-    let torn = recs
+    let bad = recs
         .iter()
-        .find(|r| r["code"] == "zstd-torn-frame")
+        .find(|r| r["code"] == "zstd-frame-invalid")
         .unwrap();
-    assert!(torn["message"].as_str().unwrap().contains("checksum"));
-    assert_eq!(recs.last().unwrap()["tornTail"], true);
-    let (code, _, err) = run(&["repair", l]);
-    assert_eq!(code, 0, "{err}");
-    let side = fs::read(tmp.path().join("s.jsonl.zstd.dshs-cut-1")).unwrap();
-    assert_eq!(side, z[last_start..]);
-    let (code, out, _) = run(&["validate", "--format", "json", "--deny-warnings", l]);
-    assert_eq!(code, 0, "{}", String::from_utf8_lossy(&out));
+    assert!(bad["message"].as_str().unwrap().contains("checksum"));
+    assert!(!recs.iter().any(|r| r["code"] == "zstd-torn-frame"));
+    let (code, _, _) = run(&["repair", l]);
+    assert_eq!(code, 1);
+    assert_eq!(fs::read(&log).unwrap(), z, "nothing written");
+    assert!(!tmp.path().join("s.jsonl.zstd.dshs-cut-1").exists());
 }
 
 #[test]

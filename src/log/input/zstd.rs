@@ -62,8 +62,6 @@ pub struct TornFrame {
     pub line: u64,
     /// Plaintext bytes recovered from it.
     pub plain_len: u64,
-    /// Its blocks are all there but it fails to decode (e.g. a checksum mismatch).
-    pub damaged: Option<String>,
 }
 
 /// What the reader knows once it has reached the end (or stopped at corruption).
@@ -289,8 +287,6 @@ pub struct ZstdReader<R> {
     walker: Walker,
     walk_error: Option<(Code, String)>,
     decode_error: Option<String>,
-    /// The final frame is complete but fails to decode (why).
-    damaged: Option<String>,
     decoder: Decoder<'static>,
     /// The decoder reported the current frame finished.
     frame_done: bool,
@@ -326,7 +322,6 @@ impl<R: Read> ZstdReader<R> {
             walker: Walker::new(),
             walk_error: None,
             decode_error: None,
-            damaged: None,
             decoder: Decoder::new()?,
             frame_done: false,
             shared: shared.clone(),
@@ -400,7 +395,6 @@ impl<R: Read> ZstdReader<R> {
             plain_start: self.frame_plain_start,
             line: self.frame_line,
             plain_len: self.plain - self.frame_plain_start,
-            damaged: self.damaged.take(),
         });
         let mut s = self.shared.lock();
         s.end.frames = self.frame;
@@ -497,18 +491,10 @@ impl<R: Read> ZstdReader<R> {
                     return Ok(produced);
                 }
                 State::Draining => {
-                    if self.walker.ended() && self.walk_error.is_none() {
-                        // A structurally complete frame that fails to decode: corruption,
-                        // unless it is the final frame (a crash can leave a final frame
-                        // whose bytes are allocated but not all written): then it is the
-                        // torn final frame, cut by repair like one cut short.
-                        self.pos = self.walked;
-                        if self.walked == self.len && !self.refill()? {
-                            self.damaged = self.decode_error.take();
-                            self.finish(true, false);
-                            return Ok(0);
-                        }
-                    }
+                    // A structurally complete frame that fails to decode is corruption
+                    // wherever it sits, the final frame included (§3.3: complete frames are
+                    // decompressed and checksum-verified; a failure is corruption). Only a frame
+                    // cut short by EOF is the torn final frame.
                     if self.walk_error.is_some() || self.walker.ended() {
                         let why = self.decode_error.take().unwrap_or_default();
                         let why = match self.walk_error.take() {
@@ -679,10 +665,7 @@ pub fn report_end(end: &ZstdEnd, torn_line: Option<(u64, u64, u64)>, sink: &mut 
             format!("; its final partial line {line} ({len} bytes) is dropped")
         });
     debug_assert_eq!(Code::ZstdTornFrame.severity(None), Severity::Warning);
-    let how = match &t.damaged {
-        Some(why) => format!("complete but failing to decode ({why}), a write cut by a crash"),
-        None => "cut short, a write cut by a crash".to_owned(),
-    };
+    let how = "cut short, a write cut by a crash";
     sink.push(at(
         t.line,
         t.plain_start,
@@ -779,15 +762,20 @@ mod tests {
     }
 
     #[test]
-    fn a_final_frame_failing_its_checksum_is_torn_not_corrupt() {
+    fn a_complete_final_frame_failing_its_checksum_is_corruption_not_a_torn_frame() {
         let mut data = frames(&["h\n", "a\n", "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n"]);
         let last = data.len() - 1;
         data[last] ^= 0xFF;
         let (_, end, _) = read_all(&data, 1 << 20);
-        assert!(end.issues.is_empty() && !end.stopped, "{:?}", end.issues);
-        let t = end.torn.unwrap();
-        assert_eq!((t.frame, t.plain_start), (3, 4));
-        assert!(t.damaged.unwrap().contains("checksum"));
+        assert!(end.stopped && end.torn.is_none());
+        assert_eq!(end.issues.len(), 1);
+        assert_eq!(end.issues[0].code, Code::ZstdFrameInvalid);
+        assert_eq!(end.issues[0].frame, 3);
+        assert!(
+            end.issues[0].message.contains("checksum"),
+            "{:?}",
+            end.issues
+        );
     }
 
     #[test]
