@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 size=${1:-1G}
 shift || true
 versions=${*:-0 3 4}
-cargo build --release --quiet --bin dshs --example gen-log
+cargo build --release --quiet --bin dshs --example gen-log --example zstd-log
 mkdir -p bench-data
 bin=./target/release/dshs
 timecmd() { # label, command...
@@ -32,4 +32,11 @@ for v in $versions; do
   timecmd "derive --format ndjson" $bin derive --format ndjson "$log"
   timecmd "stats" $bin stats "$log"
   timecmd "show" $bin show "$log"
+  # The same log as DSH stores it by default: zstd frames (header alone, then batches of
+  # 16 lines). MiB/s is of the decompressed bytes.
+  zlog=$log.zstd
+  [ -s "$zlog" ] || ./target/release/examples/zstd-log --batch 16 "$log" "$zlog"
+  echo "   zstd copy: $(( $(stat -c %s "$zlog") / 1048576 )) MiB compressed"
+  timecmd "validate (zstd)" $bin validate -q "$zlog"
+  timecmd "derive --format ndjson (zstd)" $bin derive --format ndjson "$zlog"
 done

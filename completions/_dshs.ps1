@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -45,6 +46,8 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         'dshs;validate' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)')
             [CompletionResult]::new('--max-findings', '--max-findings', [CompletionResultType]::ParameterName, 'Print at most N findings per file (the summary still counts all of them)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Check N logs at a time (default: one per core)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Check N logs at a time (default: one per core)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--deny-warnings', '--deny-warnings', [CompletionResultType]::ParameterName, 'Exit 1 when there are warnings, too')
@@ -133,6 +136,18 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'dshs;ls' {
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a table, or JSON Lines (one object per session)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Validate N sessions at a time (default: one per core)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Validate N sessions at a time (default: one per core)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
+            [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'dshs;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
@@ -160,6 +175,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
+            [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -187,6 +203,9 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;help;compact' {
+            break
+        }
+        'dshs;help;ls' {
             break
         }
         'dshs;help;completions' {

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
+            cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -41,6 +42,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;validate'= {
             cand --format 'Output format: human-readable lines, or JSON Lines (findings, then a summary per file)'
             cand --max-findings 'Print at most N findings per file (the summary still counts all of them)'
+            cand -j 'Check N logs at a time (default: one per core)'
+            cand --jobs 'Check N logs at a time (default: one per core)'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --deny-warnings 'Exit 1 when there are warnings, too'
@@ -121,6 +124,17 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'dshs;ls'= {
+            cand --format 'Output format: a table, or JSON Lines (one object per session)'
+            cand -j 'Validate N sessions at a time (default: one per core)'
+            cand --jobs 'Validate N sessions at a time (default: one per core)'
+            cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
+            cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'dshs;completions'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
@@ -146,6 +160,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
+            cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -165,6 +180,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;help;repair'= {
         }
         &'dshs;help;compact'= {
+        }
+        &'dshs;help;ls'= {
         }
         &'dshs;help;completions'= {
         }

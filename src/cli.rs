@@ -46,6 +46,8 @@ Examples:
   dshs show --type tool/ --turn 3.. session.jsonl
   dshs derive session.jsonl | jq length                # what the model sees
   dshs repair --dry-run session.jsonl                  # what repair would do
+  dshs compact --start 5 --end 12 --summary-file notes.md session.jsonl
+  dshs ls                                              # every session, newest first
   dshs explain replace-start-not-on-surface
   dshs man | man -l -                                  # this manual";
 
@@ -73,10 +75,16 @@ const FILE_HELP: &str = "Log file, session directory, or `-` for standard input"
     about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs",
     long_about = "Validate, inspect and repair DeepSeek Harness (DSH) session logs (formats 0–4).\n\n\
         A path of `-` reads the log from standard input; a session directory resolves to its \
-        newest generation file. `dshs help COMMAND` (or `dshs COMMAND --help`) explains a \
-        command with examples; `dshs man` prints the manual page.",
+        newest generation file (older generations are named in a note on stderr). Logs \
+        compressed with zstd (`.jsonl.zstd`, `.jsonl.zst`, or any file starting with the zstd \
+        magic) are read transparently; finding positions are lines and byte offsets of the \
+        decompressed text, and findings also name the zstd frame. `dshs help COMMAND` (or \
+        `dshs COMMAND --help`) explains a command with examples; `dshs man` prints the manual \
+        page.",
     after_help = EXIT_CODES,
-    after_long_help = format!("{EXAMPLES}\n\n{EXIT_CODES}"),
+    after_long_help = format!("{EXAMPLES}
+
+{EXIT_CODES}"),
 )]
 pub struct Cli {
     /// When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never.
@@ -195,6 +203,13 @@ pub enum Command {
         after_long_help = examples_then(COMPACT_EXAMPLES, COMPACT_EXIT_CODES)
     )]
     Compact(CompactArgs),
+    /// List the sessions under a DSH storage root, each validated, newest activity first.
+    #[command(
+        long_about = LS_ABOUT,
+        after_help = LS_EXIT_CODES,
+        after_long_help = examples_then(LS_EXAMPLES, LS_EXIT_CODES)
+    )]
+    Ls(LsArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         long_about = "Print a shell completion script generated from this command-line \
@@ -214,6 +229,8 @@ pub enum Command {
 const VALIDATE_EXAMPLES: &str = "\
   dshs validate session.v3.jsonl
   dshs validate ~/.dsh/sessions/abc              # a session directory: its newest log
+  dshs validate ~/.dsh/sessions                  # every session below a storage root
+  dshs validate session.jsonl.zstd               # zstd: read transparently
   dshs validate --deny-warnings --max-findings 20 a.jsonl b.jsonl
   dshs validate --format json s.jsonl | jq -c 'select(.type==\"finding\")'
   cat s.jsonl | dshs validate -";
@@ -284,9 +301,47 @@ pub struct ValidateArgs {
     /// Print at most N findings per file (the summary still counts all of them).
     #[arg(long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub max_findings: Option<usize>,
-    /// Log files, session directories, or `-` for standard input.
+    /// Check N logs at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub jobs: Option<usize>,
+    /// Log files (plain or zstd), session directories (their newest generation), storage
+    /// roots (every session below), or `-` for standard input.
     #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub files: Vec<String>,
+}
+
+const LS_ABOUT: &str = "List the sessions under a DSH storage root, each validated, newest activity first.\n\n\
+    ROOT defaults to DSH's own: $DSH_HOME/sessions, else ~/.dsh/sessions. Every session \
+    directory below it (<root>/<project>/<session>/) is read at its newest generation \
+    (plain or zstd) and validated, several at a time (--jobs, default one per core). One row \
+    per session: last event time, status (valid, interrupted = an open turn that `dshs \
+    repair` closes, torn = a torn tail or crash tail that repair cuts, invalid, unsupported, \
+    unreadable), format version, events, turns, id, project cwd, creation time. Rows are \
+    sorted by last activity, newest first (sessions without any time last). \
+    --format json prints JSON Lines, one object per session.";
+
+const LS_EXAMPLES: &str = "\
+  dshs ls                                        # $DSH_HOME/sessions or ~/.dsh/sessions
+  dshs ls -j 1 /srv/dsh/sessions
+  dshs ls --format json | jq -r 'select(.status!=\"valid\") | .path'";
+
+/// Exit status of `ls`.
+const LS_EXIT_CODES: &str = "\
+Exit status:
+  0  the root was listed (whatever state the sessions are in; see the status column)
+  2  the root cannot be read, or a usage error";
+
+#[derive(Debug, Args)]
+pub struct LsArgs {
+    /// Output format: a table, or JSON Lines (one object per session).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Validate N sessions at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub jobs: Option<usize>,
+    /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions).
+    #[arg(value_name = "ROOT", value_hint = ValueHint::DirPath)]
+    pub root: Option<PathBuf>,
 }
 
 /// Exit status of the read-only inspection commands (`show`, `stats`).

@@ -116,7 +116,8 @@ const LOG_COMMANDS: [&str; 7] = [
 fn log_arguments_complete_to_logs_and_directories() {
     let zsh = generated("zsh");
     assert!(zsh.contains(r#":file -- Log file, session directory, or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
-    assert!(zsh.contains(r#"'*::files -- Log files, session directories, or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
+    assert!(zsh.contains(r#"or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
+    assert!(zsh.contains(r#"'*::files -- Log files (plain or zstd)"#));
     // --output and --known-types take any file.
     assert!(zsh.contains(":OUT:_files'"));
     let bash = generated("bash");

@@ -66,18 +66,18 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         Err(outcome) => return Ok(outcome),
     };
     let name = escape(&target.name).into_owned();
-    let opened = match input::open(&Source::Path(target.path.clone())) {
+    let mut opened = match input::open(&Source::Path(target.path.clone())) {
         Ok(o) => Opened {
             name: target.name.clone(),
             path: target.is_log_file.then(|| target.path.clone()),
-            reader: o.reader,
+            ..o
         },
-        // A spooled standard input is reported as `-`, not by its temporary name.
-        Err(e) if !target.is_log_file && e.is_unsupported() => {
-            let e = input::InputError::ZstdNotSupported { path: "-".into() };
-            return Ok(fail(&e.to_string(), Outcome::Unsupported));
-        }
         Err(e) => return Ok(fail(&e.to_string(), super::input_failure(&e))),
+    };
+    // A zstd log has no plaintext on disk to read messages back from: keep a copy of it.
+    let plaintext = match input::tee_plaintext(&mut opened) {
+        Ok(copy) => copy,
+        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
     };
     let opts: ScanOptions = env.scan_options();
     let mut errors = Errors::default();
@@ -90,7 +90,10 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         Ok(m) => m,
         Err(e) => return Ok(fail(&e.to_string(), Outcome::Failure)),
     };
-    let mut deriver = match Deriver::open(&target.path) {
+    let plain_path = plaintext
+        .as_ref()
+        .map_or(target.path.as_path(), |t| t.path());
+    let mut deriver = match Deriver::open(plain_path) {
         Ok(d) => d,
         Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
     };
@@ -100,9 +103,12 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         Err(PlanError::Read(e)) => {
             return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure));
         }
+        Err(e @ PlanError::Encode(_)) => {
+            return Ok(fail(&format!("{name}: {e}"), Outcome::Failure));
+        }
     };
     // The plan covers the log as it was read: it must be the file that was stamped.
-    if scan.total_bytes != target.stamp.len {
+    if scan.physical_len() != target.stamp.len {
         let e = WriteError::Changed {
             path: target.path.clone(),
         };

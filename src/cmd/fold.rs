@@ -90,13 +90,24 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
     } else {
         super::open(file)
     };
-    let opened = match opened {
+    let mut opened = match opened {
         Ok(o) => o,
         Err(e) => {
             complain(&escape(&e.to_string()));
             return Ok(Loaded::Refused(super::input_failure(&e)));
         }
     };
+    if want.lines {
+        // A zstd log has no plaintext on disk to fetch lines from: keep a copy of it.
+        match input::tee_plaintext(&mut opened) {
+            Ok(Some(copy)) => spool = Some(copy),
+            Ok(None) => {}
+            Err(e) => {
+                complain(&format!("cannot create a temporary file: {e}"));
+                return Ok(Loaded::Refused(Outcome::Failure));
+            }
+        }
+    }
     let lines = match &spool {
         Some(copy) => Some(copy.path().to_path_buf()),
         None => opened.path.clone(),

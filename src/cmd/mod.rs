@@ -6,6 +6,7 @@ pub mod completions;
 pub mod derive;
 pub mod explain;
 mod fold;
+pub mod ls;
 pub mod man;
 pub mod repair;
 pub mod show;
@@ -13,9 +14,9 @@ pub mod stats;
 pub mod surface;
 pub mod validate;
 
-use std::fs::File;
-use std::io::{self, BufReader, IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Result;
 
@@ -98,7 +99,9 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
             return Ok(Outcome::Failure);
         }
     };
+    QUIET_NOTES.store(env.quiet, Ordering::Relaxed);
     match cli.command {
+        Command::Ls(args) => ls::run(&args, &env, out),
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
         Command::Repair(args) => repair::run(&args, &env, out),
@@ -120,18 +123,128 @@ pub fn scan_source(
     sink: &mut dyn Sink,
     observer: &mut dyn Observer,
 ) -> io::Result<Scan> {
+    // Progress counts plaintext bytes: the size of a compressed file says nothing about them.
     let size = opened
         .path
         .as_deref()
+        .filter(|_| opened.framing.is_none())
         .and_then(|p| std::fs::metadata(p).ok())
         .map(|m| m.len());
     let reader = Progress::new(opened.reader, &opened.name, size, env.progress.wants(size));
-    scan::scan(reader, opened.path.as_deref(), opts, sink, observer)
+    scan::scan_framed(
+        reader,
+        opened.framing.as_ref(),
+        opened.path.as_deref(),
+        opts,
+        sink,
+        observer,
+    )
 }
 
-/// Open `arg` (a file, a session directory, or `-`).
+/// `-q` silences notes printed while opening (set once by [`run`]).
+static QUIET_NOTES: AtomicBool = AtomicBool::new(false);
+
+/// Open `arg` (a file, a session directory, or `-`). For a session directory holding older
+/// generations too, a note on stderr says which file is read and which are not.
 pub fn open(arg: &str) -> Result<Opened, InputError> {
-    input::open(&Source::from_arg(arg))
+    let opened = input::open(&Source::from_arg(arg))?;
+    if !opened.older.is_empty()
+        && !QUIET_NOTES.load(Ordering::Relaxed)
+        && let Some(newest) = &opened.path
+    {
+        let name = |p: &std::path::Path| {
+            p.file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        };
+        let older: Vec<String> = opened.older.iter().map(|p| name(p)).collect();
+        crate::render::diag!(
+            "dshs: note: {}: reading the newest generation {}; older generation{} not read: {}",
+            crate::render::escape(arg),
+            crate::render::escape(&name(newest)),
+            if older.len() == 1 { "" } else { "s" },
+            crate::render::escape(&older.join(", "))
+        );
+    }
+    Ok(opened)
+}
+
+/// Expand command-line paths into logs: `-` and files stay as they are, a session
+/// directory is one log (its newest generation), any other directory is a storage root
+/// standing for every session directory below it (§2.1).
+pub fn expand_paths(args: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for arg in args {
+        let path = std::path::Path::new(arg);
+        if arg == "-" || !path.is_dir() || input::is_session_dir(path) {
+            out.push(arg.clone());
+            continue;
+        }
+        match input::find_sessions(path) {
+            Ok(found) if !found.is_empty() => {
+                out.extend(found.into_iter().map(|p| p.display().to_string()));
+            }
+            // Nothing found (or unreadable): opening it reports why.
+            _ => out.push(arg.clone()),
+        }
+    }
+    out
+}
+
+/// The number of worker threads: `--jobs N`, else one per core.
+pub fn jobs(requested: Option<usize>) -> usize {
+    requested
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
+/// Run `work` over `items` on `jobs` threads (a shared queue: each worker takes the next
+/// index), handing each result to `emit` in item order as soon as it and all before it are
+/// done. Output stays in the order of the command line however the work is scheduled.
+pub fn in_parallel<T: Sync, R: Send>(
+    items: &[T],
+    jobs: usize,
+    work: impl Fn(&T) -> R + Sync,
+    mut emit: impl FnMut(R) -> Result<()>,
+) -> Result<()> {
+    if jobs <= 1 || items.len() <= 1 {
+        for item in items {
+            emit(work(item))?;
+        }
+        return Ok(());
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
+        for _ in 0..jobs.min(items.len()) {
+            let tx = tx.clone();
+            let (next, stop, work) = (&next, &stop, &work);
+            scope.spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    if tx.send((i, work(item))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut pending = std::collections::BTreeMap::new();
+        let mut due = 0;
+        for (i, r) in rx {
+            pending.insert(i, r);
+            while let Some(r) = pending.remove(&due) {
+                due += 1;
+                if let Err(e) = emit(r) {
+                    // Stop the workers (a closed pipe, say) and report the first error.
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    })
 }
 
 /// Open `arg`, or say on stderr why it cannot be read and return the exit status for that
@@ -164,7 +277,9 @@ pub struct Seekable {
 
 impl Seekable {
     pub fn new(opened: Opened) -> io::Result<Seekable> {
-        let Opened { name, path, reader } = opened;
+        let Opened {
+            name, path, reader, ..
+        } = opened;
         if let Some(path) = path {
             return Ok(Seekable {
                 name,
@@ -186,16 +301,16 @@ impl Seekable {
         })
     }
 
-    /// A fresh reader from the start.
+    /// A fresh reader from the start (a zstd log is decoded again).
     pub fn open(&self) -> io::Result<Opened> {
-        Ok(Opened {
-            name: self.name.clone(),
-            path: self.named.then(|| self.path.clone()),
-            reader: Box::new(BufReader::with_capacity(
-                256 * 1024,
-                File::open(&self.path)?,
-            )),
-        })
+        let mut opened = input::open_file(&self.path, self.name.clone()).map_err(|e| match e {
+            InputError::Open { source, .. } | InputError::Read { source, .. } => source,
+            other => io::Error::other(other.to_string()),
+        })?;
+        if !self.named {
+            opened.path = None;
+        }
+        Ok(opened)
     }
 }
 

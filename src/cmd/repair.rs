@@ -84,13 +84,8 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         Ok(o) => Opened {
             name: target.name.clone(),
             path: target.is_log_file.then(|| target.path.clone()),
-            reader: o.reader,
+            ..o
         },
-        // A spooled standard input is reported as `-`, not by its temporary name.
-        Err(e) if !target.is_log_file && e.is_unsupported() => {
-            let e = input::InputError::ZstdNotSupported { path: "-".into() };
-            return Ok(fail(&e.to_string(), Outcome::Unsupported));
-        }
         Err(e) => return Ok(fail(&e.to_string(), super::input_failure(&e))),
     };
     let opts = env.scan_options();
@@ -99,16 +94,21 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         Ok(s) => s,
         Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
     };
-    let plan = match repair::plan(&scan) {
+    let mut plan = match repair::plan(&scan) {
         Ok(p) => p,
         Err(refusal) => return Ok(refuse(&target.name, refusal, &errors)),
     };
     // A plan exists only for a log read to its end: it must be the file that was stamped.
-    if scan.total_bytes != target.stamp.len {
+    if scan.physical_len() != target.stamp.len {
         let e = WriteError::Changed {
             path: target.path.clone(),
         };
         return Ok(fail(&e.to_string(), Outcome::Unsupported));
+    }
+
+    // zstd: the committed lines of a torn final frame are re-appended as a new frame.
+    if let Err(e) = File::open(&target.path).and_then(|f| plan.recover_from(f)) {
+        return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure));
     }
 
     if !plan.is_noop() {
@@ -322,8 +322,14 @@ fn cut_parts(cut: &Cut) -> String {
             c.line
         ));
     }
-    if let Some(t) = cut.torn {
-        what.push(format!("torn line at line {}", t.line));
+    match (cut.frame, cut.torn) {
+        (Some((frame, 0)), _) => what.push(format!("torn final zstd frame {frame}")),
+        (Some((frame, recovered)), _) => what.push(format!(
+            "torn final zstd frame {frame}; the {recovered} byte{} of complete lines recovered from it are appended again as a new frame",
+            plural(recovered)
+        )),
+        (None, Some(t)) => what.push(format!("torn line at line {}", t.line)),
+        (None, None) => {}
     }
     what.join(" and ")
 }

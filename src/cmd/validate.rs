@@ -4,6 +4,7 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
+use dshs::log::input::Framing;
 use dshs::log::scan::{Scan, Status};
 use dshs::log::{Finding, Sink};
 
@@ -22,6 +23,8 @@ struct Report<'o> {
     painter: Painter,
     quiet: bool,
     limit: Option<usize>,
+    /// A zstd log: names the frame of each finding.
+    framing: Option<Framing>,
     shown: usize,
     hidden: usize,
     error: Option<io::Error>,
@@ -37,9 +40,14 @@ impl Sink for Report<'_> {
             return;
         }
         self.shown += 1;
+        let frame = self.framing.as_ref().and_then(|z| z.frame_of(f.pos.byte));
         let written = match self.format {
             ReportFormat::Json => {
-                serde_json::to_writer(&mut *self.out, &FindingRecord::new(&self.file, &f))
+                let record = FindingRecord {
+                    frame,
+                    ..FindingRecord::new(&self.file, &f)
+                };
+                serde_json::to_writer(&mut *self.out, &record)
                     .map_err(io::Error::from)
                     .and_then(|()| self.out.write_all(b"\n"))
             }
@@ -47,7 +55,7 @@ impl Sink for Report<'_> {
             ReportFormat::Human => writeln!(
                 self.out,
                 "{}",
-                human::finding(&self.painter, &self.file, &f)
+                human::finding_in_frame(&self.painter, &self.file, &f, frame)
             ),
         };
         if let Err(e) = written {
@@ -61,10 +69,31 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
         color: env.color_out && args.format == ReportFormat::Human,
     };
     let mut worst = Outcome::Success;
-    for file in &args.files {
-        let outcome = validate_one(file, args, env, painter, out)?;
-        worst = worst.worst(outcome);
+    let files = super::expand_paths(&args.files);
+    let jobs = super::jobs(args.jobs);
+    if jobs <= 1 || files.len() <= 1 {
+        // One at a time, findings streamed as they are found.
+        for file in &files {
+            let outcome = validate_one(file, args, env, painter, out)?;
+            worst = worst.worst(outcome);
+        }
+        return Ok(worst);
     }
+    // Several logs on several threads: each report is buffered and printed in order.
+    super::in_parallel(
+        &files,
+        jobs,
+        |file| {
+            let mut buf = Vec::new();
+            let outcome = validate_one(file, args, env, painter, &mut buf);
+            (buf, outcome)
+        },
+        |(buf, outcome)| {
+            out.write_all(&buf)?;
+            worst = worst.worst(outcome?);
+            Ok(())
+        },
+    )?;
     Ok(worst)
 }
 
@@ -88,7 +117,9 @@ fn validate_one(
             return Ok(outcome);
         }
     };
+    let framing = opened.framing.clone();
     let mut report = Report {
+        framing,
         out: &mut *out,
         file: file.to_owned(),
         format: args.format,

@@ -17,11 +17,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::derive::{DeriveError, Deriver};
 use super::dialect::{CheckpointSource, Dialect, SurfaceKind};
 use super::finding::Finding;
+use super::input::zstd::ZstdReader;
 use super::json::{self, Json, write_js_str};
 use super::scan::{self, EventInfo, FoldState, Observer, Scan, ScanOptions, Status};
 use super::surface::{RangeError, SurfaceManager};
 use super::vocab::TypeClass;
-use super::write::Edit;
+use super::write::{Edit, Encoding};
 
 /// The text DSH puts before the summary in every checkpoint message (§15.1), byte-exact.
 pub const PREAMBLE: &str = "This is an automatically generated checkpoint condensing an earlier span of the conversation to free up context. Treat the captured context as established background and build on it without restating it. Continue the task directly from the messages that follow, without acknowledging this checkpoint.";
@@ -377,6 +378,8 @@ pub enum PlanError {
     Refused(Refusal),
     #[error(transparent)]
     Read(#[from] DeriveError),
+    #[error("cannot compress the appended events: {0}")]
+    Encode(#[source] io::Error),
 }
 
 impl From<Refusal> for PlanError {
@@ -411,8 +414,12 @@ pub struct CompactPlan {
     pub minted: Minted,
     /// The four events, each one line of compact JSON without its `\n`.
     pub lines: Vec<String>,
-    /// Bytes `[0, keep)` are the log as it is (all of it): never rewritten.
+    /// Bytes `[0, keep)` are the log as it is (all of it, as stored): never rewritten.
     pub keep: u64,
+    /// Plain lines, or one zstd frame holding all four (§15.5).
+    pub encoding: Encoding,
+    /// Plaintext length of the compacted log.
+    pub plain_len: u64,
     /// The surface the compacted log must have.
     pub expected_surface: Vec<u64>,
     /// Warnings the log had: the compacted log may have no more.
@@ -431,7 +438,7 @@ impl CompactPlan {
         self.first_seq + 3
     }
 
-    /// The four lines, each ending in `\n`: the one append.
+    /// The four lines, each ending in `\n` (one zstd frame for a zstd log): the one append.
     pub fn append(&self) -> &[u8] {
         &self.append
     }
@@ -444,7 +451,7 @@ impl CompactPlan {
         }
     }
 
-    /// Length of the compacted log.
+    /// Length of the compacted log as stored.
     pub fn compacted_len(&self) -> u64 {
         self.keep + self.append.len() as u64
     }
@@ -517,11 +524,14 @@ pub fn plan(
     }
     let first_seq = surface.next_seq();
     let lines = bracket(dialect, first_seq, req, &minted, &shadowed, shadowed_tokens);
-    let mut append = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
+    let mut plain = Vec::with_capacity(lines.iter().map(|l| l.len() + 1).sum());
     for l in &lines {
-        append.extend_from_slice(l.as_bytes());
-        append.push(b'\n');
+        plain.extend_from_slice(l.as_bytes());
+        plain.push(b'\n');
     }
+    let encoding = Encoding::of(scan);
+    let plain_len = scan.total_bytes + plain.len() as u64;
+    let append = encoding.encode(&plain).map_err(PlanError::Encode)?;
     let mut expected_surface = Vec::with_capacity(surface.len() + 1 - shadowed.len());
     let mut inside = false;
     for n in surface.iter() {
@@ -545,7 +555,9 @@ pub fn plan(
         first_seq,
         minted,
         lines,
-        keep: scan.total_bytes,
+        keep: scan.physical_len(),
+        encoding,
+        plain_len,
         expected_surface,
         warnings_before: scan.tally.warnings,
         append,
@@ -800,15 +812,16 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let bytes = original.take(plan.keep).chain(plan.append());
+    let bytes = BufReader::with_capacity(256 * 1024, original.take(plan.keep).chain(plan.append()));
     let mut findings = Vec::new();
-    let s = scan::scan(
-        BufReader::with_capacity(256 * 1024, bytes),
-        path,
-        opts,
-        &mut findings,
-        &mut (),
-    )?;
+    let s = match plan.encoding {
+        Encoding::Plain => scan::scan(bytes, path, opts, &mut findings, &mut ())?,
+        Encoding::Zstd => {
+            let (z, framing) = ZstdReader::new(bytes)?;
+            let plain = BufReader::with_capacity(256 * 1024, z);
+            scan::scan_framed(plain, Some(&framing), path, opts, &mut findings, &mut ())?
+        }
+    };
     let surface = s
         .state
         .as_ref()
@@ -824,8 +837,9 @@ pub fn verify(
         && quiet_end
         && s.torn.is_none()
         && s.crash.is_none()
-        && s.total_bytes == plan.compacted_len()
-        && s.committed_bytes == plan.compacted_len()
+        && s.physical_len() == plan.compacted_len()
+        && s.total_bytes == plan.plain_len
+        && s.committed_bytes == plan.plain_len
         && surface == plan.expected_surface;
     Ok(Verdict {
         ok,

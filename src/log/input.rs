@@ -5,6 +5,10 @@ use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+pub mod zstd;
+
+pub use zstd::{Framing, ZstdEnd};
+
 /// The zstd frame magic, little-endian `0xFD2FB528`.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
@@ -15,21 +19,20 @@ pub enum InputError {
     #[error("cannot open {path}: {source}")]
     Open { path: String, source: io::Error },
     #[error(
-        "{path} is a directory without a DSH session log (looked for session.jsonl[.zstd] and session.vN.jsonl[.zstd])"
+        "{path} is a directory without a DSH session log (looked for session.jsonl[.zstd|.zst] and session.vN.jsonl[.zstd|.zst])"
     )]
     NoGeneration { path: String },
-    #[error(
-        "{path} is zstd-compressed; reading compressed logs is not supported yet — decompress it first (`zstd -dc {path} > session.jsonl`)"
-    )]
-    ZstdNotSupported { path: String },
+    #[error("cannot start the zstd decoder for {path}: {source}")]
+    Zstd { path: String, source: io::Error },
     #[error("cannot read {path}: {source}")]
     Read { path: String, source: io::Error },
 }
 
 impl InputError {
-    /// Zstd input is a refusal of an unsupported encoding, not a usage or I/O error.
+    /// Every input error is a usage or I/O failure (exit 2); nothing is refused as
+    /// unsupported before reading (zstd is read transparently).
     pub fn is_unsupported(&self) -> bool {
-        matches!(self, InputError::ZstdNotSupported { .. })
+        false
     }
 }
 
@@ -64,85 +67,190 @@ pub struct Opened {
     /// The file actually read (a session directory resolves to its newest generation).
     pub path: Option<PathBuf>,
     pub reader: Box<dyn BufRead>,
+    /// For a zstd log: what the decoder learns about its frames (§3.3).
+    pub framing: Option<Framing>,
+    /// Older canonical generations beside the one read (a session directory, §2.2).
+    pub older: Vec<PathBuf>,
 }
 
-/// Open a log for one streaming pass.
+impl Opened {
+    /// The frame holding plaintext offset `byte` (zstd logs only).
+    pub fn frame_of(&self, byte: u64) -> Option<u64> {
+        self.framing.as_ref().and_then(|f| f.frame_of(byte))
+    }
+}
+
+/// Open a log for one streaming pass. A zstd log (recognised by its magic bytes, whatever
+/// its name) is decoded transparently.
 pub fn open(source: &Source) -> Result<Opened, InputError> {
     match source {
         Source::Stdin => {
-            let mut reader = BufReader::with_capacity(READ_BUFFER, io::stdin());
-            refuse_zstd(&mut reader, "-")?;
+            let reader = BufReader::with_capacity(READ_BUFFER, io::stdin());
+            let (reader, framing) = decode(reader, "-")?;
             Ok(Opened {
                 name: "-".to_owned(),
                 path: None,
-                reader: Box::new(reader),
+                reader,
+                framing,
+                older: Vec::new(),
             })
         }
         Source::Path(p) => {
-            let file_path = resolve(p)?;
+            let (file_path, older) = resolve_generations(p)?;
             let name = p.display().to_string();
-            let file = File::open(&file_path).map_err(|source| InputError::Open {
-                path: file_path.display().to_string(),
-                source,
-            })?;
-            let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-            refuse_zstd(&mut reader, &name)?;
-            Ok(Opened {
-                name,
-                path: Some(file_path),
-                reader: Box::new(reader),
-            })
+            let mut opened = open_file(&file_path, name)?;
+            opened.older = older;
+            Ok(opened)
         }
     }
 }
 
-fn refuse_zstd<R: BufRead>(reader: &mut R, name: &str) -> Result<(), InputError> {
+/// Open one file (no directory resolution) under the reported `name`.
+pub fn open_file(file_path: &Path, name: String) -> Result<Opened, InputError> {
+    let file = File::open(file_path).map_err(|source| InputError::Open {
+        path: file_path.display().to_string(),
+        source,
+    })?;
+    let reader = BufReader::with_capacity(READ_BUFFER, file);
+    let (reader, framing) = decode(reader, &name)?;
+    Ok(Opened {
+        name,
+        path: Some(file_path.to_path_buf()),
+        reader,
+        framing,
+        older: Vec::new(),
+    })
+}
+
+/// Does the stream start with the zstd magic?
+pub fn is_zstd<R: BufRead>(reader: &mut R, name: &str) -> Result<bool, InputError> {
     let head = reader.fill_buf().map_err(|source| InputError::Read {
         path: name.to_owned(),
         source,
     })?;
-    if head.starts_with(&ZSTD_MAGIC) {
-        return Err(InputError::ZstdNotSupported {
-            path: name.to_owned(),
-        });
+    // A short first read (a pipe) may hold fewer than 4 bytes: a file this short that starts
+    // like the magic is still treated as zstd (and reported as a torn frame).
+    Ok(!head.is_empty() && ZSTD_MAGIC.starts_with(&head[..head.len().min(4)]))
+}
+
+/// Wrap `reader` in a decoder when it holds zstd (§3.3; the magic decides, not the name).
+fn decode<R: BufRead + 'static>(
+    mut reader: R,
+    name: &str,
+) -> Result<(Box<dyn BufRead>, Option<Framing>), InputError> {
+    if !is_zstd(&mut reader, name)? {
+        return Ok((Box::new(reader), None));
     }
-    Ok(())
+    let (z, framing) = zstd::ZstdReader::new(reader).map_err(|source| InputError::Zstd {
+        path: name.to_owned(),
+        source,
+    })?;
+    Ok((
+        Box::new(BufReader::with_capacity(READ_BUFFER, z)),
+        Some(framing),
+    ))
 }
 
 /// A session directory resolves to its newest canonical generation file (§2.2); anything
 /// else is taken as the log itself.
 pub fn resolve(path: &Path) -> Result<PathBuf, InputError> {
-    if !path.is_dir() {
-        return Ok(path.to_path_buf());
+    resolve_generations(path).map(|(p, _)| p)
+}
+
+/// The compression suffixes DSH writes (`.zstd`) or dshs accepts (`.zst`).
+fn split_compression(name: &str) -> (&str, bool) {
+    for suffix in [".zstd", ".zst"] {
+        if let Some(base) = name.strip_suffix(suffix) {
+            return (base, true);
+        }
     }
-    let entries = std::fs::read_dir(path).map_err(|source| InputError::Open {
-        path: path.display().to_string(),
-        source,
-    })?;
-    let mut best: Option<(u64, bool, PathBuf)> = None;
-    for entry in entries.flatten() {
+    (name, false)
+}
+
+/// The canonical generation files of a session directory, highest generation first (for
+/// one generation, a plain file before a compressed one). Empty when there are none.
+pub fn generations(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir)?.flatten() {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let (base, compressed) = match name.strip_suffix(".zstd") {
-            Some(b) => (b, true),
-            None => (name, false),
-        };
+        let (base, compressed) = split_compression(name);
         let Some(generation) = canonical_generation(base) else {
             continue;
         };
-        // Highest generation wins; DSH never mixes encodings, but prefer plain if it did.
-        let better = match &best {
-            None => true,
-            Some((g, c, _)) => generation > *g || (generation == *g && *c && !compressed),
-        };
-        if better {
-            best = Some((generation, compressed, entry.path()));
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        found.push((generation, compressed, entry.path()));
+    }
+    // Highest generation wins; DSH never mixes encodings, but prefer plain if it did.
+    found.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+    Ok(found.into_iter().map(|(g, _, p)| (g, p)).collect())
+}
+
+/// A session directory → (its newest generation, the older generation files); a file →
+/// itself.
+pub fn resolve_generations(path: &Path) -> Result<(PathBuf, Vec<PathBuf>), InputError> {
+    if !path.is_dir() {
+        return Ok((path.to_path_buf(), Vec::new()));
+    }
+    let mut found = generations(path)
+        .map_err(|source| InputError::Open {
+            path: path.display().to_string(),
+            source,
+        })?
+        .into_iter()
+        .map(|(_, p)| p);
+    let newest = found.next().ok_or_else(|| InputError::NoGeneration {
+        path: path.display().to_string(),
+    })?;
+    Ok((newest, found.collect()))
+}
+
+/// Does `dir` hold at least one canonical generation file (is it a session directory)?
+pub fn is_session_dir(dir: &Path) -> bool {
+    dir.is_dir() && generations(dir).is_ok_and(|g| !g.is_empty())
+}
+
+/// How deep below a storage root session directories are looked for (the layout of §2.1
+/// puts them two levels down: `<root>/<project>/<session>`).
+const TREE_DEPTH: usize = 4;
+
+/// The session directories under a storage root (§2.1), sorted by path. A directory that is
+/// itself a session is returned alone. Symbolic links to directories are not followed.
+pub fn find_sessions(root: &Path) -> io::Result<Vec<PathBuf>> {
+    let mut found = Vec::new();
+    if is_session_dir(root) {
+        found.push(root.to_path_buf());
+        return Ok(found);
+    }
+    walk_sessions(root, TREE_DEPTH, &mut found, true)?;
+    found.sort();
+    Ok(found)
+}
+
+fn walk_sessions(dir: &Path, depth: usize, found: &mut Vec<PathBuf>, top: bool) -> io::Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(e) => e,
+        // A subdirectory that cannot be listed is skipped; the root itself must be readable.
+        Err(e) if !top => {
+            let _ = e;
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    for entry in entries.flatten() {
+        if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let path = entry.path();
+        if is_session_dir(&path) {
+            found.push(path);
+        } else if depth > 1 {
+            walk_sessions(&path, depth - 1, found, false)?;
         }
     }
-    best.map(|(_, _, p)| p)
-        .ok_or_else(|| InputError::NoGeneration {
-            path: path.display().to_string(),
-        })
+    Ok(())
 }
 
 /// `session.jsonl` → 0, `session.vN.jsonl` → N (N ≥ 1, no leading zeros), else None.
@@ -235,17 +343,67 @@ pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
 /// the name `-` and no path: checks that look at the file name or its directory do not
 /// apply to standard input.
 pub fn open_spooled(copy: &Path) -> Result<Opened, InputError> {
-    let file = File::open(copy).map_err(|source| InputError::Open {
-        path: "-".to_owned(),
-        source,
-    })?;
-    let mut reader = BufReader::with_capacity(READ_BUFFER, file);
-    refuse_zstd(&mut reader, "-")?;
-    Ok(Opened {
-        name: "-".to_owned(),
-        path: None,
-        reader: Box::new(reader),
-    })
+    let mut opened = open_file(copy, "-".to_owned())?;
+    opened.path = None;
+    Ok(opened)
+}
+
+/// Copies what is consumed to a file (the plaintext of a zstd log, for random access).
+struct Tee<R> {
+    inner: R,
+    copy: io::BufWriter<File>,
+    failed: Option<io::Error>,
+}
+
+impl<R: BufRead> Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let available = self.fill_buf()?;
+        let n = available.len().min(buf.len());
+        buf[..n].copy_from_slice(&available[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<R: BufRead> BufRead for Tee<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if let Some(e) = self.failed.take() {
+            return Err(e);
+        }
+        let buf = self.inner.fill_buf()?;
+        if buf.is_empty() {
+            self.copy.flush()?;
+        }
+        Ok(buf)
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            let n = amt.min(buf.len());
+            if let Err(e) = self.copy.write_all(&buf[..n]) {
+                self.failed.get_or_insert(e);
+            }
+        }
+        self.inner.consume(amt);
+    }
+}
+
+/// For a zstd log that will be read by offset afterwards (`derive`, `surface` previews):
+/// copy the plaintext to a temporary file while the one pass reads it. Plaintext offsets in
+/// the scan are offsets into that copy. `None` for a plain log (read the file itself).
+pub fn tee_plaintext(opened: &mut Opened) -> io::Result<Option<tempfile::NamedTempFile>> {
+    if opened.framing.is_none() {
+        return Ok(None);
+    }
+    let tmp = tempfile::NamedTempFile::new()?;
+    let copy = io::BufWriter::with_capacity(READ_BUFFER, tmp.reopen()?);
+    let inner = std::mem::replace(&mut opened.reader, Box::new(io::empty()));
+    opened.reader = Box::new(Tee {
+        inner,
+        copy,
+        failed: None,
+    });
+    Ok(Some(tmp))
 }
 
 /// Random access to lines of a file by offset (for `derive`, `surface` previews).

@@ -3,13 +3,14 @@
 //! §14.2–§14.4); then prove the result valid by scanning the exact bytes it will hold,
 //! before anything is written. Writing itself is `write.rs`.
 
-use std::io::{self, BufReader, Read};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use super::closers::{Closer, CloserKind};
 use super::finding::Finding;
+use super::input::zstd::ZstdReader;
 use super::scan::{self, CrashTail, Scan, ScanOptions, Status, TornTail};
-use super::write::Edit;
+use super::write::{Edit, Encoding};
 
 /// Why a log is not repaired (nothing is written).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,6 +30,9 @@ pub struct Cut {
     pub crash: Option<CrashTail>,
     /// The final fragment without a newline, if any.
     pub torn: Option<TornTail>,
+    /// zstd: the torn final frame cut off (offsets above are compressed): its number and the
+    /// plaintext bytes of committed lines recovered from it (appended again as a new frame).
+    pub frame: Option<(u64, u64)>,
 }
 
 impl Cut {
@@ -49,14 +53,27 @@ pub struct RepairPlan {
     pub keep: u64,
     pub cut: Option<Cut>,
     pub closers: Vec<Closer>,
-    /// The closer lines, each ending in `\n`: the one append.
+    /// The bytes appended: the closer lines (each ending in `\n`), or for a zstd log the
+    /// recovered lines of a torn final frame as one frame and the closers as another.
     append: Vec<u8>,
+    pub encoding: Encoding,
+    /// zstd: committed lines recovered from the torn final frame, to be re-appended as a new
+    /// frame (§14.5): (compressed start of that frame, plaintext length to take from it).
+    recover: Option<(u64, u64)>,
+    recovered: bool,
+    /// Plaintext length of the repaired log.
+    plain_len: u64,
 }
 
 impl RepairPlan {
     /// Nothing to cut and no open turn: the log is left exactly as it is.
     pub fn is_noop(&self) -> bool {
         self.cut.is_none() && self.closers.is_empty()
+    }
+
+    /// The plaintext lines appended (what `--dry-run` prints is only the closers).
+    pub fn plain_len(&self) -> u64 {
+        self.plain_len
     }
 
     /// The bytes appended after the committed prefix.
@@ -99,25 +116,91 @@ pub fn plan(scan: &Scan) -> Result<RepairPlan, Refusal> {
     if scan.tally.errors > 0 {
         return Err(Refusal::Invalid);
     }
+    let closers = state.closers.closers();
+    let mut lines = Vec::with_capacity(closers.iter().map(|c| c.line.len() + 1).sum());
+    for c in &closers {
+        lines.extend_from_slice(c.line.as_bytes());
+        lines.push(b'\n');
+    }
+    let plain_len = scan.committed_bytes + lines.len() as u64;
+    let encoding = Encoding::of(scan);
+    if let Some(z) = &scan.zstd {
+        // §14.5: complete frames are kept whole; a torn final frame is cut at its start and
+        // its committed lines are re-appended as a frame of their own.
+        let (keep, recover) = match &z.torn {
+            Some(t) => (
+                t.start,
+                Some((t.start, scan.committed_bytes.saturating_sub(t.plain_start))),
+            ),
+            None => (z.compressed_len, None),
+        };
+        let cut = (z.compressed_len > keep).then_some(Cut {
+            start: keep,
+            end: z.compressed_len,
+            crash: scan.crash,
+            torn: scan.torn,
+            frame: z
+                .torn
+                .as_ref()
+                .map(|t| (t.frame, scan.committed_bytes.saturating_sub(t.plain_start))),
+        });
+        let append = encoding.encode(&lines).map_err(|_| Refusal::Invalid)?;
+        let recover = recover.filter(|&(_, len)| len > 0);
+        return Ok(RepairPlan {
+            version: dialect.version,
+            keep,
+            cut,
+            closers,
+            append,
+            encoding,
+            recovered: recover.is_none(),
+            recover,
+            plain_len,
+        });
+    }
     let cut = (scan.total_bytes > scan.committed_bytes).then_some(Cut {
         start: scan.committed_bytes,
         end: scan.total_bytes,
         crash: scan.crash,
         torn: scan.torn,
+        frame: None,
     });
-    let closers = state.closers.closers();
-    let mut append = Vec::with_capacity(closers.iter().map(|c| c.line.len() + 1).sum());
-    for c in &closers {
-        append.extend_from_slice(c.line.as_bytes());
-        append.push(b'\n');
-    }
     Ok(RepairPlan {
         version: dialect.version,
         keep: scan.committed_bytes,
         cut,
         closers,
-        append,
+        append: lines,
+        encoding,
+        recover: None,
+        recovered: true,
+        plain_len,
     })
+}
+
+impl RepairPlan {
+    /// zstd only: read the committed lines of the torn final frame from `log` (the file
+    /// scanned) and put them, as one new frame, before the closers' frame (§14.5). A no-op
+    /// for plain logs and zstd logs without recovered lines. Must run before writing.
+    pub fn recover_from(&mut self, mut log: impl Read + Seek) -> io::Result<()> {
+        let Some((start, len)) = self.recover.take() else {
+            return Ok(());
+        };
+        log.seek(SeekFrom::Start(start))?;
+        let (reader, _) = ZstdReader::new(BufReader::new(log))?;
+        let mut lines = Vec::new();
+        reader.take(len).read_to_end(&mut lines)?;
+        if lines.len() as u64 != len || lines.last() != Some(&b'\n') {
+            return Err(io::Error::other(
+                "the recovered lines of the torn zstd frame could not be read back",
+            ));
+        }
+        let mut append = self.encoding.encode(&lines)?;
+        append.extend_from_slice(&self.append);
+        self.append = append;
+        self.recovered = true;
+        Ok(())
+    }
 }
 
 /// The repaired log, scanned in full before it exists.
@@ -139,22 +222,25 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let bytes = original.take(plan.keep).chain(plan.append());
+    let bytes = BufReader::with_capacity(256 * 1024, original.take(plan.keep).chain(plan.append()));
     let mut findings = Vec::new();
-    let s = scan::scan(
-        BufReader::with_capacity(256 * 1024, bytes),
-        path,
-        opts,
-        &mut findings,
-        &mut (),
-    )?;
-    let ok = s.status() == Status::Valid
+    let s = match plan.encoding {
+        Encoding::Plain => scan::scan(bytes, path, opts, &mut findings, &mut ())?,
+        Encoding::Zstd => {
+            let (z, framing) = ZstdReader::new(bytes)?;
+            let plain = BufReader::with_capacity(256 * 1024, z);
+            scan::scan_framed(plain, Some(&framing), path, opts, &mut findings, &mut ())?
+        }
+    };
+    let ok = plan.recovered
+        && s.status() == Status::Valid
         && s.tally.errors == 0
         && !s.open_turn()
         && s.torn.is_none()
         && s.crash.is_none()
-        && s.total_bytes == plan.repaired_len()
-        && s.committed_bytes == plan.repaired_len();
+        && s.physical_len() == plan.repaired_len()
+        && s.total_bytes == plan.plain_len
+        && s.committed_bytes == plan.plain_len;
     Ok(Verdict { ok, findings })
 }
 

@@ -17,7 +17,7 @@ use super::compaction::CompactionTracker;
 use super::dialect::{Dialect, SeedField};
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::header::{self, Header, HeaderVerdict};
-use super::input::LineReader;
+use super::input::{self, Framing, LineReader, ZstdEnd};
 use super::json::Json;
 use super::legacy::{self, Legacy};
 use super::lifecycle::Lifecycle;
@@ -238,6 +238,8 @@ pub struct Scan {
     pub tally: Tally,
     /// `--at SEQ` was asked for but the log has no such event.
     pub stop_not_reached: bool,
+    /// A zstd log: what the framing looked like (§3.3). Offsets above are plaintext ones.
+    pub zstd: Option<ZstdEnd>,
 }
 
 impl Scan {
@@ -255,6 +257,13 @@ impl Scan {
 
     pub fn open_turn(&self) -> bool {
         self.state.as_ref().is_some_and(|s| s.closers.is_open())
+    }
+
+    /// Bytes of the file as stored (compressed bytes for a zstd log).
+    pub fn physical_len(&self) -> u64 {
+        self.zstd
+            .as_ref()
+            .map_or(self.total_bytes, |z| z.compressed_len)
     }
 }
 
@@ -312,6 +321,19 @@ pub fn scan(
     sink: &mut dyn Sink,
     observer: &mut dyn Observer,
 ) -> io::Result<Scan> {
+    scan_framed(reader, None, path, opts, sink, observer)
+}
+
+/// [`scan`] over the plaintext of a zstd log: `framing` is the decoder's handle, read at the
+/// end for the frame rules of §3.3 (no crash tail inside complete frames, torn final frame).
+pub fn scan_framed(
+    reader: impl BufRead,
+    framing: Option<&Framing>,
+    path: Option<&Path>,
+    opts: &ScanOptions,
+    sink: &mut dyn Sink,
+    observer: &mut dyn Observer,
+) -> io::Result<Scan> {
     let mut lines = LineReader::new(reader);
     let mut out = Counting {
         inner: sink,
@@ -329,6 +351,7 @@ pub fn scan(
         crash: None,
         tally: Tally::default(),
         stop_not_reached: false,
+        zstd: None,
     };
     let file_level = |code: Code, pos: Pos, message: String| Finding {
         code,
@@ -376,11 +399,19 @@ pub fn scan(
         Some(HeaderVerdict::Stop { version }) => {
             result.version = version;
             result.total_bytes = lines.offset();
+            result.zstd = framing.map(Framing::end);
             result.tally = out.tally;
             return Ok(result);
         }
         None => {
             result.total_bytes = lines.offset();
+            if let Some(f) = framing {
+                drain(&mut lines)?;
+                let end = f.end();
+                let torn = result.torn.map(|t| (t.line, t.byte, t.len));
+                input::zstd::report_end(&end, torn, &mut out);
+                result.zstd = Some(end);
+            }
             result.tally = out.tally;
             return Ok(result);
         }
@@ -580,7 +611,34 @@ pub fn scan(
             break;
         }
     }
+    if framing.is_some() && !reached_stop_early(&ctx, &state) {
+        drain(&mut lines)?;
+    }
     result.total_bytes = lines.offset();
+    let zstd = framing.map(Framing::end);
+    // §3.3, §6.2 step 5: inside complete frames there is no crash tail.
+    if let Some(z) = &zstd
+        && let Some(s) = spec.take_if(|s| z.stopped || s.first.byte < z.complete_end)
+    {
+        out.tally.header_or_physical = true;
+        for f in s.held {
+            out.push(f);
+        }
+        ctx.observer.speculation_ended(true);
+        if !z.stopped {
+            out.push(Finding {
+                code: Code::ZstdTornRecordInFrame,
+                severity: Severity::Error,
+                pos: s.first,
+                seq: s.first_seq,
+                event_type: None,
+                message: format!(
+                    "corrupt Zstandard session log: complete frame contains a torn JSONL record: line {} ({}) lies inside a complete frame, where DSH tolerates no crash tail",
+                    s.first.line, s.why
+                ),
+            });
+        }
+    }
 
     if let Some(s) = spec.take() {
         // No turn end followed the first bad row: a crash tail, dropped like DSH does.
@@ -621,7 +679,7 @@ pub fn scan(
             });
         }
     }
-    if let Some(t) = result.torn {
+    if let Some(t) = result.torn.filter(|_| zstd.is_none()) {
         out.push(Finding {
             code: Code::TornLine,
             severity: Severity::Warning,
@@ -637,6 +695,18 @@ pub fn scan(
             ),
         });
     }
+    if let Some(z) = &zstd {
+        let torn = result.torn.map(|t| (t.line, t.byte, t.len));
+        if input::zstd::report_end(z, torn, &mut out) && result.torn.is_none() {
+            // A torn frame whose plaintext ends on a line boundary is still a torn tail.
+            result.torn = Some(TornTail {
+                line: z.lines + 1,
+                byte: result.total_bytes,
+                len: 0,
+            });
+        }
+    }
+    result.zstd = zstd;
     finish(dialect, &header, &state, &mut out);
     result.stop_not_reached = !reached_stop;
     result.header = Some(header);
@@ -644,6 +714,18 @@ pub fn scan(
     result.state = Some(state);
     result.tally = out.tally;
     Ok(result)
+}
+
+/// Whether the pass stopped early for `--at` (the rest of the file is not read).
+fn reached_stop_early(ctx: &Ctx<'_>, state: &FoldState) -> bool {
+    ctx.stop_after
+        .is_some_and(|stop| state.surface.next_seq() > stop)
+}
+
+/// Read the rest of a zstd log so the decoder sees every frame (its end state is needed).
+fn drain<R: BufRead>(lines: &mut LineReader<R>) -> io::Result<()> {
+    while lines.next_line()?.is_some() {}
+    Ok(())
 }
 
 /// Is this row bad (§6.1), and does it hold a turn end?

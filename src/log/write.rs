@@ -189,6 +189,35 @@ impl Stamp {
     }
 }
 
+/// How appended lines are stored: as they are, or (a zstd log) as one new zstd frame with
+/// the content checksum, as DSH appends a durable batch (§3.3, §14.5, §21.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Encoding {
+    #[default]
+    Plain,
+    Zstd,
+}
+
+impl Encoding {
+    /// The encoding of a scanned log.
+    pub fn of(scan: &crate::log::scan::Scan) -> Encoding {
+        if scan.zstd.is_some() {
+            Encoding::Zstd
+        } else {
+            Encoding::Plain
+        }
+    }
+
+    /// Encode whole lines for appending: the bytes themselves, or one zstd frame (none for
+    /// no lines). Call once per batch: each call is one frame.
+    pub fn encode(self, lines: &[u8]) -> io::Result<Vec<u8>> {
+        match self {
+            Encoding::Plain => Ok(lines.to_vec()),
+            Encoding::Zstd => crate::log::input::zstd::encode_frame(lines),
+        }
+    }
+}
+
 /// The edit: bytes `[0, keep)` stay exactly as they are, the rest of the file is cut off,
 /// then `append` (whole lines) is written after them.
 #[derive(Debug, Clone, Copy)]

@@ -50,9 +50,15 @@ impl Painter {
 
 /// `file:line: severity[code] seq N: message`
 pub fn finding(p: &Painter, file: &str, f: &Finding) -> String {
+    finding_in_frame(p, file, f, None)
+}
+
+/// [`finding`] for a zstd log: `file:line (frame N): …`.
+pub fn finding_in_frame(p: &Painter, file: &str, f: &Finding, frame: Option<u64>) -> String {
     let seq = f.seq.map_or_else(String::new, |s| format!(" seq {s}"));
+    let frame = frame.map_or_else(String::new, |n| format!(" (frame {n})"));
     format!(
-        "{}:{}: {}[{}]{}: {}",
+        "{}:{}{frame}: {}[{}]{}: {}",
         escape(file),
         f.pos.line,
         p.severity(f.severity),

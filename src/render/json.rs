@@ -17,6 +17,9 @@ pub struct FindingRecord<'a> {
     pub seq: Option<u64>,
     pub event_type: Option<&'a str>,
     pub message: &'a str,
+    /// zstd logs only: the 1-based frame holding the line (an addition to CLI.md's shape).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frame: Option<u64>,
 }
 
 impl<'a> FindingRecord<'a> {
@@ -31,6 +34,7 @@ impl<'a> FindingRecord<'a> {
             seq: f.seq,
             event_type: f.event_type.as_deref(),
             message: &f.message,
+            frame: None,
         }
     }
 }

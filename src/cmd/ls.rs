@@ -1,0 +1,344 @@
+//! `dshs ls [ROOT]`: every session under a DSH storage root (§2.1), one row each, each
+//! validated (in parallel, one log per worker) to give its state.
+//!
+//! Rows are sorted by last activity, newest first (the last committed event's time, else
+//! the header's `createdAt`; sessions with neither come last), then by path. The exit status
+//! is 0 whenever the root could be listed — the states are the listing's content — and 2
+//! when it cannot be read.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use serde::Serialize;
+
+use dshs::log::input::{self, Source};
+use dshs::log::scan::{EventInfo, FoldState, Observer, Status};
+use dshs::log::{Finding, Sink};
+
+use crate::cli::{LsArgs, ReportFormat};
+use crate::exit::Outcome;
+use crate::render::human::{Painter, plural};
+use crate::render::{Clock, escape};
+
+use super::Env;
+
+/// One session's row.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Row {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The session directory.
+    path: String,
+    /// The generation file read (the newest).
+    file: Option<String>,
+    /// Canonical generation files in the directory (the newest is read).
+    generations: usize,
+    id: Option<String>,
+    cwd: Option<String>,
+    version: Option<i64>,
+    created_at: Option<i64>,
+    last_event_time: Option<i64>,
+    events: u64,
+    turns: u64,
+    /// valid / interrupted (open turn) / torn (torn tail or crash tail) / invalid /
+    /// unsupported / unreadable.
+    status: &'static str,
+    errors: u64,
+    warnings: u64,
+}
+
+impl Row {
+    fn last_activity(&self) -> Option<i64> {
+        self.last_event_time.or(self.created_at)
+    }
+}
+
+/// Counts turns and remembers the last event time of the committed prefix.
+#[derive(Default)]
+struct Activity {
+    turns: u64,
+    last_time: Option<i64>,
+    saved: Option<(u64, Option<i64>)>,
+}
+
+impl Observer for Activity {
+    fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
+        if info.event.ty == "turn/start" {
+            self.turns += 1;
+        }
+        self.last_time = Some(info.event.time);
+    }
+
+    fn speculation_started(&mut self) {
+        self.saved = Some((self.turns, self.last_time));
+    }
+
+    fn speculation_ended(&mut self, committed: bool) {
+        if let Some((turns, last)) = self.saved.take()
+            && !committed
+        {
+            self.turns = turns;
+            self.last_time = last;
+        }
+    }
+}
+
+/// Findings are only counted (the scan's tally); nothing is kept.
+struct Drop;
+
+impl Sink for Drop {
+    fn push(&mut self, _: Finding) {}
+}
+
+/// DSH's default storage root: `$DSH_HOME/sessions`, else `~/.dsh/sessions` (§2.1).
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home).join("sessions"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".dsh").join("sessions"))
+}
+
+pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let Some(root) = args.root.clone().or_else(default_root) else {
+        eprintln!("dshs: error: no ROOT given and neither DSH_HOME nor HOME is set");
+        return Ok(Outcome::Failure);
+    };
+    let sessions = match input::find_sessions(&root) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!(
+                "dshs: error: cannot list {}: {}",
+                escape(&root.display().to_string()),
+                escape(&e.to_string())
+            );
+            return Ok(Outcome::Failure);
+        }
+    };
+    let mut rows = Vec::with_capacity(sessions.len());
+    super::in_parallel(
+        &sessions,
+        super::jobs(args.jobs),
+        |dir| row_of(dir, env),
+        |row| {
+            rows.push(row);
+            Ok(())
+        },
+    )?;
+    rows.sort_by(|a, b| {
+        b.last_activity()
+            .cmp(&a.last_activity())
+            .then_with(|| a.path.cmp(&b.path))
+    });
+    match args.format {
+        ReportFormat::Json => {
+            for row in &rows {
+                serde_json::to_writer(&mut *out, row)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        ReportFormat::Human => print_table(&rows, &root, env, out)?,
+    }
+    Ok(Outcome::Success)
+}
+
+fn row_of(dir: &Path, env: &Env) -> Row {
+    let mut row = Row {
+        kind: "session",
+        path: dir.display().to_string(),
+        file: None,
+        generations: input::generations(dir).map_or(0, |g| g.len()),
+        id: None,
+        cwd: None,
+        version: None,
+        created_at: None,
+        last_event_time: None,
+        events: 0,
+        turns: 0,
+        status: Status::Unreadable.as_str(),
+        errors: 0,
+        warnings: 0,
+    };
+    let Ok(opened) = input::open(&Source::Path(dir.to_path_buf())) else {
+        return row;
+    };
+    row.file = opened
+        .path
+        .as_deref()
+        .and_then(Path::file_name)
+        .map(|n| n.to_string_lossy().into_owned());
+    let mut activity = Activity::default();
+    let scan = match dshs::log::scan::scan_framed(
+        opened.reader,
+        opened.framing.as_ref(),
+        opened.path.as_deref(),
+        &env.scan_options(),
+        &mut Drop,
+        &mut activity,
+    ) {
+        Ok(s) => s,
+        Err(_) => return row,
+    };
+    if let Some(h) = &scan.header {
+        row.id = h.id.clone();
+        row.cwd = h.cwd.clone();
+        row.created_at = h.created_at;
+    } else {
+        // An unsupported (or broken) header is not checked, but its facts still name the
+        // session in a listing when they have the usual types.
+        lenient_header(dir, &mut row);
+    }
+    row.version = scan.version;
+    row.events = scan.events();
+    row.turns = activity.turns;
+    row.last_event_time = activity.last_time;
+    row.errors = scan.tally.errors;
+    row.warnings = scan.tally.warnings;
+    row.status = match scan.status() {
+        Status::Valid if scan.torn.is_some() || scan.crash.is_some() => "torn",
+        Status::Valid if scan.open_turn() => "interrupted",
+        other => other.as_str(),
+    };
+    row
+}
+
+/// The longest header line read for [`lenient_header`].
+const HEADER_LIMIT: u64 = 1 << 20;
+
+fn lenient_header(dir: &Path, row: &mut Row) {
+    let Ok(opened) = input::open(&Source::Path(dir.to_path_buf())) else {
+        return;
+    };
+    let mut line = Vec::new();
+    if std::io::BufRead::read_until(
+        &mut std::io::Read::take(opened.reader, HEADER_LIMIT),
+        b'\n',
+        &mut line,
+    )
+    .is_err()
+    {
+        return;
+    }
+    let Ok(serde_json::Value::Object(h)) = serde_json::from_slice(&line) else {
+        return;
+    };
+    row.id = h.get("id").and_then(|v| v.as_str()).map(str::to_owned);
+    row.cwd = h.get("cwd").and_then(|v| v.as_str()).map(str::to_owned);
+    row.created_at = h.get("createdAt").and_then(serde_json::Value::as_i64);
+}
+
+fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Result<()> {
+    let painter = Painter {
+        color: env.color_out,
+    };
+    let clock = Clock::local();
+    let time = |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), |t| clock.format_or_raw(t));
+    let header = [
+        "LAST EVENT",
+        "STATUS",
+        "V",
+        "EVENTS",
+        "TURNS",
+        "ID",
+        "CWD",
+        "CREATED",
+    ];
+    let cells: Vec<[String; 8]> = rows
+        .iter()
+        .map(|r| {
+            [
+                // Seconds are enough in a listing.
+                time(r.last_event_time)
+                    .get(..19)
+                    .map_or_else(|| time(r.last_event_time), str::to_owned),
+                r.status.to_owned(),
+                r.version.map_or_else(|| "-".to_owned(), |v| v.to_string()),
+                r.events.to_string(),
+                r.turns.to_string(),
+                escape(r.id.as_deref().unwrap_or("-")).into_owned(),
+                escape(r.cwd.as_deref().unwrap_or("-")).into_owned(),
+                time(r.created_at)
+                    .get(..19)
+                    .map_or_else(|| time(r.created_at), str::to_owned),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &cells {
+        for (w, c) in widths.iter_mut().zip(row) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    // Numbers right-aligned, text left-aligned; the last column is not padded.
+    let line = |cols: [&str; 8]| -> String {
+        let mut s = String::new();
+        for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
+            if i > 0 {
+                s.push_str("  ");
+            }
+            let pad = w.saturating_sub(c.chars().count());
+            if matches!(i, 2..=4) {
+                s.push_str(&" ".repeat(pad));
+                s.push_str(c);
+            } else if i == 7 {
+                s.push_str(c);
+            } else {
+                s.push_str(c);
+                s.push_str(&" ".repeat(pad));
+            }
+        }
+        s
+    };
+    if !rows.is_empty() {
+        writeln!(out, "{}", painter.bold(&line(header)))?;
+    }
+    for row in &cells {
+        let text = line(row.each_ref().map(String::as_str));
+        let text = match row[1].as_str() {
+            "invalid" | "unsupported" | "unreadable" => {
+                painter.paint(&text, owo_colors::Style::new().red())
+            }
+            "torn" | "interrupted" => painter.paint(&text, owo_colors::Style::new().yellow()),
+            _ => text,
+        };
+        writeln!(out, "{text}")?;
+    }
+    if !env.quiet {
+        let mut counts: Vec<(&str, u64)> = Vec::new();
+        for r in rows {
+            match counts.iter_mut().find(|(s, _)| *s == r.status) {
+                Some((_, n)) => *n += 1,
+                None => counts.push((r.status, 1)),
+            }
+        }
+        counts.sort_by_key(|(s, _)| status_rank(s));
+        let parts: Vec<String> = counts.iter().map(|(s, n)| format!("{n} {s}")).collect();
+        let n = rows.len() as u64;
+        writeln!(
+            out,
+            "{}",
+            painter.dim(&format!(
+                "{n} session{} under {}{}{}",
+                plural(n),
+                escape(&root.display().to_string()),
+                if parts.is_empty() { "" } else { ": " },
+                parts.join(", ")
+            ))
+        )?;
+    }
+    Ok(())
+}
+
+fn status_rank(s: &str) -> u8 {
+    match s {
+        "valid" => 0,
+        "interrupted" => 1,
+        "torn" => 2,
+        "invalid" => 3,
+        "unsupported" => 4,
+        _ => 5,
+    }
+}
