@@ -26,7 +26,8 @@ use crate::render::escape;
 use crate::render::human::plural;
 
 use super::Env;
-use super::repair::{Errors, fail, open_target, print_errors, test_fault, write_failed};
+use super::repair::{Errors, fail, open_target, print_errors, write_failed};
+use super::test_fault;
 
 pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let fault = match test_fault() {

@@ -360,6 +360,24 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
     );
 }
 
+/// Debug builds only: `DSHS_TEST_FAULT` makes a command that writes (`repair`, `compact`)
+/// fail, die or pause on purpose at a point of the write, so the tests can prove the
+/// rollback, crash consistency and the live-writer checks (`write::Fault::parse` lists the
+/// values). Release builds ignore the variable.
+pub fn test_fault() -> Result<dshs::log::write::Fault, String> {
+    #[cfg(debug_assertions)]
+    if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
+        let v = v.to_string_lossy();
+        return dshs::log::write::Fault::parse(&v).ok_or_else(|| {
+            format!(
+                "DSHS_TEST_FAULT={}: expected append:N, sidecar, sync, kill:POINT or pause:POINT",
+                crate::render::escape(&v)
+            )
+        });
+    }
+    Ok(dshs::log::write::Fault::None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -15,7 +15,7 @@ use anyhow::Result;
 use dshs::log::closers::CloserKind;
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
-use dshs::log::write::{self, Fault, SessionLock, Stamp, WriteError};
+use dshs::log::write::{self, SessionLock, Stamp, WriteError};
 use dshs::log::{Finding, Sink};
 
 use crate::cli::RepairArgs;
@@ -63,7 +63,7 @@ pub(super) struct Target {
 }
 
 pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let fault = match test_fault() {
+    let fault = match super::test_fault() {
         Ok(f) => f,
         Err(msg) => return Ok(fail(&msg, Outcome::Failure)),
     };
@@ -227,22 +227,6 @@ pub(super) fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
         _lock: lock,
         _spool: None,
     })
-}
-
-/// Debug builds only: `DSHS_TEST_FAULT=append:N|sidecar|sync` makes the write fail on purpose,
-/// so the tests can prove the rollback. Release builds ignore the variable.
-pub(super) fn test_fault() -> Result<Fault, String> {
-    #[cfg(debug_assertions)]
-    if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
-        let v = v.to_string_lossy();
-        return Fault::parse(&v).ok_or_else(|| {
-            format!(
-                "DSHS_TEST_FAULT={}: expected append:N, sidecar or sync",
-                escape(&v)
-            )
-        });
-    }
-    Ok(Fault::None)
 }
 
 pub(super) fn fail(message: &str, outcome: Outcome) -> Outcome {

@@ -551,6 +551,58 @@ impl SourceError {
     }
 }
 
+/// One element of the stored form of `sourceEventSeqs` (§5.3): a seq, or an inclusive run
+/// `[first,last]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceItem {
+    Seq(u64),
+    Run(u64, u64),
+}
+
+impl std::fmt::Display for SourceItem {
+    /// As JSON: `7` or `[1,3]`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceItem::Seq(s) => write!(f, "{s}"),
+            SourceItem::Run(a, b) => write!(f, "[{a},{b}]"),
+        }
+    }
+}
+
+/// Encode a provenance list the way DSH writers do (§5.3, v2+): only a strictly increasing
+/// list is encoded, every maximal run of at least 3 consecutive seqs becoming a run and
+/// shorter runs staying seqs; any other list is kept verbatim. `[1,2,3,7,9,10]` →
+/// `[[1,3],7,9,10]`. [`decode_sources`] gives the list back.
+pub fn encode_sources(seqs: &[u64]) -> Vec<SourceItem> {
+    if !seqs.windows(2).all(|w| w[0] < w[1]) {
+        return seqs.iter().map(|s| SourceItem::Seq(*s)).collect();
+    }
+    let mut out = Vec::with_capacity(seqs.len());
+    let mut i = 0;
+    while i < seqs.len() {
+        let mut j = i;
+        while j + 1 < seqs.len() && seqs[j + 1] == seqs[j] + 1 {
+            j += 1;
+        }
+        if j - i >= 2 {
+            out.push(SourceItem::Run(seqs[i], seqs[j]));
+        } else {
+            out.extend(seqs[i..=j].iter().map(|s| SourceItem::Seq(*s)));
+        }
+        i = j + 1;
+    }
+    out
+}
+
+/// [`encode_sources`] as the JSON array a writer stores: `[[1,3],7,9,10]`.
+pub fn encode_sources_json(seqs: &[u64]) -> String {
+    let items: Vec<String> = encode_sources(seqs)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    format!("[{}]", items.join(","))
+}
+
 /// Decode the stored form: each element a safe integer ≥ 0 or a pair `[first,last]`
 /// (§5.3); then, in the order of §11.2 step 6: no duplicates, every value below `seq` (when
 /// known). With a pair present the list must be strictly increasing. Nothing is expanded:
@@ -730,6 +782,17 @@ mod tests {
         assert_eq!(sources("[19,20,8,9]", 21), Ok(vec![19, 20, 8, 9]));
         assert_eq!(sources("[]", 3), Ok(vec![]));
         assert_eq!(sources("[[2,2]]", 3), Ok(vec![2]));
+    }
+
+    #[test]
+    fn sources_encode_like_dsh_writers() {
+        assert_eq!(encode_sources_json(&[1, 2, 3, 7, 9, 10]), "[[1,3],7,9,10]");
+        assert_eq!(encode_sources_json(&[]), "[]");
+        assert_eq!(encode_sources_json(&[4, 5]), "[4,5]");
+        assert_eq!(encode_sources_json(&[0, 1, 2, 3, 5, 6, 7]), "[[0,3],[5,7]]");
+        // Not strictly increasing: verbatim, even with runs inside.
+        assert_eq!(encode_sources_json(&[9, 1, 2, 3]), "[9,1,2,3]");
+        assert_eq!(sources("[[0,3],[5,7]]", 8), Ok(vec![0, 1, 2, 3, 5, 6, 7]));
     }
 
     #[test]

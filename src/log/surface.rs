@@ -423,6 +423,18 @@ impl SurfaceManager {
                 ),
             ));
         }
+        // A scan resynchronises on the observed seq after a gap (§6.3), which in damaged
+        // input can go back to a seq already on the surface: folding it would link the node
+        // twice (found by fuzzing, testdata/fuzz/repeated-seq-on-surface).
+        if self.nodes.contains_key(&ev.seq) {
+            return Err(at.finding(
+                Code::SeqNotContiguous,
+                format!(
+                    "session event seq {} repeats the seq of an event already on the surface",
+                    ev.seq
+                ),
+            ));
+        }
         // Step 2 — eligibility and marker shape.
         let kind = match class {
             TypeClass::Surface(kind) => kind,

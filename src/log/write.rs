@@ -105,18 +105,88 @@ pub enum Fault {
     AppendAfter(usize),
     /// The final `sync_all` fails.
     Sync,
+    /// The process dies (`abort`, like a crash: no destructor, no rollback) at this point.
+    Kill(Point),
+    /// The process stops at this point until a line arrives on standard input (it says so
+    /// on standard error first), so a test can act in the window deterministically.
+    Pause(Point),
+}
+
+/// Named points of [`apply_in_place`], in order, for [`Fault::Kill`] and [`Fault::Pause`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// Entered, before the file is opened and its stamp compared.
+    Start,
+    /// The sidecar file exists and holds the cut bytes, not yet synced.
+    SidecarWritten,
+    /// The sidecar is durable; the stamp is about to be compared again.
+    SidecarSynced,
+    /// The log is truncated to the committed prefix; nothing appended yet.
+    Truncated,
+    /// The append is written, not yet synced.
+    Appended,
+    /// The log is synced: the edit is complete.
+    Synced,
+}
+
+impl Point {
+    pub const ALL: [Point; 6] = [
+        Point::Start,
+        Point::SidecarWritten,
+        Point::SidecarSynced,
+        Point::Truncated,
+        Point::Appended,
+        Point::Synced,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Point::Start => "start",
+            Point::SidecarWritten => "sidecar-written",
+            Point::SidecarSynced => "sidecar-synced",
+            Point::Truncated => "truncated",
+            Point::Appended => "appended",
+            Point::Synced => "synced",
+        }
+    }
+
+    fn parse(s: &str) -> Option<Point> {
+        Point::ALL.into_iter().find(|p| p.name() == s)
+    }
 }
 
 impl Fault {
-    /// `sidecar`, `append:N` or `sync`.
+    /// Kill or pause here if asked to (test builds of the commands only).
+    fn at(self, point: Point) {
+        match self {
+            Fault::Kill(p) if p == point => std::process::abort(),
+            Fault::Pause(p) if p == point => {
+                eprintln!("dshs-test: paused at {}", point.name());
+                let mut line = String::new();
+                let _ = io::stdin().read_line(&mut line);
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Fault {
+    /// `sidecar`, `append:N`, `sync`, `kill:POINT` or `pause:POINT` (see [`Point::name`]).
     pub fn parse(s: &str) -> Option<Fault> {
         match s {
             "sidecar" => Some(Fault::Sidecar),
             "sync" => Some(Fault::Sync),
-            _ => s
-                .strip_prefix("append:")
-                .and_then(|n| n.parse().ok())
-                .map(Fault::AppendAfter),
+            _ => {
+                if let Some(n) = s.strip_prefix("append:") {
+                    n.parse().ok().map(Fault::AppendAfter)
+                } else if let Some(p) = s.strip_prefix("kill:") {
+                    Point::parse(p).map(Fault::Kill)
+                } else {
+                    s.strip_prefix("pause:")
+                        .and_then(Point::parse)
+                        .map(Fault::Pause)
+                }
+            }
         }
     }
 }
@@ -251,6 +321,7 @@ pub fn apply_in_place(
     edit: Edit<'_>,
     fault: Fault,
 ) -> Result<Applied, WriteError> {
+    fault.at(Point::Start);
     let shown = path.display();
     let mut file = OpenOptions::new()
         .read(true)
@@ -277,9 +348,15 @@ pub fn apply_in_place(
     } else {
         None
     };
+    fault.at(Point::SidecarSynced);
     // Saving the sidecar took time: look again before touching anything.
     let again = Stamp::of_file(&file).map_err(untouched(format!("cannot stat {shown}")))?;
     if again != before {
+        // The log is untouched: the copy is worthless (and would say bytes were cut).
+        if let Some(side) = &sidecar {
+            let _ = fs::remove_file(side);
+            let _ = sync_dir(side);
+        }
         return Err(WriteError::Changed {
             path: path.to_owned(),
         });
@@ -314,14 +391,18 @@ pub fn apply_in_place(
 fn mutate(file: &mut File, edit: Edit<'_>, fault: Fault) -> Result<(), (String, io::Error)> {
     file.set_len(edit.keep)
         .map_err(|e| ("cannot truncate the log".to_owned(), e))?;
+    fault.at(Point::Truncated);
     file.seek(SeekFrom::Start(edit.keep))
         .map_err(|e| ("cannot seek in the log".to_owned(), e))?;
     write_all(file, edit.append, fault).map_err(|e| ("cannot append to the log".to_owned(), e))?;
+    fault.at(Point::Appended);
     if fault == Fault::Sync {
         return Err(("cannot flush the log to disk".to_owned(), injected("sync")));
     }
     file.sync_all()
-        .map_err(|e| ("cannot flush the log to disk".to_owned(), e))
+        .map_err(|e| ("cannot flush the log to disk".to_owned(), e))?;
+    fault.at(Point::Synced);
+    Ok(())
 }
 
 /// One `write_all`, or (fault injection) a partial write followed by an error.
@@ -376,6 +457,7 @@ fn save_sidecar(
         if fault == Fault::Sidecar {
             return Err(injected("sidecar"));
         }
+        fault.at(Point::SidecarWritten);
         side.sync_all()?;
         sync_dir(&path)
     };
@@ -655,5 +737,17 @@ mod tests {
         assert_eq!(Fault::parse("sidecar"), Some(Fault::Sidecar));
         assert_eq!(Fault::parse("sync"), Some(Fault::Sync));
         assert_eq!(Fault::parse("append:x"), None);
+        assert_eq!(
+            Fault::parse("kill:truncated"),
+            Some(Fault::Kill(Point::Truncated))
+        );
+        assert_eq!(
+            Fault::parse("pause:start"),
+            Some(Fault::Pause(Point::Start))
+        );
+        assert_eq!(Fault::parse("kill:nowhere"), None);
+        for p in Point::ALL {
+            assert_eq!(Point::parse(p.name()), Some(p));
+        }
     }
 }

@@ -415,6 +415,21 @@ fn seq_not_following_the_previous_event_is_rejected() {
     }
 }
 
+#[test]
+fn a_resync_back_to_a_seq_on_the_surface_is_rejected() {
+    // A scan resynchronises on the observed seq after a gap; a repeated seq must not link
+    // a second node under the same seq (the list would be corrupt).
+    for v in ALL {
+        let mut h = H::new(v);
+        h.users(2);
+        h.m.resync(1);
+        let mut again = h.user().append();
+        again.seq = 1;
+        assert_eq!(h.rejects(again), Code::SeqNotContiguous, "v{v}");
+        assert_eq!(h.m.seqs(), vec![0, 1]);
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Step 2 — eligibility and marker shape
 // ---------------------------------------------------------------------------------------
@@ -1528,7 +1543,8 @@ fn header_seq_must_be_earlier_even_after_a_resync_backwards() {
     // After damage the fold may resynchronise to a lower seq (§6.3); a header recorded at a
     // later seq is then not "earlier" than the developer message.
     let mut h = H::new(4);
-    h.users(3); // 0 1 2
+    h.users(1); // 0
+    h.m.skip(2); // 1 and 2 are not on the surface (e.g. log-only events)
     h.ok(h.request_header(&format!("[{TOOL}]"))); // 3
     h.m.resync(1);
     assert_eq!(

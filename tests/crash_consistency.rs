@@ -1,0 +1,440 @@
+//! Crash consistency and live writers, through the binary.
+//!
+//! A command that writes a log (`repair`; `compact` plugs into the same driver) is
+//! interrupted at every point of its write, two ways, both deterministic (no timing):
+//! - `DSHS_TEST_FAULT=kill:POINT` (debug builds) aborts the process at each named point of
+//!   `write::apply_in_place` (`write::Point::ALL`): no destructor, no rollback — a crash;
+//! - `RLIMIT_FSIZE = N` for many byte counts N past the original size: the kernel kills the
+//!   child with SIGXFSZ at the write that would pass byte N (a crash in the middle of a
+//!   write), or, with SIGXFSZ ignored, the write fails with EFBIG (the rollback path).
+//!
+//! After each interruption the log must be byte-identical to before, or be the committed
+//! prefix followed by a prefix of the planned append (never half an event in the committed
+//! region: a partial last line is a torn tail), the bytes cut must be in a sidecar, and
+//! re-running the command must give exactly the result of an uninterrupted run.
+//!
+//! Live writers: another process holding `session.lock` makes `repair` refuse (exit 3)
+//! without a write; a process appending without the lock while `repair` works (in the window
+//! between planning and each stamp check, held open with `DSHS_TEST_FAULT=pause:POINT`) makes
+//! it refuse (exit 3) and write nothing.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use dshs::log::repair;
+use dshs::log::write::Point;
+
+// ---------------------------------------------------------------------------------------
+// The driver (generic over the command: compact reuses it)
+// ---------------------------------------------------------------------------------------
+
+/// How a run is interrupted.
+#[derive(Debug, Clone, Copy)]
+enum Interrupt {
+    /// `DSHS_TEST_FAULT=kill:POINT`: abort at a named point of the write.
+    Kill(Point),
+    /// RLIMIT_FSIZE = N, SIGXFSZ at its default action: killed at the write passing byte N.
+    FileSizeKill(u64),
+    /// RLIMIT_FSIZE = N with SIGXFSZ ignored: that write fails with EFBIG.
+    FileSizeError(u64),
+}
+
+/// One interrupted run: the log file and what the process did.
+struct Interrupted<'a> {
+    how: Interrupt,
+    dir: &'a Path,
+    path: &'a Path,
+    output: &'a Output,
+}
+
+fn dshs_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_dshs"))
+}
+
+/// `dshs ARGS... FILE`, interrupted as asked.
+fn run_interrupted(args: &[&str], path: &Path, how: Interrupt) -> Output {
+    let mut cmd = Command::new(dshs_bin());
+    cmd.args(args)
+        .arg(path)
+        .env_remove("DSHS_TEST_FAULT")
+        .env_remove("DSHS_KNOWN_TYPES")
+        .stdin(Stdio::null());
+    match how {
+        Interrupt::Kill(p) => {
+            cmd.env("DSHS_TEST_FAULT", format!("kill:{}", p.name()));
+        }
+        Interrupt::FileSizeKill(n) | Interrupt::FileSizeError(n) => {
+            let ignore = matches!(how, Interrupt::FileSizeError(_));
+            // SAFETY: only async-signal-safe calls (setrlimit, signal) between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    let lim = libc::rlimit {
+                        rlim_cur: n as libc::rlim_t,
+                        rlim_max: n as libc::rlim_t,
+                    };
+                    if libc::setrlimit(libc::RLIMIT_FSIZE, &lim) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    let action = if ignore { libc::SIG_IGN } else { libc::SIG_DFL };
+                    libc::signal(libc::SIGXFSZ, action);
+                    Ok(())
+                });
+            }
+        }
+    }
+    cmd.output().expect("dshs runs")
+}
+
+/// Byte limits worth trying between `from` (the original size: the log must fit) and `to`
+/// (the size of the finished result): both ends, every line end of `result` in the range and
+/// its neighbours, and evenly spaced points between.
+fn limits(result: &[u8], from: u64, to: u64) -> Vec<u64> {
+    let mut n: Vec<u64> = (0..=24).map(|k| from + (to - from) * k / 24).collect();
+    for (i, b) in result.iter().enumerate() {
+        let i = i as u64;
+        if *b == b'\n' && i >= from && i < to {
+            n.extend([i, i + 1, i + 2]);
+        }
+    }
+    n.retain(|x| (from..to).contains(x));
+    n.sort_unstable();
+    n.dedup();
+    n
+}
+
+/// Run `dshs ARGS FILE` on a fresh copy of `log` (named `name`) once per interruption —
+/// killed at every named point, and at many byte counts by the file-size limit — and hand
+/// each outcome to `check`. Returns the uninterrupted result (the file after a clean run).
+fn interrupt_everywhere(
+    log: &[u8],
+    name: &str,
+    args: &[&str],
+    mut check: impl FnMut(&Interrupted<'_>, &[u8]),
+) -> Vec<u8> {
+    let clean = tempfile::tempdir().expect("tempdir");
+    let path = clean.path().join(name);
+    std::fs::write(&path, log).expect("write");
+    let out = Command::new(dshs_bin())
+        .args(args)
+        .arg(&path)
+        .env_remove("DSHS_TEST_FAULT")
+        .output()
+        .expect("dshs runs");
+    assert!(out.status.success(), "{args:?}: {out:?}");
+    let result = std::fs::read(&path).expect("read");
+
+    let mut ways: Vec<Interrupt> = Point::ALL.into_iter().map(Interrupt::Kill).collect();
+    let (from, to) = (log.len() as u64, result.len() as u64);
+    if to > from {
+        for n in limits(&result, from, to) {
+            ways.push(Interrupt::FileSizeKill(n));
+            ways.push(Interrupt::FileSizeError(n));
+        }
+    }
+    for how in ways {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(name);
+        std::fs::write(&path, log).expect("write");
+        let output = run_interrupted(args, &path, how);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!stderr.contains("panicked"), "{how:?}: {stderr}");
+        check(
+            &Interrupted {
+                how,
+                dir: dir.path(),
+                path: &path,
+                output: &output,
+            },
+            &result,
+        );
+    }
+    result
+}
+
+// ---------------------------------------------------------------------------------------
+// repair
+// ---------------------------------------------------------------------------------------
+
+/// The sidecars beside `path`, by number.
+fn sidecars(dir: &Path, path: &Path) -> Vec<Vec<u8>> {
+    let name = path.file_name().unwrap().to_string_lossy().into_owned();
+    let mut found: Vec<(u32, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let n = e.file_name().to_string_lossy().into_owned();
+            let k = n.strip_prefix(&format!("{name}.dshs-cut-"))?.parse().ok()?;
+            Some((k, std::fs::read(e.path()).ok()?))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, b)| b).collect()
+}
+
+/// Every guarantee of `repair` after an interruption, then the re-run.
+fn check_repair(log: &[u8], keep: usize, case: &Interrupted<'_>, result: &[u8]) {
+    let how = case.how;
+    let now = std::fs::read(case.path).expect("read");
+    // How it ended: a signal (killed) or an exit status.
+    match how {
+        Interrupt::Kill(_) | Interrupt::FileSizeKill(_) => {
+            let killed = case.output.status.signal().is_some();
+            // A kill point the run never reaches (no sidecar when nothing is cut) ends cleanly.
+            assert!(
+                killed || case.output.status.success(),
+                "{how:?}: {:?}",
+                case.output
+            );
+        }
+        Interrupt::FileSizeError(_) => {
+            // The append failed and was rolled back: exit 2 and the original bytes.
+            assert_eq!(case.output.status.code(), Some(2), "{how:?}");
+            assert_eq!(now, log, "{how:?}: not rolled back");
+        }
+    }
+    // Never half an event in the committed region: either the original, or the committed
+    // prefix followed by a prefix of the append (a partial last line is only a torn tail).
+    if now != log {
+        assert!(
+            now.len() >= keep && now[..keep] == log[..keep],
+            "{how:?}: committed prefix changed"
+        );
+        assert!(
+            result.starts_with(&now),
+            "{how:?}: not a prefix of the result"
+        );
+        // The bytes cut are in the first sidecar, synced before the log was touched.
+        if log.len() > keep {
+            let side = sidecars(case.dir, case.path);
+            assert_eq!(
+                side.first().map(Vec::as_slice),
+                Some(&log[keep..]),
+                "{how:?}: cut bytes not in a sidecar"
+            );
+        }
+    }
+    // Whatever the interruption left is a log dshs accepts (warnings only)...
+    let v = common::dshs()
+        .arg("validate")
+        .arg(case.path)
+        .output()
+        .expect("dshs runs");
+    assert_eq!(v.status.code(), Some(0), "{how:?}: {v:?}");
+    // ...and repairing it again gives exactly the uninterrupted result.
+    let again = common::dshs()
+        .arg("repair")
+        .arg(case.path)
+        .output()
+        .expect("dshs runs");
+    assert!(again.status.success(), "{how:?}: {again:?}");
+    assert_eq!(
+        std::fs::read(case.path).expect("read"),
+        result,
+        "{how:?}: re-run differs"
+    );
+    // And every byte ever cut is still somewhere: the original tail is in some sidecar.
+    if log.len() > keep {
+        let side = sidecars(case.dir, case.path);
+        assert!(
+            side.iter().any(|s| s == &log[keep..]),
+            "{how:?}: lost bytes"
+        );
+    }
+}
+
+/// The committed prefix length of a log, as repair plans it.
+fn keep_of(log: &[u8]) -> usize {
+    let (s, _) = common::scan_text(std::str::from_utf8(log).expect("UTF-8 test log"));
+    repair::plan(&s).expect("repairable").keep as usize
+}
+
+fn repair_is_crash_consistent(log: &[u8], name: &str) -> usize {
+    let keep = keep_of(log);
+    let mut cases = 0;
+    let result = interrupt_everywhere(log, name, &["repair"], |case, result| {
+        check_repair(log, keep, case, result);
+        cases += 1;
+    });
+    assert_ne!(result, log, "the test log needs repairing");
+    cases
+}
+
+#[test]
+fn repair_of_the_crashed_sample_survives_a_crash_anywhere() {
+    let log = std::fs::read(common::testdata("sample/crashed.v3.jsonl")).expect("sample");
+    let cases = repair_is_crash_consistent(&log, "session.v3.jsonl");
+    assert!(cases > 40, "{cases} interruptions");
+}
+
+const V4: &str =
+    r#"{"type":"session","version":4,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
+const V0: &str = r#"{"type":"session","version":0,"id":"s","createdAt":1,"delegationDepth":0}"#;
+
+fn open_turn(header: &str, torn: &str) -> Vec<u8> {
+    let rows = [
+        header,
+        r#"{"type":"turn/start","seq":0,"time":10,"data":{"turn":1}}"#,
+        r#"{"type":"step/start","seq":1,"time":11,"data":{"turn":1,"step":1}}"#,
+        r#"{"type":"assistant/message","seq":2,"time":12,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"bash","arguments":"{}"},{"type":"tool-call","id":"c2","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}}},"surfaceOp":"append"}"#,
+        r#"{"type":"tool/call","seq":3,"time":13,"data":{"turn":1,"step":1,"callId":"c1","name":"bash","arguments":"{}"}}"#,
+    ];
+    let mut out: Vec<u8> = rows
+        .iter()
+        .flat_map(|r| format!("{r}\n").into_bytes())
+        .collect();
+    out.extend_from_slice(torn.as_bytes());
+    out
+}
+
+#[test]
+fn repair_without_a_cut_and_in_v0_and_v4_survives_a_crash_anywhere() {
+    // Nothing to cut (no sidecar): only the append can be interrupted.
+    repair_is_crash_consistent(&open_turn(V4, ""), "session.v4.jsonl");
+    // A torn line to cut, v0 closers.
+    repair_is_crash_consistent(&open_turn(V0, r#"{"type":"tool/res"#), "session.v0.jsonl");
+}
+
+// ---------------------------------------------------------------------------------------
+// Live writers
+// ---------------------------------------------------------------------------------------
+
+/// Not a test of its own: when `DSHS_TEST_LOCK_HOLDER` names a lock file, this process
+/// takes an exclusive lock on it (what a live DSH writer holds), says so on stdout and
+/// keeps the lock until its standard input closes. The tests below run it as a child.
+#[test]
+fn lock_holder_helper() {
+    let Some(lock) = std::env::var_os("DSHS_TEST_LOCK_HOLDER") else {
+        return;
+    };
+    let file = std::fs::File::open(lock).expect("lock file");
+    file.lock().expect("exclusive lock");
+    // Straight to the file descriptor: the test harness captures `println!`.
+    let mut out = std::io::stdout();
+    out.write_all(b"\ndshs-test: lock held\n").expect("stdout");
+    out.flush().expect("flush");
+    let mut rest = String::new();
+    let _ = std::io::stdin().read_line(&mut rest);
+}
+
+fn crashed_log(dir: &Path) -> (PathBuf, Vec<u8>) {
+    let log = std::fs::read(common::testdata("sample/crashed.v3.jsonl")).expect("sample");
+    let path = dir.join("session.v3.jsonl");
+    std::fs::write(&path, &log).expect("write");
+    (path, log)
+}
+
+/// Only the log itself and the files named in `allowed` are in `dir`.
+fn assert_no_new_files(dir: &Path, allowed: &[&str]) {
+    for e in std::fs::read_dir(dir).expect("dir") {
+        let name = e.expect("entry").file_name().to_string_lossy().into_owned();
+        assert!(
+            name == "session.v3.jsonl" || allowed.contains(&name.as_str()),
+            "unexpected file {name}"
+        );
+    }
+}
+
+#[test]
+fn repair_refuses_while_another_process_holds_the_session_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, log) = crashed_log(dir.path());
+    let lock = dir.path().join("session.lock");
+    std::fs::write(&lock, b"").expect("lock file");
+    let mut holder = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "lock_holder_helper",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("DSHS_TEST_LOCK_HOLDER", &lock)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("lock holder");
+    let mut out = BufReader::new(holder.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while line.trim() != "dshs-test: lock held" {
+        line.clear();
+        assert!(out.read_line(&mut line).expect("read") > 0, "holder died");
+    }
+    for args in [&["repair"][..], &["repair", "--dry-run"]] {
+        let o = common::dshs().args(args).arg(&path).output().expect("dshs");
+        // --dry-run writes nothing either way; in place, the live writer is a refusal.
+        if args.len() == 1 {
+            assert_eq!(o.status.code(), Some(3), "{o:?}");
+            let stderr = String::from_utf8_lossy(&o.stderr);
+            assert!(stderr.contains("live writer"), "{stderr}");
+        }
+        assert_eq!(std::fs::read(&path).expect("read"), log);
+        assert_no_new_files(dir.path(), &["session.lock"]);
+    }
+    drop(holder.stdin.take());
+    assert!(holder.wait().expect("holder exits").success());
+    // The lock released, the same command repairs.
+    let o = common::dshs()
+        .arg("repair")
+        .arg(&path)
+        .output()
+        .expect("dshs");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+}
+
+/// A line a DSH writer might append (content does not matter to the stamp check).
+const APPENDED: &[u8] =
+    b"{\"type\":\"assistant/chunk\",\"seq\":18,\"time\":1,\"data\":{\"turn\":2,\"step\":1}}\n";
+
+#[test]
+fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
+    // Paused where the stamp is compared: before touching the file, and after the sidecar
+    // copy (the last check before the truncation).
+    for point in [Point::Start, Point::SidecarSynced] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, log) = crashed_log(dir.path());
+        let mut child = Command::new(dshs_bin())
+            .arg("repair")
+            .arg(&path)
+            .env("DSHS_TEST_FAULT", format!("pause:{}", point.name()))
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("dshs");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        err.read_line(&mut line).expect("read");
+        assert_eq!(
+            line.trim(),
+            format!("dshs-test: paused at {}", point.name())
+        );
+        // The writer appends while repair waits.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        f.write_all(APPENDED).expect("append");
+        drop(f);
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"\n")
+            .expect("resume");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
+        let status = child.wait().expect("exits");
+        assert_eq!(status.code(), Some(3), "{point:?}: {rest}");
+        assert!(rest.contains("changed while dshs was working"), "{rest}");
+        // Nothing written: the log is the original plus the writer's line, no sidecar left.
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            [&log[..], APPENDED].concat(),
+            "{point:?}"
+        );
+        assert_no_new_files(dir.path(), &[]);
+    }
+}
