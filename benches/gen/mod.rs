@@ -2,7 +2,8 @@
 //!
 //! It writes turns with steps, request headers, assistant messages (v0/v1 with chunk events
 //! and packed chunk rows, v2+ with embedded streams), parallel tool calls with results,
-//! tool-result prunes inside turns and compactions between turns, in the shapes of the
+//! tool outputs of realistic sizes (mostly ~1–2 KB, a tail to hundreds of KB), tool-result
+//! prunes inside turns, system-prompt replacements (v3+) and compactions between turns, in the shapes of the
 //! chosen format version, tracking the surface so every replacement is well-formed.
 #![allow(dead_code)]
 
@@ -192,6 +193,50 @@ impl<W: Write> Generator<W> {
         Ok(())
     }
 
+    /// A tool output of realistic size: mostly ~1–2 KB, some larger, a tail to hundreds of KB.
+    fn tool_output(&mut self) -> String {
+        let target = match self.rng.below(1000) {
+            0..=879 => 900 + self.rng.below(1200),
+            880..=979 => 2_000 + self.rng.below(18_000),
+            980..=997 => 20_000 + self.rng.below(80_000),
+            _ => 100_000 + self.rng.below(300_000),
+        } as usize;
+        let mut b = String::with_capacity(target + 200);
+        while b.len() < target {
+            b.push_str(&self.text(24));
+            b.push('\n');
+        }
+        b
+    }
+
+    /// v3+: a new system prompt replacing the head system node (as a plugin or a resumed
+    /// session does), with the shadowed seq as its provenance.
+    fn replace_system_prompt(&mut self, turn: u64, step: u64) -> io::Result<()> {
+        let Some(head) = self.surface.first().filter(|n| n.kind == Kind::System) else {
+            return Ok(());
+        };
+        let h = head.seq;
+        let source = if self.version >= 4 {
+            r#"{"kind":"system-prompt"}"#
+        } else {
+            r#"{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"}"#
+        };
+        let prompt = self.text(200);
+        let data = format!(
+            r#"{{"turn":{turn},"step":{step},"message":{{"id":"system-{}","role":"system","content":[{{"type":"text","text":{}}}],"source":{source}}}}}"#,
+            self.seq,
+            esc(&prompt)
+        );
+        let op = self.replace_op(h, h);
+        let s = self.event(
+            "system/message",
+            &data,
+            &format!(r#","sourceEventSeqs":[{h}],"surfaceOp":{op}"#),
+        )?;
+        self.surface[0].seq = s;
+        Ok(())
+    }
+
     fn tool_result_message(&mut self, call_id: &str, content: &str, is_error: bool) -> String {
         let id = format!("result-{}", self.seq);
         if self.version >= 4 {
@@ -243,6 +288,9 @@ impl<W: Write> Generator<W> {
                 kind: Kind::System,
                 tool_calls: 0,
             });
+        }
+        if self.version >= 3 && step == 1 && self.rng.chance(3) {
+            self.replace_system_prompt(turn, step)?;
         }
         if step == 1 {
             let words = self.text(60);
@@ -350,14 +398,7 @@ impl<W: Write> Generator<W> {
                 ),
                 "",
             )?;
-            let body = {
-                let mut b = String::new();
-                for _ in 0..(1 + self.rng.below(30)) {
-                    b.push_str(&self.text(20));
-                    b.push('\n');
-                }
-                b
-            };
+            let body = self.tool_output();
             let is_error = self.rng.chance(5);
             let message = self.tool_result_message(&id, &esc(&body), is_error);
             let error = if is_error {
