@@ -11,6 +11,8 @@ use std::hash::Hasher;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+mod fast;
+
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
@@ -84,13 +86,33 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
+    match fast::parse(text) {
+        Some((v, _)) => Ok(v),
+        None => parse_careful(text),
+    }
+}
+
+/// [`parse_str`] and [`audit`] in one walk over the line (the common case); the careful
+/// path and a separate audit for lines the fast parser leaves to serde_json.
+pub fn parse_audited(text: &str) -> Result<(Json<'_>, Audit), String> {
+    match fast::parse(text) {
+        Some(parsed) => Ok(parsed),
+        None => parse_careful(text).map(|v| {
+            let a = audit(&v);
+            (v, a)
+        }),
+    }
+}
+
+/// serde_json with DSH's JavaScript corner cases (the reference the fast path must match).
+fn parse_careful(text: &str) -> Result<Json<'_>, String> {
     match parse_exact(text) {
         Ok(v) => Ok(v),
         Err(e) if e.contains("number out of range") => {
             // `JSON.parse("1e400")` is Infinity; serde_json refuses the number. Read it as
             // ±Infinity (the audit then reports it) rather than calling the line unparsable.
             match replace_infinite_numbers(text) {
-                Some(fixed) => parse_str(&fixed)
+                Some(fixed) => parse_careful(&fixed)
                     .map(|v| restore_infinity(v.into_owned()))
                     .map_err(|_| e),
                 None => Err(e),

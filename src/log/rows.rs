@@ -146,8 +146,8 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    let value = match json::parse_str(text) {
-        Ok(v) => v,
+    let (value, audit) = match json::parse_audited(text) {
+        Ok(parsed) => parsed,
         Err(why) => {
             let why = if text.is_empty() {
                 "empty line (not valid JSON)".to_owned()
@@ -174,7 +174,6 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
             members: 0,
         });
     };
-    let audit = json::audit(&value);
     let ty = value.get("type").and_then(Json::as_str).map(str::to_owned);
     let is_turn_end = ty.as_deref() == Some("turn/end");
     if let Some(tag) = ty.as_deref().filter(|t| PACKED_TAGS.contains(t)) {
