@@ -524,6 +524,23 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
 
 fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
     if m.len() <= 16 {
+        // A cheap fingerprint per key (length, first and last byte) rules out almost every
+        // pair without comparing strings; only equal fingerprints are compared in full.
+        let print = |k: &str| {
+            let b = k.as_bytes();
+            (b.len() as u32) << 16
+                | u32::from(b.first().copied().unwrap_or(0)) << 8
+                | u32::from(b.last().copied().unwrap_or(0))
+        };
+        let mut prints = [0u32; 16];
+        let mut suspect = false;
+        for (i, (k, _)) in m.iter().enumerate() {
+            prints[i] = print(k);
+            suspect |= prints[..i].contains(&prints[i]);
+        }
+        if !suspect {
+            return None;
+        }
         for (i, (k, _)) in m.iter().enumerate() {
             if m[..i].iter().any(|(k2, _)| k2 == k) {
                 return Some(k);
@@ -588,26 +605,27 @@ fn hash_into<H: Hasher>(value: &Json<'_>, blank: Option<&[Seg]>, h: &mut H) {
             }
         }
         Json::Obj(m) => {
+            // Key order is irrelevant: each winning member (the last of its key) is hashed on
+            // its own and the member hashes are summed. No allocation, no sort.
             h.write_u8(5);
-            let mut keys: Vec<&str> = Vec::with_capacity(m.len());
-            for (k, _) in m {
-                if !keys.contains(&k.as_ref()) {
-                    keys.push(k);
+            let (mut count, mut sum) = (0u64, 0u64);
+            for (i, (k, v)) in m.iter().enumerate() {
+                if m[i + 1..].iter().any(|(k2, _)| k2 == k) {
+                    continue;
                 }
-            }
-            keys.sort_unstable();
-            h.write_usize(keys.len());
-            for k in keys {
-                h.write(k.as_bytes());
-                h.write_u8(0xff);
+                let mut member = std::hash::DefaultHasher::new();
+                member.write(k.as_bytes());
+                member.write_u8(0xff);
                 let sub = match blank {
                     Some([Seg::Key(want), rest @ ..]) if *want == k => Some(rest),
                     _ => None,
                 };
-                if let Some(v) = value.get(k) {
-                    hash_into(v, sub, h);
-                }
+                hash_into(v, sub, &mut member);
+                count += 1;
+                sum = sum.wrapping_add(member.finish());
             }
+            h.write_u64(count);
+            h.write_u64(sum);
         }
     }
 }

@@ -29,6 +29,8 @@ pub(super) fn parse(text: &str) -> Option<(Json<'_>, Audit)> {
         audit: Audit::default(),
         objects: 0,
         duplicate_in: u64::MAX,
+        members: Vec::with_capacity(32),
+        items: Vec::with_capacity(32),
     };
     p.ws();
     let v = p.value()?;
@@ -47,6 +49,10 @@ struct Parser<'a> {
     objects: u64,
     /// The pre-order index of the object whose duplicate key is in `audit`.
     duplicate_in: u64,
+    /// Scratch stacks: the members (items) of the open objects (arrays), moved into one
+    /// exactly sized Vec when the container closes (one allocation, no regrowth).
+    members: Members<'a>,
+    items: Vec<Json<'a>>,
 }
 
 impl<'a> Parser<'a> {
@@ -93,7 +99,7 @@ impl<'a> Parser<'a> {
         self.objects += 1;
         self.i += 1;
         self.ws();
-        let mut m: Members<'a> = Vec::new();
+        let base = self.members.len();
         if self.peek()? == b'}' {
             self.i += 1;
         } else {
@@ -109,7 +115,7 @@ impl<'a> Parser<'a> {
                 self.i += 1;
                 self.ws();
                 let v = self.value()?;
-                m.push((k, v));
+                self.members.push((k, v));
                 self.ws();
                 match self.peek()? {
                     b',' => {
@@ -124,6 +130,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        let m: Members<'a> = self.members.drain(base..).collect();
         if id < self.duplicate_in
             && let Some(k) = first_duplicate(&m)
         {
@@ -141,12 +148,13 @@ impl<'a> Parser<'a> {
         }
         self.i += 1;
         self.ws();
-        let mut items = Vec::new();
+        let base = self.items.len();
         if self.peek()? == b']' {
             self.i += 1;
         } else {
             loop {
-                items.push(self.value()?);
+                let v = self.value()?;
+                self.items.push(v);
                 self.ws();
                 match self.peek()? {
                     b',' => {
@@ -161,6 +169,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
+        let items = self.items.drain(base..).collect();
         self.depth -= 1;
         Some(Json::Arr(items))
     }
@@ -178,7 +187,16 @@ impl<'a> Parser<'a> {
             b'\\' => {}
             _ => return None,
         }
-        let mut out = String::with_capacity(j - start + 16);
+        // Find the closing quote first, so the unescaped text gets its exact room at once.
+        let mut end = j;
+        loop {
+            match self.s.get(end)? {
+                b'"' => break,
+                b'\\' => end = scan(self.s, end + 2),
+                _ => return None,
+            }
+        }
+        let mut out = String::with_capacity(end - start);
         let mut run = start;
         loop {
             // At a byte that ends the run: a quote, a backslash or a control character.
