@@ -66,9 +66,113 @@ pub enum Json<'a> {
     Null,
     Bool(bool),
     Num(Num),
-    Str(Cow<'a, str>),
+    Str(JStr<'a>),
     Arr(Vec<Json<'a>>),
     Obj(Members<'a>),
+}
+
+/// A JSON string value. One without escapes is borrowed from the line; one with escapes is
+/// kept as its raw (already validated) text and unescaped the first time it is read, so the
+/// big tool outputs no rule looks inside cost one scan and no allocation.
+#[derive(Clone)]
+pub struct JStr<'a>(Repr<'a>);
+
+#[derive(Clone)]
+enum Repr<'a> {
+    Text(Cow<'a, str>),
+    /// The body between the quotes, escapes validated by the parser; unescaped on demand.
+    Escaped(&'a str, std::cell::OnceCell<Box<str>>),
+}
+
+impl<'a> JStr<'a> {
+    /// `raw` must be a string body whose escapes [`fast`] has validated (no lone
+    /// surrogates).
+    fn escaped(raw: &'a str) -> Self {
+        JStr(Repr::Escaped(raw, std::cell::OnceCell::new()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Text(t) => t,
+            Repr::Escaped(raw, cooked) => cooked.get_or_init(|| fast::unescape(raw).into()),
+        }
+    }
+
+    pub fn into_cow(self) -> Cow<'a, str> {
+        match self.0 {
+            Repr::Text(t) => t,
+            Repr::Escaped(raw, cooked) => Cow::Owned(
+                cooked
+                    .into_inner()
+                    .map_or_else(|| fast::unescape(raw), String::from),
+            ),
+        }
+    }
+
+    pub fn into_owned(self) -> JStr<'static> {
+        JStr(Repr::Text(Cow::Owned(self.into_cow().into_owned())))
+    }
+}
+
+impl std::ops::Deref for JStr<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for JStr<'_> {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for JStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for JStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for JStr<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<str> for JStr<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for JStr<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl<'a> From<&'a str> for JStr<'a> {
+    fn from(s: &'a str) -> Self {
+        JStr(Repr::Text(Cow::Borrowed(s)))
+    }
+}
+
+impl From<String> for JStr<'_> {
+    fn from(s: String) -> Self {
+        JStr(Repr::Text(Cow::Owned(s)))
+    }
+}
+
+impl<'a> From<Cow<'a, str>> for JStr<'a> {
+    fn from(s: Cow<'a, str>) -> Self {
+        JStr(Repr::Text(s))
+    }
 }
 
 /// Why a line is not usable JSON, in words a user can act on.
@@ -273,7 +377,7 @@ impl<'a> Json<'a> {
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Json::Str(s) => Some(s),
+            Json::Str(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -385,7 +489,7 @@ impl<'a> Json<'a> {
             Json::Null => Json::Null,
             Json::Bool(b) => Json::Bool(b),
             Json::Num(n) => Json::Num(n),
-            Json::Str(s) => Json::Str(Cow::Owned(s.into_owned())),
+            Json::Str(s) => Json::Str(s.into_owned()),
             Json::Arr(a) => Json::Arr(a.into_iter().map(Json::into_owned).collect()),
             Json::Obj(m) => Json::Obj(
                 m.into_iter()
@@ -676,13 +780,13 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Num(Num::F(v)))
     }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Borrowed(v)))
+        Ok(Json::Str(v.into()))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Owned(v.to_owned())))
+        Ok(Json::Str(v.to_owned().into()))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Owned(v)))
+        Ok(Json::Str(v.into()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(Json::Null)

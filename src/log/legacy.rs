@@ -32,7 +32,7 @@ fn exact_keys(v: &Json<'_>, keys: &[&str]) -> bool {
 }
 
 fn s<'a>(text: &'a str) -> Json<'a> {
-    Json::Str(Cow::Borrowed(text))
+    Json::Str(text.into())
 }
 
 fn obj<'a>(members: Vec<(&'a str, Json<'a>)>) -> Json<'a> {
@@ -109,7 +109,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 ev.data = Json::Obj(vec![
                     (Cow::Borrowed("content"), content),
                     (Cow::Borrowed("source"), source),
-                    (Cow::Borrowed("id"), Json::Str(Cow::Owned(minted()))),
+                    (Cow::Borrowed("id"), Json::Str(minted().into())),
                     (Cow::Borrowed("role"), s("user")),
                 ]);
             } else {
@@ -133,7 +133,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 && d.has("source")
             {
                 if let Json::Obj(m) = &mut ev.data {
-                    m.push((Cow::Borrowed("id"), Json::Str(Cow::Owned(minted()))));
+                    m.push((Cow::Borrowed("id"), Json::Str(minted().into())));
                     m.push((Cow::Borrowed("role"), s("user")));
                 }
                 ev.normalized = true;
@@ -152,7 +152,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 source.retain(|(k, _)| k != "kind");
                 source.push((Cow::Borrowed("kind"), s("model")));
                 let message = Json::Obj(vec![
-                    (Cow::Borrowed("id"), Json::Str(Cow::Owned(minted()))),
+                    (Cow::Borrowed("id"), Json::Str(minted().into())),
                     (Cow::Borrowed("role"), s("assistant")),
                     (Cow::Borrowed("content"), content),
                     (Cow::Borrowed("source"), Json::Obj(source)),
@@ -185,7 +185,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 let content = ev.data.take("content").unwrap_or(Json::Null);
                 let is_error = ev.data.take("isError").unwrap_or(Json::Null);
                 let message = obj(vec![
-                    ("id", Json::Str(Cow::Owned(id))),
+                    ("id", Json::Str(id.into())),
                     ("role", s("user")),
                     (
                         "content",

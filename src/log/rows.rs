@@ -264,7 +264,7 @@ fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>
         )));
     }
     let ty = match ty {
-        Some(Json::Str(s)) => s,
+        Some(Json::Str(s)) => s.into_cow(),
         Some(other) => {
             return Err(bad(format!(
                 "`type` must be a string, found {}",
@@ -435,7 +435,7 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         .enumerate()
         .map(|(k, (piece, time))| {
             let mut chunk: json::Members<'a> = vec![
-                (Cow::Borrowed("type"), Json::Str(Cow::Borrowed(delta))),
+                (Cow::Borrowed("type"), Json::Str(delta.into())),
                 (Cow::Borrowed("index"), index.clone()),
             ];
             if tool {

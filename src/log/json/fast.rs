@@ -12,9 +12,7 @@
 //! the fast run (`"`, `\`, and control characters), borrowing every string without escapes,
 //! and unescaping the others in one pass.
 
-use std::borrow::Cow;
-
-use super::{Audit, Json, Members, Num, first_duplicate};
+use super::{Audit, JStr, Json, Members, Num, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -107,7 +105,7 @@ impl<'a> Parser<'a> {
                 if self.peek()? != b'"' {
                     return None;
                 }
-                let k = self.string()?;
+                let k = self.string()?.into_cow();
                 self.ws();
                 if self.peek()? != b':' {
                     return None;
@@ -175,78 +173,28 @@ impl<'a> Parser<'a> {
     }
 
     /// At an opening quote.
-    fn string(&mut self) -> Option<Cow<'a, str>> {
+    fn string(&mut self) -> Option<JStr<'a>> {
         let start = self.i + 1;
         let mut j = scan(self.s, start);
         match self.s.get(j)? {
             b'"' => {
                 self.i = j + 1;
                 // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
-                return Some(Cow::Borrowed(self.src.get(start..j)?));
+                return Some(JStr::from(self.src.get(start..j)?));
             }
             b'\\' => {}
             _ => return None,
         }
-        // Find the closing quote first, so the unescaped text gets its exact room at once.
-        let mut end = j;
+        // Escapes: validate them on the way to the closing quote and keep the raw body; it
+        // is unescaped only if a rule reads it (most big strings are never read).
         loop {
-            match self.s.get(end)? {
-                b'"' => break,
-                b'\\' => end = scan(self.s, end + 2),
-                _ => return None,
-            }
-        }
-        let mut out = String::with_capacity(end - start);
-        let mut run = start;
-        loop {
-            // At a byte that ends the run: a quote, a backslash or a control character.
-            out.push_str(self.src.get(run..j)?);
             match self.s.get(j)? {
                 b'"' => {
                     self.i = j + 1;
-                    return Some(Cow::Owned(out));
+                    return Some(JStr::escaped(self.src.get(start..j)?));
                 }
                 b'\\' => {
-                    let e = *self.s.get(j + 1)?;
-                    j += 2;
-                    match e {
-                        b'"' => out.push('"'),
-                        b'\\' => out.push('\\'),
-                        b'/' => out.push('/'),
-                        b'b' => out.push('\u{8}'),
-                        b'f' => out.push('\u{c}'),
-                        b'n' => out.push('\n'),
-                        b'r' => out.push('\r'),
-                        b't' => out.push('\t'),
-                        b'u' => {
-                            let unit = hex4(self.s, j)?;
-                            j += 4;
-                            let c = match unit {
-                                0xD800..=0xDBFF => {
-                                    // Only a well-formed pair is read here; a lone surrogate
-                                    // (U+FFFD for JavaScript) is left to the careful path.
-                                    if self.s.get(j) != Some(&b'\\')
-                                        || self.s.get(j + 1) != Some(&b'u')
-                                    {
-                                        return None;
-                                    }
-                                    let low = hex4(self.s, j + 2)?;
-                                    if !(0xDC00..=0xDFFF).contains(&low) {
-                                        return None;
-                                    }
-                                    j += 6;
-                                    char::from_u32(
-                                        0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00),
-                                    )?
-                                }
-                                0xDC00..=0xDFFF => return None,
-                                u => char::from_u32(u)?,
-                            };
-                            out.push(c);
-                        }
-                        _ => return None,
-                    }
-                    run = j;
+                    j = escape_end(self.s, j)?;
                     j = scan(self.s, j);
                 }
                 _ => return None,
@@ -325,6 +273,64 @@ impl<'a> Parser<'a> {
         }
         Some(n)
     }
+}
+
+/// At a backslash: the index just past a valid escape (`None` for an invalid one or a lone
+/// surrogate, which the careful path reads as U+FFFD).
+fn escape_end(s: &[u8], j: usize) -> Option<usize> {
+    match s.get(j + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 2),
+        b'u' => match hex4(s, j + 2)? {
+            0xD800..=0xDBFF => {
+                if s.get(j + 6) != Some(&b'\\') || s.get(j + 7) != Some(&b'u') {
+                    return None;
+                }
+                (0xDC00..=0xDFFF)
+                    .contains(&hex4(s, j + 8)?)
+                    .then_some(j + 12)
+            }
+            0xDC00..=0xDFFF => None,
+            _ => Some(j + 6),
+        },
+        _ => None,
+    }
+}
+
+/// Unescape a string body [`escape_end`] has validated (so every escape is well formed).
+pub(super) fn unescape(raw: &str) -> String {
+    let s = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let (mut run, mut j) = (0, 0);
+    while let Some(k) = memchr::memchr(b'\\', &s[j..]) {
+        let at = j + k;
+        out.push_str(&raw[run..at]);
+        let e = s.get(at + 1).copied().unwrap_or(b'\\');
+        j = at + 2;
+        match e {
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let unit = hex4(s, j).unwrap_or(0xFFFD);
+                j += 4;
+                let c = if (0xD800..0xDC00).contains(&unit) {
+                    let low = hex4(s, j + 2).unwrap_or(0xDC00);
+                    j += 6;
+                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                } else {
+                    char::from_u32(unit)
+                };
+                out.push(c.unwrap_or('\u{fffd}'));
+            }
+            // `"`, `\` and `/` stand for themselves.
+            other => out.push(char::from(other)),
+        }
+        run = j;
+    }
+    out.push_str(&raw[run..]);
+    out
 }
 
 fn hex4(s: &[u8], at: usize) -> Option<u32> {
