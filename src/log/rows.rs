@@ -429,7 +429,7 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
     let Json::Obj(members) = value else {
         return Err("not an object".into());
     };
-    let data = members
+    let mut data = members
         .into_iter()
         .rev()
         .find(|(k, _)| k == "data")
@@ -445,7 +445,8 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         "reasoning-chunks" => "reasoning-delta",
         _ => "tool-call-delta",
     };
-    let Some(Json::Arr(pieces)) = data.get(list_key).cloned() else {
+    // Moved out, not cloned (the last occurrence wins, as `get` read it above).
+    let Some(Json::Arr(pieces)) = data.take(list_key) else {
         return Err(format!("data.{list_key} must be an array"));
     };
     let out = pieces
@@ -453,10 +454,10 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         .zip(times)
         .enumerate()
         .map(|(k, (piece, time))| {
-            let mut chunk: json::Members<'a> = vec![
-                (Cow::Borrowed("type"), Json::Str(delta.into())),
-                (Cow::Borrowed("index"), index.clone()),
-            ];
+            // Sized for the longest chunk (type, index, id, name, argumentsDelta): no regrowth.
+            let mut chunk: json::Members<'a> = Vec::with_capacity(if tool { 5 } else { 3 });
+            chunk.push((Cow::Borrowed("type"), Json::Str(delta.into())));
+            chunk.push((Cow::Borrowed("index"), index.clone()));
             if tool {
                 chunk.push((Cow::Borrowed("id"), id.clone().unwrap_or(Json::Null)));
                 if let Some(n) = &name {
