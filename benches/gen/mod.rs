@@ -226,7 +226,8 @@ impl<W: Write> Generator<W> {
             None => self.rng.chance(8) && self.prunable.len() > 4,
             Some(sp) => {
                 !self.prunable.is_empty()
-                    && (sp.done as f64) < sp.replaces as f64 * self.surface.len() as f64 / sp.nodes as f64
+                    && (sp.done as f64)
+                        < sp.replaces as f64 * self.surface.len() as f64 / sp.nodes as f64
             }
         }
     }
