@@ -21,6 +21,7 @@ fn main() -> io::Result<()> {
     let mut version = 3u8;
     let mut size = 100u64 << 20;
     let mut seed = 42u64;
+    let mut pathological: Option<(usize, u64)> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let value = args.next();
@@ -28,9 +29,19 @@ fn main() -> io::Result<()> {
             ("--version", Some(v)) => version = v.parse().unwrap_or(3).min(4),
             ("--size", Some(v)) => size = parse_size(v).unwrap_or(size),
             ("--seed", Some(v)) => seed = v.parse().unwrap_or(seed),
+            // --pathological NODES,REPLACES (e.g. 1000000,100000)
+            ("--pathological", Some(v)) => {
+                pathological = v
+                    .split_once(',')
+                    .and_then(|(n, r)| Some((n.parse().ok()?, r.parse().ok()?)));
+                if pathological.is_none() {
+                    eprintln!("--pathological takes NODES,REPLACES");
+                    std::process::exit(2);
+                }
+            }
             _ => {
                 eprintln!(
-                    "usage: gen-log [--version 0-4] [--size N[K|M|G]] [--seed N] > out.jsonl"
+                    "usage: gen-log [--version 0-4] [--size N[K|M|G]] [--seed N] [--pathological NODES,REPLACES] > out.jsonl"
                 );
                 std::process::exit(2);
             }
@@ -42,7 +53,10 @@ fn main() -> io::Result<()> {
         version,
         seed,
     );
-    g.run(size)?;
+    match pathological {
+        Some((nodes, replaces)) => g.pathological(nodes, replaces)?,
+        None => g.run(size)?,
+    }
     eprintln!(
         "gen-log: v{version}, {} events, {} bytes",
         g.events(),

@@ -31,3 +31,24 @@ fn generated_logs_validate_cleanly_in_every_version() {
         }
     }
 }
+
+#[test]
+fn pathological_logs_are_valid_with_replacements_spread_over_the_surface() {
+    for version in [0u8, 3, 4] {
+        let mut buf = Vec::new();
+        let mut g = generator::Generator::new(&mut buf, version, 5);
+        g.pathological(3_000, 300).expect("generate");
+        let text = String::from_utf8(buf).expect("generator writes UTF-8");
+        let (scan, findings) = common::scan_text(&text);
+        assert_eq!(scan.status(), Status::Valid, "v{version}: {findings:#?}");
+        assert!(findings.is_empty(), "v{version}: {findings:#?}");
+        let state = scan.state.expect("folded");
+        assert!(state.surface.len() >= 3_000, "v{version}");
+        // Every prune is one replacement (v3+ may also replace the system prompt).
+        assert!(
+            state.surface.replace_generation() >= 300,
+            "v{version}: {} replacements",
+            state.surface.replace_generation()
+        );
+    }
+}

@@ -2,7 +2,8 @@
 //!
 //! It writes turns with steps, request headers, assistant messages (v0/v1 with chunk events
 //! and packed chunk rows, v2+ with embedded streams), parallel tool calls with results,
-//! tool-result prunes inside turns and compactions between turns, in the shapes of the
+//! tool outputs of realistic sizes (mostly ~1–2 KB, a tail to hundreds of KB), tool-result
+//! prunes inside turns, system-prompt replacements (v3+) and compactions between turns, in the shapes of the
 //! chosen format version, tracking the surface so every replacement is well-formed.
 #![allow(dead_code)]
 
@@ -97,6 +98,18 @@ pub struct Generator<W: Write> {
     prunable: Vec<(u64, u64, u64, String, bool)>,
     call_counter: u64,
     compaction_counter: u64,
+    /// Pathological mode (see [`Generator::pathological`]): no compactions, small outputs,
+    /// prunes picked uniformly over the whole surface, nodes indexed by seq.
+    spread: Option<Spread>,
+}
+
+struct Spread {
+    /// seq → position in `surface` (positions never move: no compactions in this mode).
+    index: std::collections::HashMap<u64, usize>,
+    /// Prunes (tool-result replacements) wanted over the whole log, and written so far.
+    replaces: u64,
+    done: u64,
+    nodes: usize,
 }
 
 fn esc(s: &str) -> String {
@@ -117,6 +130,7 @@ impl<W: Write> Generator<W> {
             prunable: Vec::new(),
             call_counter: 0,
             compaction_counter: 0,
+            spread: None,
         }
     }
 
@@ -181,6 +195,43 @@ impl<W: Write> Generator<W> {
     }
 
     /// Write whole turns until at least `target` bytes are written.
+    /// A pathological log for the growth benchmark: turns until the surface holds `nodes`
+    /// nodes, with `replaces` tool-result replacements (prune + replacing `tool/result`)
+    /// spread uniformly over the whole surface as it grows. Tool outputs are short so the
+    /// file stays a few hundred MB.
+    pub fn pathological(&mut self, nodes: usize, replaces: u64) -> io::Result<()> {
+        self.spread = Some(Spread {
+            index: std::collections::HashMap::new(),
+            replaces,
+            done: 0,
+            nodes,
+        });
+        self.header()?;
+        while self.surface.len() < nodes {
+            self.one_turn()?;
+        }
+        Ok(())
+    }
+
+    fn push_node(&mut self, node: NodeInfo) {
+        if let Some(sp) = &mut self.spread {
+            sp.index.insert(node.seq, self.surface.len());
+        }
+        self.surface.push(node);
+    }
+
+    /// Should this step prune? Normal logs: 8%; pathological: keep pace with the target.
+    fn want_prune(&mut self) -> bool {
+        match &self.spread {
+            None => self.rng.chance(8) && self.prunable.len() > 4,
+            Some(sp) => {
+                !self.prunable.is_empty()
+                    && (sp.done as f64)
+                        < sp.replaces as f64 * self.surface.len() as f64 / sp.nodes as f64
+            }
+        }
+    }
+
     pub fn run(&mut self, target: u64) -> io::Result<()> {
         self.header()?;
         while self.bytes < target {
@@ -189,6 +240,57 @@ impl<W: Write> Generator<W> {
                 self.compaction()?;
             }
         }
+        Ok(())
+    }
+
+    /// A tool output of realistic size: mostly ~1–2 KB, some larger, a tail to hundreds of KB.
+    fn tool_output(&mut self) -> String {
+        if self.spread.is_some() {
+            return self.text(12);
+        }
+        let target = match self.rng.below(1000) {
+            0..=879 => 900 + self.rng.below(1200),
+            880..=979 => 2_000 + self.rng.below(18_000),
+            980..=997 => 20_000 + self.rng.below(80_000),
+            _ => 100_000 + self.rng.below(300_000),
+        } as usize;
+        let mut b = String::with_capacity(target + 200);
+        while b.len() < target {
+            b.push_str(&self.text(24));
+            b.push('\n');
+        }
+        b
+    }
+
+    /// v3+: a new system prompt replacing the head system node (as a plugin or a resumed
+    /// session does), with the shadowed seq as its provenance.
+    fn replace_system_prompt(&mut self, turn: u64, step: u64) -> io::Result<()> {
+        let Some(head) = self.surface.first().filter(|n| n.kind == Kind::System) else {
+            return Ok(());
+        };
+        let h = head.seq;
+        let source = if self.version >= 4 {
+            r#"{"kind":"system-prompt"}"#
+        } else {
+            r#"{"kind":"plugin","plugin":"@deepseek-ai/dsh-system-prompt"}"#
+        };
+        let prompt = self.text(200);
+        let data = format!(
+            r#"{{"turn":{turn},"step":{step},"message":{{"id":"system-{}","role":"system","content":[{{"type":"text","text":{}}}],"source":{source}}}}}"#,
+            self.seq,
+            esc(&prompt)
+        );
+        let op = self.replace_op(h, h);
+        let s = self.event(
+            "system/message",
+            &data,
+            &format!(r#","sourceEventSeqs":[{h}],"surfaceOp":{op}"#),
+        )?;
+        if let Some(sp) = &mut self.spread {
+            sp.index.remove(&h);
+            sp.index.insert(s, 0);
+        }
+        self.surface[0].seq = s;
         Ok(())
     }
 
@@ -238,11 +340,14 @@ impl<W: Write> Generator<W> {
                 self.seq
             );
             let s = self.event("system/message", &data, r#","surfaceOp":"append""#)?;
-            self.surface.push(NodeInfo {
+            self.push_node(NodeInfo {
                 seq: s,
                 kind: Kind::System,
                 tool_calls: 0,
             });
+        }
+        if self.version >= 3 && step == 1 && self.rng.chance(3) {
+            self.replace_system_prompt(turn, step)?;
         }
         if step == 1 {
             let words = self.text(60);
@@ -252,7 +357,7 @@ impl<W: Write> Generator<W> {
                 esc(&words)
             );
             let s = self.event("user/message", &user, r#","surfaceOp":"append""#)?;
-            self.surface.push(NodeInfo {
+            self.push_node(NodeInfo {
                 seq: s,
                 kind: Kind::User,
                 tool_calls: 0,
@@ -283,7 +388,7 @@ impl<W: Write> Generator<W> {
             "",
         )?;
         // A prune of an old tool result, inside the turn.
-        if self.rng.chance(8) && self.prunable.len() > 4 {
+        while self.want_prune() {
             self.prune()?;
         }
         let calls = if last { 0 } else { 1 + self.rng.below(3) };
@@ -336,7 +441,7 @@ impl<W: Write> Generator<W> {
             &message,
             &format!(r#"{provenance},"surfaceOp":"append""#),
         )?;
-        self.surface.push(NodeInfo {
+        self.push_node(NodeInfo {
             seq: s,
             kind: Kind::Assistant,
             tool_calls: calls as u32,
@@ -350,14 +455,7 @@ impl<W: Write> Generator<W> {
                 ),
                 "",
             )?;
-            let body = {
-                let mut b = String::new();
-                for _ in 0..(1 + self.rng.below(30)) {
-                    b.push_str(&self.text(20));
-                    b.push('\n');
-                }
-                b
-            };
+            let body = self.tool_output();
             let is_error = self.rng.chance(5);
             let message = self.tool_result_message(&id, &esc(&body), is_error);
             let error = if is_error {
@@ -370,7 +468,7 @@ impl<W: Write> Generator<W> {
                 &format!(r#"{{"turn":{turn},"step":{step},"message":{message}{error}}}"#),
                 &format!(r#","sourceEventSeqs":[{call}],"surfaceOp":"append""#),
             )?;
-            self.surface.push(NodeInfo {
+            self.push_node(NodeInfo {
                 seq: r,
                 kind: Kind::ToolResult,
                 tool_calls: 0,
@@ -418,11 +516,23 @@ impl<W: Write> Generator<W> {
     }
 
     fn prune(&mut self) -> io::Result<()> {
-        let i = self.rng.below(self.prunable.len() as u64 / 2) as usize;
-        let (r, turn, step, id, is_error) = self.prunable.remove(i);
-        if !self.surface.iter().any(|n| n.seq == r) {
+        let (r, turn, step, id, is_error) = if self.spread.is_some() {
+            let i = self.rng.below(self.prunable.len() as u64) as usize;
+            self.prunable.swap_remove(i)
+        } else {
+            let i = self.rng.below(self.prunable.len() as u64 / 2) as usize;
+            self.prunable.remove(i)
+        };
+        let at = match &mut self.spread {
+            Some(sp) => {
+                sp.done += 1;
+                sp.index.remove(&r)
+            }
+            None => self.surface.iter().position(|n| n.seq == r),
+        };
+        let Some(at) = at else {
             return Ok(());
-        }
+        };
         let tokens = 100 + self.rng.below(900);
         self.event(
             "compaction/prune",
@@ -445,8 +555,9 @@ impl<W: Write> Generator<W> {
             &format!(r#"{{"turn":{turn},"step":{step},"message":{message}{error}}}"#),
             &format!(r#","sourceEventSeqs":[{r}],"surfaceOp":{op}"#),
         )?;
-        if let Some(n) = self.surface.iter_mut().find(|n| n.seq == r) {
-            n.seq = s;
+        self.surface[at].seq = s;
+        if let Some(sp) = &mut self.spread {
+            sp.index.insert(s, at);
         }
         Ok(())
     }

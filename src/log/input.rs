@@ -12,7 +12,8 @@ pub use zstd::{Framing, ZstdEnd};
 /// The zstd frame magic, little-endian `0xFD2FB528`.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-const READ_BUFFER: usize = 256 * 1024;
+/// Reads of 64–128 KiB measured faster than larger ones (the buffer stays in cache).
+const READ_BUFFER: usize = 128 * 1024;
 
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
@@ -278,7 +279,9 @@ pub struct Line<'a> {
     pub terminated: bool,
 }
 
-/// Splits a byte stream into physical lines through one reused buffer.
+/// Splits a byte stream into physical lines through one reused buffer. Each line is consumed
+/// from the reader when it is returned (a reader that watches `consume`, like `show`'s tap,
+/// sees the line being folded).
 pub struct LineReader<R> {
     reader: R,
     buf: Vec<u8>,
@@ -307,10 +310,23 @@ impl<R: BufRead> LineReader<R> {
         if self.buf.capacity() > 16 * 1024 * 1024 {
             self.buf.shrink_to(64 * 1024);
         }
+        // The common case: the whole line is in the reader's buffer (one SIMD search, one
+        // copy); a line that straddles a refill is gathered by `read_until`.
+        let available = self.reader.fill_buf()?;
+        if let Some(end) = memchr::memchr(b'\n', available) {
+            self.buf.extend_from_slice(&available[..=end]);
+            self.reader.consume(end + 1);
+            return Ok(Some(self.line(end + 1)));
+        }
         let n = self.reader.read_until(b'\n', &mut self.buf)?;
         if n == 0 {
             return Ok(None);
         }
+        Ok(Some(self.line(n)))
+    }
+
+    /// The line of `n` bytes now in `buf`.
+    fn line(&mut self, n: usize) -> Line<'_> {
         let byte = self.offset;
         self.offset += n as u64;
         let no = self.next_no;
@@ -321,12 +337,12 @@ impl<R: BufRead> LineReader<R> {
         } else {
             &self.buf[..]
         };
-        Ok(Some(Line {
+        Line {
             no,
             byte,
             bytes,
             terminated,
-        }))
+        }
     }
 }
 

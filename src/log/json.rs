@@ -11,6 +11,8 @@ use std::hash::Hasher;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+mod fast;
+
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
@@ -64,9 +66,113 @@ pub enum Json<'a> {
     Null,
     Bool(bool),
     Num(Num),
-    Str(Cow<'a, str>),
+    Str(JStr<'a>),
     Arr(Vec<Json<'a>>),
     Obj(Members<'a>),
+}
+
+/// A JSON string value. One without escapes is borrowed from the line; one with escapes is
+/// kept as its raw (already validated) text and unescaped the first time it is read, so the
+/// big tool outputs no rule looks inside cost one scan and no allocation.
+#[derive(Clone)]
+pub struct JStr<'a>(Repr<'a>);
+
+#[derive(Clone)]
+enum Repr<'a> {
+    Text(Cow<'a, str>),
+    /// The body between the quotes, escapes validated by the parser; unescaped on demand.
+    Escaped(&'a str, std::cell::OnceCell<Box<str>>),
+}
+
+impl<'a> JStr<'a> {
+    /// `raw` must be a string body whose escapes [`fast`] has validated (no lone
+    /// surrogates).
+    fn escaped(raw: &'a str) -> Self {
+        JStr(Repr::Escaped(raw, std::cell::OnceCell::new()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        match &self.0 {
+            Repr::Text(t) => t,
+            Repr::Escaped(raw, cooked) => cooked.get_or_init(|| fast::unescape(raw).into()),
+        }
+    }
+
+    pub fn into_cow(self) -> Cow<'a, str> {
+        match self.0 {
+            Repr::Text(t) => t,
+            Repr::Escaped(raw, cooked) => Cow::Owned(
+                cooked
+                    .into_inner()
+                    .map_or_else(|| fast::unescape(raw), String::from),
+            ),
+        }
+    }
+
+    pub fn into_owned(self) -> JStr<'static> {
+        JStr(Repr::Text(Cow::Owned(self.into_cow().into_owned())))
+    }
+}
+
+impl std::ops::Deref for JStr<'_> {
+    type Target = str;
+    fn deref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl AsRef<str> for JStr<'_> {
+    fn as_ref(&self) -> &str {
+        self.as_str()
+    }
+}
+
+impl fmt::Debug for JStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}
+
+impl fmt::Display for JStr<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl PartialEq for JStr<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str()
+    }
+}
+
+impl PartialEq<str> for JStr<'_> {
+    fn eq(&self, other: &str) -> bool {
+        self.as_str() == other
+    }
+}
+
+impl PartialEq<&str> for JStr<'_> {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
+}
+
+impl<'a> From<&'a str> for JStr<'a> {
+    fn from(s: &'a str) -> Self {
+        JStr(Repr::Text(Cow::Borrowed(s)))
+    }
+}
+
+impl From<String> for JStr<'_> {
+    fn from(s: String) -> Self {
+        JStr(Repr::Text(Cow::Owned(s)))
+    }
+}
+
+impl<'a> From<Cow<'a, str>> for JStr<'a> {
+    fn from(s: Cow<'a, str>) -> Self {
+        JStr(Repr::Text(s))
+    }
 }
 
 /// Why a line is not usable JSON, in words a user can act on.
@@ -84,13 +190,33 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
+    match fast::parse(text) {
+        Some((v, _)) => Ok(v),
+        None => parse_careful(text),
+    }
+}
+
+/// [`parse_str`] and [`audit`] in one walk over the line (the common case); the careful
+/// path and a separate audit for lines the fast parser leaves to serde_json.
+pub fn parse_audited(text: &str) -> Result<(Json<'_>, Audit), String> {
+    match fast::parse(text) {
+        Some(parsed) => Ok(parsed),
+        None => parse_careful(text).map(|v| {
+            let a = audit(&v);
+            (v, a)
+        }),
+    }
+}
+
+/// serde_json with DSH's JavaScript corner cases (the reference the fast path must match).
+fn parse_careful(text: &str) -> Result<Json<'_>, String> {
     match parse_exact(text) {
         Ok(v) => Ok(v),
         Err(e) if e.contains("number out of range") => {
             // `JSON.parse("1e400")` is Infinity; serde_json refuses the number. Read it as
             // ±Infinity (the audit then reports it) rather than calling the line unparsable.
             match replace_infinite_numbers(text) {
-                Some(fixed) => parse_str(&fixed)
+                Some(fixed) => parse_careful(&fixed)
                     .map(|v| restore_infinity(v.into_owned()))
                     .map_err(|_| e),
                 None => Err(e),
@@ -251,7 +377,7 @@ impl<'a> Json<'a> {
 
     pub fn as_str(&self) -> Option<&str> {
         match self {
-            Json::Str(s) => Some(s),
+            Json::Str(s) => Some(s.as_str()),
             _ => None,
         }
     }
@@ -363,7 +489,7 @@ impl<'a> Json<'a> {
             Json::Null => Json::Null,
             Json::Bool(b) => Json::Bool(b),
             Json::Num(n) => Json::Num(n),
-            Json::Str(s) => Json::Str(Cow::Owned(s.into_owned())),
+            Json::Str(s) => Json::Str(s.into_owned()),
             Json::Arr(a) => Json::Arr(a.into_iter().map(Json::into_owned).collect()),
             Json::Obj(m) => Json::Obj(
                 m.into_iter()
@@ -502,6 +628,23 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
 
 fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
     if m.len() <= 16 {
+        // A cheap fingerprint per key (length, first and last byte) rules out almost every
+        // pair without comparing strings; only equal fingerprints are compared in full.
+        let print = |k: &str| {
+            let b = k.as_bytes();
+            (b.len() as u32) << 16
+                | u32::from(b.first().copied().unwrap_or(0)) << 8
+                | u32::from(b.last().copied().unwrap_or(0))
+        };
+        let mut prints = [0u32; 16];
+        let mut suspect = false;
+        for (i, (k, _)) in m.iter().enumerate() {
+            prints[i] = print(k);
+            suspect |= prints[..i].contains(&prints[i]);
+        }
+        if !suspect {
+            return None;
+        }
         for (i, (k, _)) in m.iter().enumerate() {
             if m[..i].iter().any(|(k2, _)| k2 == k) {
                 return Some(k);
@@ -566,26 +709,27 @@ fn hash_into<H: Hasher>(value: &Json<'_>, blank: Option<&[Seg]>, h: &mut H) {
             }
         }
         Json::Obj(m) => {
+            // Key order is irrelevant: each winning member (the last of its key) is hashed on
+            // its own and the member hashes are summed. No allocation, no sort.
             h.write_u8(5);
-            let mut keys: Vec<&str> = Vec::with_capacity(m.len());
-            for (k, _) in m {
-                if !keys.contains(&k.as_ref()) {
-                    keys.push(k);
+            let (mut count, mut sum) = (0u64, 0u64);
+            for (i, (k, v)) in m.iter().enumerate() {
+                if m[i + 1..].iter().any(|(k2, _)| k2 == k) {
+                    continue;
                 }
-            }
-            keys.sort_unstable();
-            h.write_usize(keys.len());
-            for k in keys {
-                h.write(k.as_bytes());
-                h.write_u8(0xff);
+                let mut member = std::hash::DefaultHasher::new();
+                member.write(k.as_bytes());
+                member.write_u8(0xff);
                 let sub = match blank {
                     Some([Seg::Key(want), rest @ ..]) if *want == k => Some(rest),
                     _ => None,
                 };
-                if let Some(v) = value.get(k) {
-                    hash_into(v, sub, h);
-                }
+                hash_into(v, sub, &mut member);
+                count += 1;
+                sum = sum.wrapping_add(member.finish());
             }
+            h.write_u64(count);
+            h.write_u64(sum);
         }
     }
 }
@@ -636,13 +780,13 @@ impl<'de> Visitor<'de> for JsonVisitor {
         Ok(Json::Num(Num::F(v)))
     }
     fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Borrowed(v)))
+        Ok(Json::Str(v.into()))
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Owned(v.to_owned())))
+        Ok(Json::Str(v.to_owned().into()))
     }
     fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-        Ok(Json::Str(Cow::Owned(v)))
+        Ok(Json::Str(v.into()))
     }
     fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
         Ok(Json::Null)

@@ -146,8 +146,8 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    let value = match json::parse_str(text) {
-        Ok(v) => v,
+    let (value, audit) = match json::parse_audited(text) {
+        Ok(parsed) => parsed,
         Err(why) => {
             let why = if text.is_empty() {
                 "empty line (not valid JSON)".to_owned()
@@ -174,10 +174,11 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
             members: 0,
         });
     };
-    let audit = json::audit(&value);
-    let ty = value.get("type").and_then(Json::as_str).map(str::to_owned);
-    let is_turn_end = ty.as_deref() == Some("turn/end");
-    if let Some(tag) = ty.as_deref().filter(|t| PACKED_TAGS.contains(t)) {
+    // The type is copied only for a bad row's report (not once per event).
+    let ty = value.get("type").and_then(Json::as_str);
+    let is_turn_end = ty == Some("turn/end");
+    let owned_type = |v: &Json<'_>| v.get("type").and_then(Json::as_str).map(str::to_owned);
+    if let Some(tag) = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t)) {
         let seq0 = value.get("seq0").and_then(Json::safe_uint);
         let members = value
             .get("data")
@@ -198,7 +199,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
                     dialect.version
                 ),
                 seq: seq0,
-                event_type: ty,
+                event_type: Some(tag.to_owned()),
                 is_turn_end: false,
                 members,
             });
@@ -209,7 +210,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
                 why: format!("malformed {tag} storage row: {why}"),
                 seq: seq0,
-                event_type: ty,
+                event_type: Some(tag.to_owned()),
                 is_turn_end: false,
                 members,
             }),
@@ -226,7 +227,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
             kind: BadKind::Malformed(Code::SourceRangesMalformed),
             why: format!("sourceEventSeqs {}", e.describe()),
             seq,
-            event_type: ty,
+            event_type: owned_type(&value),
             is_turn_end,
             members: 1,
         });
@@ -242,31 +243,50 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
     )
 }
 
-fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, BadEnvelope> {
-    let ty = value.take("type");
-    let type_name = ty.as_ref().and_then(Json::as_str).map(str::to_owned);
+fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, BadEnvelope> {
+    // One pass over the members: each envelope key's last value (JavaScript's last-wins),
+    // and the other names in first-seen order.
+    let mut slots: [Option<Json<'_>>; ENVELOPE_KEYS.len()] = Default::default();
+    let mut extra: Vec<Cow<'_, str>> = Vec::new();
+    if let Json::Obj(members) = value {
+        for (k, v) in members {
+            match ENVELOPE_KEYS.iter().position(|e| *e == k) {
+                Some(i) => slots[i] = Some(v),
+                None if !extra.contains(&k) => extra.push(k),
+                None => {}
+            }
+        }
+    }
+    let [ty, _seq, time, data, surface_op, source_seqs, ignorable] = slots;
+    let ty = ty.map(|t| match t {
+        Json::Str(s) => Ok(s.into_cow()),
+        other => Err(other),
+    });
+    // Borrowed (no copy) unless the type had escapes; owned only for an error report.
+    let type_name = match &ty {
+        Some(Ok(name)) => Some(name.clone()),
+        _ => None,
+    };
     let bad = |why: String| BadEnvelope {
         pos,
         seq: seq.unwrap_or(0),
-        ty: type_name.clone(),
+        ty: type_name.as_deref().map(str::to_owned),
         why,
     };
-    let extra: Vec<String> = value
-        .keys()
-        .into_iter()
-        .filter(|k| !ENVELOPE_KEYS.contains(k))
-        .map(|k| format!("`{}`", crate::log::text::clip(k, 40)))
-        .collect();
     if !extra.is_empty() {
+        let shown: Vec<String> = extra
+            .iter()
+            .map(|k| format!("`{}`", crate::log::text::clip(k, 40)))
+            .collect();
         return Err(bad(format!(
             "unexpected envelope key{} {}",
             if extra.len() == 1 { "" } else { "s" },
-            extra.join(", ")
+            shown.join(", ")
         )));
     }
     let ty = match ty {
-        Some(Json::Str(s)) => s,
-        Some(other) => {
+        Some(Ok(name)) => name,
+        Some(Err(other)) => {
             return Err(bad(format!(
                 "`type` must be a string, found {}",
                 other.kind_name()
@@ -274,7 +294,7 @@ fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>
         }
         None => return Err(bad("`type` is missing".into())),
     };
-    let time = match value.take("time") {
+    let time = match time {
         Some(t) => t.safe_int().ok_or_else(|| {
             bad(format!(
                 "`time` must be a safe integer (epoch milliseconds), found {}",
@@ -283,10 +303,10 @@ fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>
         })?,
         None => return Err(bad("`time` is missing".into())),
     };
-    let Some(data) = value.take("data") else {
+    let Some(data) = data else {
         return Err(bad("`data` is missing".into()));
     };
-    let ignorable = match value.take("ignorable") {
+    let ignorable = match ignorable {
         None => false,
         Some(Json::Bool(true)) => true,
         Some(other) => {
@@ -296,8 +316,6 @@ fn envelope(mut value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>
             )));
         }
     };
-    let surface_op = value.take("surfaceOp");
-    let source_seqs = value.take("sourceEventSeqs");
     Ok(Event {
         pos,
         seq: seq.unwrap_or(0),
@@ -411,7 +429,7 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
     let Json::Obj(members) = value else {
         return Err("not an object".into());
     };
-    let data = members
+    let mut data = members
         .into_iter()
         .rev()
         .find(|(k, _)| k == "data")
@@ -427,7 +445,8 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         "reasoning-chunks" => "reasoning-delta",
         _ => "tool-call-delta",
     };
-    let Some(Json::Arr(pieces)) = data.get(list_key).cloned() else {
+    // Moved out, not cloned (the last occurrence wins, as `get` read it above).
+    let Some(Json::Arr(pieces)) = data.take(list_key) else {
         return Err(format!("data.{list_key} must be an array"));
     };
     let out = pieces
@@ -435,10 +454,10 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         .zip(times)
         .enumerate()
         .map(|(k, (piece, time))| {
-            let mut chunk: json::Members<'a> = vec![
-                (Cow::Borrowed("type"), Json::Str(Cow::Borrowed(delta))),
-                (Cow::Borrowed("index"), index.clone()),
-            ];
+            // Sized for the longest chunk (type, index, id, name, argumentsDelta): no regrowth.
+            let mut chunk: json::Members<'a> = Vec::with_capacity(if tool { 5 } else { 3 });
+            chunk.push((Cow::Borrowed("type"), Json::Str(delta.into())));
+            chunk.push((Cow::Borrowed("index"), index.clone()));
             if tool {
                 chunk.push((Cow::Borrowed("id"), id.clone().unwrap_or(Json::Null)));
                 if let Some(n) = &name {

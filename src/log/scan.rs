@@ -832,7 +832,8 @@ fn fold_candidate(
     }
     let mut class = None;
     if d.legacy_v0 {
-        let original_type = ev.ty.to_string();
+        // A Cow clone: free for the usual borrowed type name.
+        let original_type = ev.ty.clone();
         let outcome = legacy::normalize(&mut ev, &ctx.session_id, &state.surface);
         let at = Reporter {
             version: Some(d.version),

@@ -1,0 +1,502 @@
+//! The fast path of [`super::parse_audited`]: a hand-written parser for the common case of a
+//! log line, building the same [`Json`] tree serde_json would and auditing it (duplicate
+//! keys, `-0`) in the same walk.
+//!
+//! It accepts only what it is sure to read exactly like the serde_json path: anything unusual
+//! (an error of any kind, a lone surrogate escape, a number that is not a plain integer of
+//! at most 18 digits and that serde_json refuses, nesting deeper than [`MAX_DEPTH`]) makes it
+//! answer `None`, and the caller parses the line again the careful way. So error messages and
+//! the JavaScript corner cases stay those of the original parser.
+//!
+//! Speed comes from scanning string bodies 16 bytes at a time for the three bytes that end
+//! the fast run (`"`, `\`, and control characters), borrowing every string without escapes,
+//! and unescaping the others in one pass.
+
+use super::{Audit, JStr, Json, Members, Num, first_duplicate};
+
+/// Deeper lines go to serde_json (whose limit, 128, produces the error message).
+const MAX_DEPTH: u32 = 100;
+
+/// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.
+pub(super) fn parse(text: &str) -> Option<(Json<'_>, Audit)> {
+    let mut p = Parser {
+        src: text,
+        s: text.as_bytes(),
+        i: 0,
+        depth: 0,
+        audit: Audit::default(),
+        objects: 0,
+        duplicate_in: u64::MAX,
+        members: Vec::with_capacity(32),
+        items: Vec::with_capacity(32),
+    };
+    p.ws();
+    let v = p.value()?;
+    p.ws();
+    (p.i == p.s.len()).then_some((v, p.audit))
+}
+
+struct Parser<'a> {
+    src: &'a str,
+    s: &'a [u8],
+    i: usize,
+    depth: u32,
+    audit: Audit,
+    /// Objects started so far: a pre-order index, so the duplicate key reported is the one of
+    /// the first object in document order (as the tree walk of [`super::audit`] finds it).
+    objects: u64,
+    /// The pre-order index of the object whose duplicate key is in `audit`.
+    duplicate_in: u64,
+    /// Scratch stacks: the members (items) of the open objects (arrays), moved into one
+    /// exactly sized Vec when the container closes (one allocation, no regrowth).
+    members: Members<'a>,
+    items: Vec<Json<'a>>,
+}
+
+impl<'a> Parser<'a> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn value(&mut self) -> Option<Json<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(Json::Str),
+            b'{' => self.object(),
+            b'[' => self.array(),
+            b't' => self.literal(b"true", Json::Bool(true)),
+            b'f' => self.literal(b"false", Json::Bool(false)),
+            b'n' => self.literal(b"null", Json::Null),
+            b'-' | b'0'..=b'9' => self.number().map(Json::Num),
+            _ => None,
+        }
+    }
+
+    fn literal(&mut self, word: &[u8], v: Json<'a>) -> Option<Json<'a>> {
+        if self.s[self.i..].starts_with(word) {
+            self.i += word.len();
+            Some(v)
+        } else {
+            None
+        }
+    }
+
+    fn object(&mut self) -> Option<Json<'a>> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        let id = self.objects;
+        self.objects += 1;
+        self.i += 1;
+        self.ws();
+        let base = self.members.len();
+        if self.peek()? == b'}' {
+            self.i += 1;
+        } else {
+            loop {
+                if self.peek()? != b'"' {
+                    return None;
+                }
+                let k = self.string()?.into_cow();
+                self.ws();
+                if self.peek()? != b':' {
+                    return None;
+                }
+                self.i += 1;
+                self.ws();
+                let v = self.value()?;
+                self.members.push((k, v));
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                    }
+                    b'}' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        let m: Members<'a> = self.members.drain(base..).collect();
+        if id < self.duplicate_in
+            && let Some(k) = first_duplicate(&m)
+        {
+            self.audit.duplicate_key = Some(k.to_owned());
+            self.duplicate_in = id;
+        }
+        self.depth -= 1;
+        Some(Json::Obj(m))
+    }
+
+    fn array(&mut self) -> Option<Json<'a>> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        let base = self.items.len();
+        if self.peek()? == b']' {
+            self.i += 1;
+        } else {
+            loop {
+                let v = self.value()?;
+                self.items.push(v);
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                    }
+                    b']' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        let items = self.items.drain(base..).collect();
+        self.depth -= 1;
+        Some(Json::Arr(items))
+    }
+
+    /// At an opening quote.
+    fn string(&mut self) -> Option<JStr<'a>> {
+        let start = self.i + 1;
+        let mut j = scan(self.s, start);
+        match self.s.get(j)? {
+            b'"' => {
+                self.i = j + 1;
+                // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
+                return Some(JStr::from(self.src.get(start..j)?));
+            }
+            b'\\' => {}
+            _ => return None,
+        }
+        // Escapes: validate them on the way to the closing quote and keep the raw body; it
+        // is unescaped only if a rule reads it (most big strings are never read).
+        loop {
+            match self.s.get(j)? {
+                b'"' => {
+                    self.i = j + 1;
+                    return Some(JStr::escaped(self.src.get(start..j)?));
+                }
+                b'\\' => {
+                    j = escape_end(self.s, j)?;
+                    j = scan(self.s, j);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn number(&mut self) -> Option<Num> {
+        let s = self.s;
+        let start = self.i;
+        let mut i = start;
+        let negative = s[i] == b'-';
+        if negative {
+            i += 1;
+        }
+        let int_start = i;
+        match s.get(i)? {
+            b'0' => i += 1,
+            b'1'..=b'9' => {
+                while s.get(i).is_some_and(u8::is_ascii_digit) {
+                    i += 1;
+                }
+            }
+            _ => return None,
+        }
+        let int_end = i;
+        let mut plain = true;
+        if s.get(i) == Some(&b'.') {
+            plain = false;
+            i += 1;
+            let d = i;
+            while s.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == d {
+                return None;
+            }
+        }
+        if let Some(b'e' | b'E') = s.get(i) {
+            plain = false;
+            i += 1;
+            if let Some(b'+' | b'-') = s.get(i) {
+                i += 1;
+            }
+            let d = i;
+            while s.get(i).is_some_and(u8::is_ascii_digit) {
+                i += 1;
+            }
+            if i == d {
+                return None;
+            }
+        }
+        self.i = i;
+        let n = if plain && int_end - int_start <= 18 {
+            let v = s[int_start..int_end]
+                .iter()
+                .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
+            match (negative, v) {
+                (false, v) => Num::U(v),
+                // serde_json reads `-0` as the double -0.0.
+                (true, 0) => Num::F(-0.0),
+                (true, v) => Num::I(-(v as i64)),
+            }
+        } else {
+            // Fractions, exponents and long integers: exactly as serde_json reads them.
+            match super::parse_exact(self.src.get(start..i)?) {
+                Ok(Json::Num(n)) => n,
+                _ => return None,
+            }
+        };
+        if n.is_neg_zero() {
+            self.audit.negative_zero = true;
+        }
+        if !n.as_f64().is_finite() {
+            self.audit.non_finite = true;
+        }
+        Some(n)
+    }
+}
+
+/// At a backslash: the index just past a valid escape (`None` for an invalid one or a lone
+/// surrogate, which the careful path reads as U+FFFD).
+fn escape_end(s: &[u8], j: usize) -> Option<usize> {
+    match s.get(j + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 2),
+        b'u' => match hex4(s, j + 2)? {
+            0xD800..=0xDBFF => {
+                if s.get(j + 6) != Some(&b'\\') || s.get(j + 7) != Some(&b'u') {
+                    return None;
+                }
+                (0xDC00..=0xDFFF)
+                    .contains(&hex4(s, j + 8)?)
+                    .then_some(j + 12)
+            }
+            0xDC00..=0xDFFF => None,
+            _ => Some(j + 6),
+        },
+        _ => None,
+    }
+}
+
+/// Unescape a string body [`escape_end`] has validated (so every escape is well formed).
+pub(super) fn unescape(raw: &str) -> String {
+    let s = raw.as_bytes();
+    let mut out = String::with_capacity(raw.len());
+    let (mut run, mut j) = (0, 0);
+    while let Some(k) = memchr::memchr(b'\\', &s[j..]) {
+        let at = j + k;
+        out.push_str(&raw[run..at]);
+        let e = s.get(at + 1).copied().unwrap_or(b'\\');
+        j = at + 2;
+        match e {
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                let unit = hex4(s, j).unwrap_or(0xFFFD);
+                j += 4;
+                let c = if (0xD800..0xDC00).contains(&unit) {
+                    let low = hex4(s, j + 2).unwrap_or(0xDC00);
+                    j += 6;
+                    char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00))
+                } else {
+                    char::from_u32(unit)
+                };
+                out.push(c.unwrap_or('\u{fffd}'));
+            }
+            // `"`, `\` and `/` stand for themselves.
+            other => out.push(char::from(other)),
+        }
+        run = j;
+    }
+    out.push_str(&raw[run..]);
+    out
+}
+
+fn hex4(s: &[u8], at: usize) -> Option<u32> {
+    let digits = s.get(at..at + 4)?;
+    digits.iter().try_fold(0u32, |acc, &d| {
+        let v = (d as char).to_digit(16)?;
+        Some(acc * 16 + v)
+    })
+}
+
+/// The index of the first byte at or after `j` that is `"`, `\` or a control character
+/// (`s.len()` when there is none).
+#[inline]
+fn scan(s: &[u8], mut j: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SSE2 is part of x86_64: sixteen bytes per step.
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is always available on x86_64; every load reads `chunk`, a checked
+        // 16-byte subslice, and `_mm_loadu_si128` has no alignment requirement.
+        unsafe {
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let control = _mm_set1_epi8(0x1f);
+            while let Some(chunk) = s.get(j..j + 16) {
+                let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+                let hits = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                    // max(b, 0x1f) == 0x1f exactly when b <= 0x1f (unsigned).
+                    _mm_cmpeq_epi8(_mm_max_epu8(v, control), control),
+                );
+                let mask = _mm_movemask_epi8(hits);
+                if mask != 0 {
+                    return j + mask.trailing_zeros() as usize;
+                }
+                j += 16;
+            }
+        }
+    }
+    while let Some(&b) = s.get(j) {
+        if b == b'"' || b == b'\\' || b < 0x20 {
+            return j;
+        }
+        j += 1;
+    }
+    s.len()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{audit, parse_careful};
+    use proptest::prelude::*;
+
+    /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
+    /// member order, number kinds, and the audit).
+    fn agrees(text: &str) {
+        if let Some((fast, fast_audit)) = super::parse(text) {
+            let careful = parse_careful(text).expect("fast path accepted what serde refuses");
+            assert_eq!(format!("{fast:?}"), format!("{careful:?}"), "{text}");
+            assert_eq!(fast_audit, audit(&careful), "{text}");
+        }
+    }
+
+    #[test]
+    fn agrees_with_the_careful_path_on_corner_cases() {
+        let accepted = [
+            r#"{"a":1,"b":[true,false,null],"c":{"d":"e"}}"#,
+            r#" {"a" : -0 , "b":[ -0.0, 0, -5, 18446744073709551615, 123456789012345678]} "#,
+            r#"{"a":1,"a":2,"b":{"c":1,"c":2},"x":{"y":{"z":0,"z":1}}}"#,
+            r#"{"x":{"y":1,"y":2},"z":{"w":3,"w":4}}"#,
+            r#"{"s":"tab\there \"q\" \\ \/ \b\f\n\r \u00e9 \ud83d\ude00 \u0000"}"#,
+            r#"{"n":[1.5,1e3,1E-3,-2.5e+10,0.1,123456789012345678901234567890]}"#,
+            r#""plain""#,
+            "[]",
+            "{}",
+            "[[],{},[{}]]",
+            r#"{"é":"日本語","k":"a\u00e9b"}"#,
+        ];
+        for t in accepted {
+            assert!(super::parse(t).is_some(), "fast path should read {t}");
+            agrees(t);
+        }
+        // Left to the careful path: errors, lone surrogates, overflowing numbers, deep nesting.
+        let refused = [
+            "",
+            "{",
+            r#"{"a":1,}"#,
+            "[1,]",
+            "01",
+            "-",
+            "1.",
+            "1e",
+            "tru",
+            r#"{"a":"\ud800"}"#,
+            r#"{"a":"\udc00x"}"#,
+            r#"{"a":"\x"}"#,
+            "{\"a\":\"tab\tinside\"}",
+            r#"{"a":1e400}"#,
+            r#"[1] x"#,
+        ];
+        for t in refused {
+            assert!(super::parse(t).is_none(), "fast path should leave {t:?}");
+        }
+        let deep = "[".repeat(200) + &"]".repeat(200);
+        assert!(super::parse(&deep).is_none());
+        let ok_deep = "[".repeat(50) + &"]".repeat(50);
+        agrees(&ok_deep);
+    }
+
+    fn json_text() -> impl Strategy<Value = String> {
+        let leaf = prop_oneof![
+            Just("null".to_owned()),
+            Just("true".to_owned()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            any::<f64>().prop_map(|f| format!("{f:e}")),
+            prop::sample::select(vec![
+                "-0",
+                "0.0",
+                "-0e0",
+                "1e-400",
+                "9007199254740993",
+                "1.0"
+            ])
+            .prop_map(str::to_owned),
+            "[a-z\\\\\"/\n\t\u{e9}\u{1F600} ]{0,40}"
+                .prop_map(|s| serde_json::to_string(&s).unwrap_or_default()),
+            prop::sample::select(vec![
+                r#""\u00e9\u002F""#,
+                r#""\ud83d\ude00""#,
+                r#""a\u0000b""#
+            ])
+            .prop_map(str::to_owned),
+        ];
+        leaf.prop_recursive(4, 40, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6)
+                    .prop_map(|v| format!("[{}]", v.join(","))),
+                prop::collection::vec(
+                    (
+                        prop::sample::select(vec!["a", "b", "type", "é", "a\\n"]),
+                        inner
+                    ),
+                    0..6
+                )
+                .prop_map(|m| {
+                    let members: Vec<String> = m
+                        .into_iter()
+                        .map(|(k, v)| format!("\"{k}\" : {v}"))
+                        .collect();
+                    format!("{{ {} }}", members.join(" ,"))
+                }),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn fast_and_careful_paths_agree(text in json_text()) {
+            agrees(&text);
+            // A damaged copy: whatever the fast path accepts, serde accepts identically.
+            if let Some(cut) = text.get(..text.len() / 2) {
+                agrees(cut);
+            }
+        }
+    }
+}
