@@ -1066,3 +1066,22 @@ fn every_valid_fixture_cut_anywhere_repairs_to_a_valid_closed_log() {
     }
     assert!(closed > 50, "only {closed} cuts needed closers");
 }
+
+#[test]
+fn closers_the_format_itself_rejects_are_refused_with_the_reason() {
+    // v0 accepts a turn numbered 0 with a warning, but DSH's closer for it, turn/end
+    // {turn:0}, is a malformed legacy turn end (§16): repair refuses and says why.
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("s.jsonl");
+    fs::copy(testdata("hostile/v0-open-turn-numbered-zero.jsonl"), &log).unwrap();
+    let before = fs::read(&log).unwrap();
+    let out = dshs().arg("repair").arg(&log).assert().code(1);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("error[legacy-shape-malformed] seq 1"), "{err}");
+    assert!(
+        err.contains("the closers DSH would append break this format's own rules"),
+        "{err}"
+    );
+    assert!(!err.contains("please report it"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), before);
+}

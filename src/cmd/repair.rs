@@ -122,14 +122,19 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
         };
         if !verdict.ok {
-            print_errors(
-                &target.name,
-                verdict.findings.iter().filter(|f| f.is_error()),
-            );
+            let errors: Vec<&Finding> = verdict.findings.iter().filter(|f| f.is_error()).collect();
+            print_errors(&target.name, errors.iter().copied());
+            // Errors only on the appended closers: the log's own rules reject the events DSH
+            // would write (a v0 turn numbered 0, say), so DSH could not load the result either.
+            let on_closers =
+                !errors.is_empty() && errors.iter().all(|f| f.pos.byte >= scan.committed_bytes);
+            let why = if on_closers {
+                "the closers DSH would append break this format's own rules (see above), so the open turn cannot be closed the way DSH closes it and DSH could not load the result either; close or remove the open turn by hand"
+            } else {
+                "with the closers appended it would still not validate cleanly (a case dshs does not handle; please report it)"
+            };
             return Ok(fail(
-                &format!(
-                    "refusing to repair {name}: with the closers appended it would still not validate cleanly (a case dshs does not handle; please report it); nothing was written"
-                ),
+                &format!("refusing to repair {name}: {why}; nothing was written"),
                 Outcome::Invalid,
             ));
         }
