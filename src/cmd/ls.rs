@@ -104,13 +104,13 @@ pub fn default_root() -> Option<PathBuf> {
 
 pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let Some(root) = args.root.clone().or_else(default_root) else {
-        eprintln!("dshs: error: no ROOT given and neither DSH_HOME nor HOME is set");
+        crate::render::diag!("dshs: error: no ROOT given and neither DSH_HOME nor HOME is set");
         return Ok(Outcome::Failure);
     };
     let sessions = match input::find_sessions(&root) {
         Ok(s) => s,
         Err(e) => {
-            eprintln!(
+            crate::render::diag!(
                 "dshs: error: cannot list {}: {}",
                 escape(&root.display().to_string()),
                 escape(&e.to_string())

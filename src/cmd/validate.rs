@@ -79,7 +79,17 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
         }
         return Ok(worst);
     }
-    // Several logs on several threads: each report is buffered and printed in order.
+    // Several logs on several threads: each report is buffered and printed in order, and no
+    // progress bar is drawn (several threads would draw over each other).
+    let env = &Env {
+        color_out: env.color_out,
+        quiet: env.quiet,
+        known_types: env.known_types.clone(),
+        progress: crate::render::ProgressPolicy {
+            interleaves: true,
+            ..env.progress
+        },
+    };
     super::in_parallel(
         &files,
         jobs,
