@@ -10,16 +10,15 @@
 //! (both new seqs are larger than every shadowed one), so DSH's own encoder stores it verbatim,
 //! and a range-encoded form of a non-increasing list would even be a malformed row.
 
-use std::io::{self, BufReader, Read};
+use std::io::{self, Read};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::derive::{DeriveError, Deriver};
 use super::dialect::{CheckpointSource, Dialect, SurfaceKind};
 use super::finding::Finding;
-use super::input::zstd::ZstdReader;
 use super::json::{self, Json, write_js_str};
-use super::scan::{self, EventInfo, FoldState, Observer, Scan, ScanOptions, Status};
+use super::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Status};
 use super::surface::{RangeError, SurfaceManager};
 use super::vocab::TypeClass;
 use super::write::{Edit, Encoding};
@@ -812,16 +811,9 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let bytes = BufReader::with_capacity(256 * 1024, original.take(plan.keep).chain(plan.append()));
     let mut findings = Vec::new();
-    let s = match plan.encoding {
-        Encoding::Plain => scan::scan(bytes, path, opts, &mut findings, &mut ())?,
-        Encoding::Zstd => {
-            let (z, framing) = ZstdReader::new(bytes)?;
-            let plain = BufReader::with_capacity(256 * 1024, z);
-            scan::scan_framed(plain, Some(&framing), path, opts, &mut findings, &mut ())?
-        }
-    };
+    let bytes = original.take(plan.keep).chain(plan.append());
+    let s = plan.encoding.scan(bytes, path, opts, &mut findings)?;
     let surface = s
         .state
         .as_ref()

@@ -9,7 +9,7 @@ use std::path::Path;
 use super::closers::{Closer, CloserKind};
 use super::finding::Finding;
 use super::input::zstd::ZstdReader;
-use super::scan::{self, CrashTail, Scan, ScanOptions, Status, TornTail};
+use super::scan::{CrashTail, Scan, ScanOptions, Status, TornTail};
 use super::write::{Edit, Encoding};
 
 /// Why a log is not repaired (nothing is written).
@@ -222,16 +222,9 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let bytes = BufReader::with_capacity(256 * 1024, original.take(plan.keep).chain(plan.append()));
     let mut findings = Vec::new();
-    let s = match plan.encoding {
-        Encoding::Plain => scan::scan(bytes, path, opts, &mut findings, &mut ())?,
-        Encoding::Zstd => {
-            let (z, framing) = ZstdReader::new(bytes)?;
-            let plain = BufReader::with_capacity(256 * 1024, z);
-            scan::scan_framed(plain, Some(&framing), path, opts, &mut findings, &mut ())?
-        }
-    };
+    let bytes = original.take(plan.keep).chain(plan.append());
+    let s = plan.encoding.scan(bytes, path, opts, &mut findings)?;
     let ok = plan.recovered
         && s.status() == Status::Valid
         && s.tally.errors == 0
@@ -249,7 +242,7 @@ mod tests {
     use super::*;
 
     fn scan_text(text: &str) -> Scan {
-        scan::scan(
+        crate::log::scan::scan(
             text.as_bytes(),
             None,
             &ScanOptions::default(),

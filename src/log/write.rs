@@ -278,6 +278,27 @@ impl Encoding {
         }
     }
 
+    /// Scan bytes stored in this encoding — how `repair` and `compact` check the exact bytes
+    /// a file would hold before they write them.
+    pub fn scan(
+        self,
+        stored: impl Read,
+        path: Option<&Path>,
+        opts: &crate::log::scan::ScanOptions,
+        findings: &mut Vec<crate::log::finding::Finding>,
+    ) -> io::Result<crate::log::scan::Scan> {
+        use crate::log::scan;
+        let stored = io::BufReader::with_capacity(256 * 1024, stored);
+        match self {
+            Encoding::Plain => scan::scan(stored, path, opts, findings, &mut ()),
+            Encoding::Zstd => {
+                let (z, framing) = crate::log::input::zstd::ZstdReader::new(stored)?;
+                let plain = io::BufReader::with_capacity(256 * 1024, z);
+                scan::scan_framed(plain, Some(&framing), path, opts, findings, &mut ())
+            }
+        }
+    }
+
     /// Encode whole lines for appending: the bytes themselves, or one zstd frame (none for
     /// no lines). Call once per batch: each call is one frame.
     pub fn encode(self, lines: &[u8]) -> io::Result<Vec<u8>> {

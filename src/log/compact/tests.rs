@@ -146,7 +146,7 @@ fn attempt(text: &str, r: &Request) -> Result<(CompactPlan, Verdict), PlanError>
     let mut file = tempfile::NamedTempFile::new().unwrap();
     std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
     let mut lookout = Lookout::new(r);
-    let s = scan::scan(
+    let s = crate::log::scan::scan(
         text.as_bytes(),
         None,
         &ScanOptions::default(),
