@@ -25,6 +25,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use dshs::log::input::zstd::{ZstdReader, encode_frame};
 use dshs::log::repair;
 use dshs::log::write::Point;
 
@@ -51,6 +52,10 @@ struct Interrupted<'a> {
     output: &'a Output,
 }
 
+/// `DSHS_TEST_MINT` (debug builds): `compact` mints fixed ids and this time, so that every
+/// run plans the same bytes.
+const MINT: &str = "1700000000000";
+
 fn dshs_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_dshs"))
 }
@@ -62,6 +67,7 @@ fn run_interrupted(args: &[&str], path: &Path, how: Interrupt) -> Output {
         .arg(path)
         .env_remove("DSHS_TEST_FAULT")
         .env_remove("DSHS_KNOWN_TYPES")
+        .env("DSHS_TEST_MINT", MINT)
         .stdin(Stdio::null());
     match how {
         Interrupt::Kill(p) => {
@@ -122,6 +128,7 @@ fn interrupt_everywhere(
         .args(args)
         .arg(&path)
         .env_remove("DSHS_TEST_FAULT")
+        .env("DSHS_TEST_MINT", MINT)
         .output()
         .expect("dshs runs");
     assert!(out.status.success(), "{args:?}: {out:?}");
@@ -430,6 +437,422 @@ fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
         assert_eq!(status.code(), Some(3), "{point:?}: {rest}");
         assert!(rest.contains("changed while dshs was working"), "{rest}");
         // Nothing written: the log is the original plus the writer's line, no sidecar left.
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            [&log[..], APPENDED].concat(),
+            "{point:?}"
+        );
+        assert_no_new_files(dir.path(), &[]);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// compact (plain logs of v0, v3, v4 and a zstd log), and repair of a torn zstd frame
+// ---------------------------------------------------------------------------------------
+
+/// Compress a plain log the way DSH stores it: the header line alone in frame 1, then
+/// `batch` lines per frame (a final line without newline joins the last frame).
+fn compress(plain: &[u8], batch: usize) -> Vec<u8> {
+    let mut lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
+    let header = lines.remove(0);
+    let mut out = encode_frame(header).expect("compress");
+    for group in lines.chunks(batch) {
+        out.extend(encode_frame(&group.concat()).expect("compress"));
+    }
+    out
+}
+
+/// The plaintext of one complete zstd frame (or of plain bytes).
+fn plaintext(bytes: &[u8]) -> Vec<u8> {
+    if !bytes.starts_with(&dshs::log::input::ZSTD_MAGIC) {
+        return bytes.to_vec();
+    }
+    let (mut r, _) = ZstdReader::new(bytes).expect("zstd");
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut r, &mut out).expect("a complete frame");
+    out
+}
+
+/// Every guarantee of `compact` after an interruption. Compaction never cuts: the log is
+/// the original followed by a prefix of the planned append, and no sidecar. The result
+/// loads (warnings at most). `repair` then cuts only what is not a whole line (a torn last
+/// line, or what a torn final zstd frame holds past its last newline), saved in a sidecar:
+/// the log becomes the original plus the first K whole events of the bracket, never half an
+/// event. K = 0 is exactly the original (re-running the compaction then gives exactly the
+/// uninterrupted result) and K = 4 exactly the compacted result. 0 < K < 4 is what FORMAT.md
+/// §15.1/§15.4 calls a crash during compaction: the complete lines are committed, the
+/// unmatched `compaction/start` is the warning `compaction-open-at-end` (DSH expires it on
+/// the next resume), and `compact` refuses to start another compaction over it.
+fn check_compact(
+    log: &[u8],
+    args: &[&str],
+    case: &Interrupted<'_>,
+    result: &[u8],
+) -> (usize, bool) {
+    let how = case.how;
+    let now = std::fs::read(case.path).expect("read");
+    match how {
+        Interrupt::Kill(_) | Interrupt::FileSizeKill(_) => {
+            let killed = case.output.status.signal().is_some();
+            assert!(
+                killed || case.output.status.success(),
+                "{how:?}: {:?}",
+                case.output
+            );
+        }
+        Interrupt::FileSizeError(_) => {
+            assert_eq!(case.output.status.code(), Some(2), "{how:?}");
+            assert_eq!(now, log, "{how:?}: not rolled back");
+        }
+    }
+    assert!(now.starts_with(log), "{how:?}: the original bytes changed");
+    assert!(
+        result.starts_with(&now),
+        "{how:?}: not the original plus a prefix of the append"
+    );
+    assert!(
+        sidecars(case.dir, case.path).is_empty(),
+        "{how:?}: compact never cuts, so never saves a sidecar"
+    );
+    let v = common::dshs()
+        .arg("validate")
+        .arg(case.path)
+        .output()
+        .expect("dshs runs");
+    assert_eq!(v.status.code(), Some(0), "{how:?}: {v:?}");
+
+    let r = common::dshs()
+        .arg("repair")
+        .arg(case.path)
+        .output()
+        .expect("dshs runs");
+    assert!(r.status.success(), "{how:?}: {r:?}");
+    let after = std::fs::read(case.path).expect("read");
+    // What repair may leave: the original plus the first K whole events of the bracket.
+    let zstd = log.starts_with(&dshs::log::input::ZSTD_MAGIC);
+    let bracket = plaintext(&result[log.len()..]);
+    let events: Vec<&[u8]> = bracket.split_inclusive(|b| *b == b'\n').collect();
+    assert_eq!(events.len(), 4);
+    let allowed: Vec<Vec<u8>> = (0..=4)
+        .map(|k| {
+            let lines = events[..k].concat();
+            let tail = if zstd {
+                encode_frame(&lines).expect("compress")
+            } else {
+                lines
+            };
+            [log, &tail[..]].concat()
+        })
+        .collect();
+    let Some(k) = allowed.iter().position(|a| *a == after) else {
+        panic!("{how:?}: repair left something other than the original plus whole events")
+    };
+    if now == log || now == result {
+        assert_eq!(after, now, "{how:?}: repair changed a clean log");
+    }
+    // The bytes repair cut are in a sidecar; nothing else was cut.
+    match sidecars(case.dir, case.path).first() {
+        Some(side) => {
+            let cut_at = if zstd { log.len() } else { allowed[k].len() };
+            assert_eq!(
+                side[..],
+                now[cut_at..],
+                "{how:?}: cut bytes not in the sidecar"
+            );
+        }
+        None => assert_eq!(after, now, "{how:?}: bytes cut without a sidecar"),
+    }
+    let again = Command::new(dshs_bin())
+        .args(args)
+        .arg(case.path)
+        .env("DSHS_TEST_MINT", MINT)
+        .output()
+        .expect("dshs runs");
+    match k {
+        0 => {
+            assert!(again.status.success(), "{how:?}: {again:?}");
+            assert_eq!(
+                std::fs::read(case.path).expect("read"),
+                result,
+                "{how:?}: re-run differs"
+            );
+        }
+        4 => {
+            // Already compacted: the range is gone from the surface.
+            assert_eq!(again.status.code(), Some(1), "{how:?}: {again:?}");
+        }
+        _ => {
+            let stderr = String::from_utf8_lossy(&again.stderr);
+            assert_eq!(again.status.code(), Some(1), "{how:?}: {stderr}");
+            assert!(
+                stderr.contains("another compaction is still running"),
+                "{how:?}: {stderr}"
+            );
+        }
+    }
+    if k != 0 {
+        assert_eq!(std::fs::read(case.path).expect("read"), after, "{how:?}");
+    }
+    (k, now != log && now != result)
+}
+
+fn compact_is_crash_consistent(log: &[u8], name: &str, start: &str, end: &str) -> usize {
+    let args = [
+        "compact",
+        "--start",
+        start,
+        "--end",
+        end,
+        "--summary",
+        "the summary",
+    ];
+    let mut cases = 0;
+    let mut seen = [false; 5];
+    let mut partial = false;
+    let result = interrupt_everywhere(log, name, &args, |case, result| {
+        let (k, torn) = check_compact(log, &args, case, result);
+        seen[k] = true;
+        partial |= torn;
+        cases += 1;
+    });
+    assert!(result.len() > log.len() && result.starts_with(log));
+    if log.starts_with(&dshs::log::input::ZSTD_MAGIC) {
+        // The file-size limit cannot stop a zstd compaction inside its append: the plaintext
+        // copy compact spools first is larger than the compressed log, so the limit kills it
+        // before the log is touched. What a crash inside the one `write` leaves is the
+        // original plus a prefix of the frame: check every such state directly.
+        for n in limits(&result, log.len() as u64, result.len() as u64) {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let path = dir.path().join(name);
+            std::fs::write(&path, &result[..n as usize]).expect("write");
+            let output = Output {
+                status: std::process::ExitStatus::from_raw(libc::SIGKILL),
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            };
+            let case = Interrupted {
+                how: Interrupt::FileSizeKill(n),
+                dir: dir.path(),
+                path: &path,
+                output: &output,
+            };
+            let (k, torn) = check_compact(log, &args, &case, &result);
+            seen[k] = true;
+            partial |= torn;
+            cases += 1;
+        }
+    }
+    // Not vacuous: interrupted before the append, inside it, and after it.
+    assert!(seen[0] && seen[4] && partial, "{seen:?} {partial}");
+    if !log.starts_with(&dshs::log::input::ZSTD_MAGIC) {
+        // Plain: every count of whole events is reachable (a crash between two lines).
+        assert!(seen.iter().all(|s| *s), "{seen:?}");
+    }
+    cases
+}
+
+#[test]
+fn compact_of_a_v0_log_survives_a_crash_anywhere() {
+    let log = std::fs::read(common::testdata("v0/packed-compaction.jsonl")).expect("v0");
+    let cases = compact_is_crash_consistent(&log, "session.v0.jsonl", "29", "23");
+    assert!(cases > 40, "{cases} interruptions");
+}
+
+#[test]
+fn compact_of_a_v3_log_survives_a_crash_anywhere() {
+    let log = std::fs::read(common::testdata("v3/nested-replace.jsonl")).expect("v3");
+    let cases = compact_is_crash_consistent(&log, "session.v3.jsonl", "32", "27");
+    assert!(cases > 40, "{cases} interruptions");
+}
+
+#[test]
+fn compact_of_a_v4_log_survives_a_crash_anywhere() {
+    let log = std::fs::read(common::testdata("sample/session.v4.jsonl")).expect("v4");
+    let cases = compact_is_crash_consistent(&log, "session.v4.jsonl", "21", "15");
+    assert!(cases > 40, "{cases} interruptions");
+}
+
+#[test]
+fn compact_of_a_zstd_log_survives_a_crash_anywhere() {
+    let plain = std::fs::read(common::testdata("sample/session.v4.jsonl")).expect("v4");
+    let log = compress(&plain, 3);
+    // The append is one frame: killed inside it, it is a torn final frame.
+    let cases = compact_is_crash_consistent(&log, "session.v4.jsonl.zstd", "21", "15");
+    assert!(cases > 20, "{cases} interruptions");
+}
+
+/// The crashed v3 sample compressed one line per frame, ending in a torn final frame that
+/// holds one complete line (committed: repair re-appends it) and part of the next; with the
+/// compressed length of the complete frames (where repair cuts).
+fn torn_zstd_log() -> (Vec<u8>, usize, Vec<u8>) {
+    let plain = std::fs::read(common::testdata("sample/crashed.v3.jsonl")).expect("sample");
+    let lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
+    let n = lines.len();
+    let mut z = compress(&lines[..n - 3].concat(), 1);
+    let keep = z.len();
+    let mut last = lines[n - 3].to_vec();
+    last.extend_from_slice(&lines[n - 2][..20]);
+    let frame = encode_frame(&last).expect("compress");
+    z.extend_from_slice(&frame[..frame.len() - 3]);
+    (z, keep, lines[n - 3].to_vec())
+}
+
+#[test]
+fn repair_of_a_torn_zstd_frame_survives_a_crash_anywhere() {
+    let (log, keep, recovered) = torn_zstd_log();
+    // Where the frame of the recovered line ends in the repaired log.
+    let recovered_end = keep + encode_frame(&recovered).expect("compress").len();
+    let mut cases = 0;
+    let mut window = 0;
+    let result = interrupt_everywhere(
+        &log,
+        "session.v3.jsonl.zstd",
+        &["repair"],
+        |case, result| {
+            let now = std::fs::read(case.path).expect("read");
+            if now != log && now.len() < recovered_end {
+                // Killed after the truncation, before the recovered line's frame was whole: the
+                // one window where a committed event leaves the log (a zstd repair must cut the
+                // torn frame to re-append its committed lines). The log is still the complete
+                // frames plus a prefix of the append, it loads, and the event is not lost: the
+                // whole torn frame is in the sidecar. A re-run closes the turn without it.
+                assert!(now.starts_with(&log[..keep]) && result.starts_with(&now));
+                let side = sidecars(case.dir, case.path);
+                assert_eq!(side.first().map(Vec::as_slice), Some(&log[keep..]));
+                let again = common::dshs()
+                    .arg("repair")
+                    .arg(case.path)
+                    .output()
+                    .expect("dshs");
+                assert!(again.status.success(), "{:?}: {again:?}", case.how);
+                let v = common::dshs()
+                    .arg("validate")
+                    .arg(case.path)
+                    .output()
+                    .expect("dshs");
+                assert_eq!(v.status.code(), Some(0), "{:?}: {v:?}", case.how);
+                window += 1;
+            } else {
+                check_repair(&log, keep, case, result);
+            }
+            cases += 1;
+        },
+    );
+    assert!(window > 0 && window < cases, "{window} of {cases}");
+    // Cut at the torn frame, then the recovered line's frame and the closers' frame.
+    assert_eq!(result[..keep], log[..keep]);
+    assert!(result.len() > keep);
+    assert!(cases > 20, "{cases} interruptions");
+}
+
+// ---------------------------------------------------------------------------------------
+// Live writers and compact
+// ---------------------------------------------------------------------------------------
+
+/// A compactable log (the v4 sample) in `dir`, under the name the helpers above expect.
+fn compactable_log(dir: &Path) -> (PathBuf, Vec<u8>) {
+    let log = std::fs::read(common::testdata("sample/session.v4.jsonl")).expect("sample");
+    let path = dir.join("session.v3.jsonl");
+    std::fs::write(&path, &log).expect("write");
+    (path, log)
+}
+
+const COMPACT: [&str; 7] = [
+    "compact",
+    "--start",
+    "21",
+    "--end",
+    "15",
+    "--summary",
+    "the summary",
+];
+
+#[test]
+fn compact_refuses_while_another_process_holds_the_session_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, log) = compactable_log(dir.path());
+    let lock = dir.path().join("session.lock");
+    std::fs::write(&lock, b"").expect("lock file");
+    let mut holder = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "lock_holder_helper",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("DSHS_TEST_LOCK_HOLDER", &lock)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("lock holder");
+    let mut out = BufReader::new(holder.stdout.take().expect("stdout"));
+    let mut line = String::new();
+    while line.trim() != "dshs-test: lock held" {
+        line.clear();
+        assert!(out.read_line(&mut line).expect("read") > 0, "holder died");
+    }
+    let o = common::dshs()
+        .args(COMPACT)
+        .arg(&path)
+        .output()
+        .expect("dshs");
+    assert_eq!(o.status.code(), Some(3), "{o:?}");
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(stderr.contains("live writer"), "{stderr}");
+    assert_eq!(std::fs::read(&path).expect("read"), log);
+    assert_no_new_files(dir.path(), &["session.lock"]);
+    drop(holder.stdin.take());
+    assert!(holder.wait().expect("holder exits").success());
+    // The lock released, the same command compacts.
+    let o = common::dshs()
+        .args(COMPACT)
+        .arg(&path)
+        .output()
+        .expect("dshs");
+    assert_eq!(o.status.code(), Some(0), "{o:?}");
+    assert!(std::fs::read(&path).expect("read").len() > log.len());
+}
+
+#[test]
+fn compact_refuses_when_an_unlocked_writer_appends_while_it_works() {
+    // Paused where the stamp is compared: before touching the file, and the second look
+    // just before the append (compact cuts nothing, so there is no sidecar in between).
+    for point in [Point::Start, Point::SidecarSynced] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (path, log) = compactable_log(dir.path());
+        let mut child = Command::new(dshs_bin())
+            .args(COMPACT)
+            .arg(&path)
+            .env("DSHS_TEST_FAULT", format!("pause:{}", point.name()))
+            .stdin(Stdio::piped())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .expect("dshs");
+        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        err.read_line(&mut line).expect("read");
+        assert_eq!(
+            line.trim(),
+            format!("dshs-test: paused at {}", point.name())
+        );
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .expect("open");
+        f.write_all(APPENDED).expect("append");
+        drop(f);
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"\n")
+            .expect("resume");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
+        let status = child.wait().expect("exits");
+        assert_eq!(status.code(), Some(3), "{point:?}: {rest}");
+        assert!(rest.contains("changed while dshs was working"), "{rest}");
         assert_eq!(
             std::fs::read(&path).expect("read"),
             [&log[..], APPENDED].concat(),

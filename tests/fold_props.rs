@@ -13,7 +13,10 @@ use std::collections::HashMap;
 
 use dshs::log::Finding;
 use dshs::log::closers::CloserKind;
-use dshs::log::scan::{Scan, ScanOptions, Status, scan};
+use dshs::log::compact::{self, Lookout, Minted, PlanError, Refusal as CRefusal, Request};
+use dshs::log::derive::Deriver;
+use dshs::log::input::zstd::{ZstdReader, encode_frame};
+use dshs::log::scan::{self, Scan, ScanOptions, Status, scan};
 use dshs::log::surface::Replacement;
 use dshs::log::{json, repair, rows, write};
 use proptest::prelude::*;
@@ -829,4 +832,215 @@ proptest! {
         };
         prop_assert_eq!(pairs, runs, "{}", stored);
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Compaction of any surface range (§15.3) and zstd storage (§3.3) of generated logs
+// ---------------------------------------------------------------------------------------
+
+/// Per surface node, independent of the production fold: its seq and the message `derive`
+/// gives for it (the `data` of a user message, `data.message` otherwise), read from the line
+/// with serde_json. Positions come from the reference replay.
+fn derived_nodes(v: usize, lines: &[String]) -> Vec<(u64, Value)> {
+    let by_seq: HashMap<u64, Value> = lines[1..]
+        .iter()
+        .filter_map(|l| {
+            let row: Value = serde_json::from_str(l).ok()?;
+            Some((row["seq"].as_u64()?, row))
+        })
+        .collect();
+    naive(v, lines, u64::MAX)
+        .nodes
+        .iter()
+        .map(|seq| {
+            let row = &by_seq[seq];
+            let msg = if row["type"] == "user/message" {
+                row["data"].clone()
+            } else {
+                row["data"]["message"].clone()
+            };
+            (*seq, msg)
+        })
+        .collect()
+}
+
+/// What `derive` prints for a log: every deriving node's message, through the library.
+fn derive_lib(path: &std::path::Path, s: &Scan) -> Vec<Value> {
+    let mut d = Deriver::open(path).expect("deriver");
+    s.state
+        .as_ref()
+        .expect("folded")
+        .surface
+        .iter()
+        .filter(|n| n.derives)
+        .map(|n| serde_json::from_slice(&d.message(n).expect("message")).expect("JSON"))
+        .collect()
+}
+
+/// Tool calls advertised minus tool results, per message (§15.3 rule 2), from the text.
+fn pairing_delta(msg: &Value) -> i64 {
+    if msg["source"]["callId"].is_string() || msg["role"] == "tool" {
+        return -1;
+    }
+    msg["content"].as_array().map_or(0, |c| {
+        c.iter().filter(|b| b["type"] == "tool-call").count() as i64
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    /// `compact` over any two surface nodes: refused exactly when §15.3 says (reversed, the
+    /// protected v3+ system head, an unbalanced cut), otherwise the result validates without
+    /// a finding, folds like the reference replay of the new bytes, and derives as "the
+    /// messages before the range, the checkpoint message, the messages after".
+    #[test]
+    fn compacting_any_surface_range_keeps_derive_and_the_reference_fold(
+        v in 0usize..5,
+        items in prop::collection::vec(item(), 1..8),
+        a in any::<u16>(),
+        b in any::<u16>(),
+        reversed in proptest::bool::weighted(0.1),
+    ) {
+        let built = Builder::build(v, &items);
+        let nodes = derived_nodes(v, &built.lines);
+        if nodes.is_empty() {
+            return Ok(());
+        }
+        let (x, y) = (usize::from(a) % nodes.len(), usize::from(b) % nodes.len());
+        let (lo, hi) = (x.min(y), x.max(y));
+        let (i, j) = if reversed && lo != hi { (hi, lo) } else { (lo, hi) };
+        let text = text_of(&built.lines);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("session.jsonl");
+        std::fs::write(&path, &text).expect("write");
+
+        let req = Request { start: nodes[i].0, end: nodes[j].0, summary: "the \"summary\"\nline 2".into() };
+        let mut lookout = Lookout::new(&req);
+        let s = scan(text.as_bytes(), None, &ScanOptions::default(), &mut Vec::new(), &mut lookout)
+            .expect("in memory");
+        let minted = Minted { compaction_id: "cid".into(), message_id: "mid".into(), time: 7 };
+        let mut deriver = Deriver::open(&path).expect("deriver");
+        let result = compact::plan(&s, &lookout, &req, minted, &mut deriver);
+
+        // What §15.3 says, computed from the text.
+        let deltas: Vec<i64> = nodes.iter().map(|n| pairing_delta(&n.1)).collect();
+        let (first, last) = (i.min(j), i.max(j));
+        let before: i64 = deltas[..first].iter().sum();
+        let after: i64 = deltas[..=last].iter().sum();
+        let head = v >= 3 && first == 0 && nodes[0].1["role"] == "system";
+        // The generator's own compactions ignore pairing: a result may have lost its call.
+        let orphan = deltas
+            .iter()
+            .scan(0i64, |c, d| {
+                *c += d;
+                Some(*c)
+            })
+            .any(|c| c < 0);
+        let what = format!("v{v} range {}..{}\n{text}", req.start, req.end);
+        let plan = match result {
+            Err(PlanError::Refused(r)) => {
+                match r {
+                    CRefusal::Reversed { .. } => prop_assert!(i > j, "{}", what),
+                    CRefusal::SystemHead { .. } => prop_assert!(i <= j && head, "{}", what),
+                    CRefusal::OrphanResult { .. } => prop_assert!(i <= j && !head && orphan, "{}", what),
+                    CRefusal::SplitsToolCall { .. } => {
+                        prop_assert!(i <= j && !head && !orphan && (before != 0 || after != 0), "{}", what)
+                    }
+                    other => prop_assert!(false, "{}: refused: {:?}", what, other),
+                }
+                return Ok(());
+            }
+            Err(e) => return Err(TestCaseError::fail(format!("{what}: {e:?}"))),
+            Ok(p) => p,
+        };
+        prop_assert!(i <= j && !head && !orphan && before == 0 && after == 0, "{}: planned", what);
+        let verdict = compact::verify(text.as_bytes(), &plan, None, &ScanOptions::default())
+            .expect("in memory");
+        prop_assert!(verdict.ok, "{}: {:#?}", what, verdict.findings);
+
+        // The compacted bytes: valid without a single finding, the reference fold.
+        let mut new_text = text.clone();
+        new_text.push_str(std::str::from_utf8(plan.append()).expect("UTF-8"));
+        let (c, f) = run(&new_text, None);
+        prop_assert!(f.is_empty(), "{}: {:#?}", what, f);
+        prop_assert_eq!(c.status(), Status::Valid);
+        let new_lines: Vec<String> = new_text.lines().map(str::to_owned).collect();
+        let model = naive(v, &new_lines, u64::MAX);
+        let state = c.state.as_ref().expect("folded");
+        prop_assert_eq!(state.surface.seqs(), model.nodes.clone());
+        prop_assert!(!state.compaction.is_active());
+
+        // derive: before, the checkpoint message, after — as JSON values.
+        let checkpoint: Value = serde_json::from_str(&plan.lines[2]).expect("JSON");
+        prop_assert_eq!(checkpoint["seq"].as_u64(), Some(plan.checkpoint_seq()));
+        prop_assert_eq!(&checkpoint["data"]["content"][1]["text"], &Value::from(req.summary.clone()));
+        let mut want: Vec<Value> = nodes[..first].iter().map(|n| n.1.clone()).collect();
+        want.push(checkpoint["data"].clone());
+        want.extend(nodes[last + 1..].iter().map(|n| n.1.clone()));
+        let got_model: Vec<Value> = derived_nodes(v, &new_lines).into_iter().map(|n| n.1).collect();
+        prop_assert_eq!(&got_model, &want, "{}", what);
+        // And what the library derives (what `dshs derive` prints) is the same, on the
+        // nodes that derive (empty assistant messages do not).
+        std::fs::write(&path, &new_text).expect("write");
+        let derived = derive_lib(&path, &c);
+        let old_derived = derive_lib_text(&text, dir.path());
+        let mut want_lib: Vec<Value> = Vec::new();
+        let old_state_nodes: Vec<u64> = s.state.as_ref().expect("folded").surface.iter().filter(|n| n.derives).map(|n| n.seq).collect();
+        let pos = |seq: u64| nodes.iter().position(|n| n.0 == seq).expect("on the surface");
+        for (seq, m) in old_state_nodes.iter().zip(&old_derived) {
+            if pos(*seq) < first {
+                want_lib.push(m.clone());
+            }
+        }
+        want_lib.push(checkpoint["data"].clone());
+        for (seq, m) in old_state_nodes.iter().zip(&old_derived) {
+            if pos(*seq) > last {
+                want_lib.push(m.clone());
+            }
+        }
+        prop_assert_eq!(derived, want_lib, "{}", what);
+    }
+
+    /// A generated log stored as DSH stores zstd (the header alone in frame 1, then batches
+    /// of lines per frame) reads exactly like the plain log: same findings, events, surface,
+    /// replacements — whole, and cut at any line (an open turn, a crash tail).
+    #[test]
+    fn a_generated_log_reads_the_same_compressed_as_plain(
+        v in 0usize..5,
+        items in prop::collection::vec(item(), 0..6),
+        batch in 1usize..6,
+        cut in any::<u16>(),
+    ) {
+        let built = Builder::build(v, &items);
+        let keep = 1 + usize::from(cut) % built.lines.len();
+        for lines in [&built.lines[..], &built.lines[..keep]] {
+            let text = text_of(lines);
+            let (p, pf) = run(&text, None);
+            let mut z = encode_frame(format!("{}\n", lines[0]).as_bytes()).expect("zstd");
+            for group in lines[1..].chunks(batch) {
+                z.extend(encode_frame(text_of(group).as_bytes()).expect("zstd"));
+            }
+            let (reader, framing) = ZstdReader::new(&z[..]).expect("zstd");
+            let opts = ScanOptions { record_replacements: true, ..ScanOptions::default() };
+            let mut zf = Vec::new();
+            let zs = scan::scan_framed(std::io::BufReader::new(reader), Some(&framing), None, &opts, &mut zf, &mut ())
+                .expect("in memory");
+            prop_assert_eq!(&zf, &pf, "v{} batch {}", v, batch);
+            prop_assert_eq!(zs.status(), p.status());
+            prop_assert_eq!(zs.events(), p.events());
+            prop_assert_eq!(zs.committed_bytes, p.committed_bytes);
+            prop_assert_eq!(zs.physical_len(), z.len() as u64);
+            let (a, b) = (zs.state.as_ref().expect("folded"), p.state.as_ref().expect("folded"));
+            prop_assert_eq!(a.surface.seqs(), b.surface.seqs());
+            prop_assert_eq!(a.surface.replacements(), b.surface.replacements());
+        }
+    }
+}
+
+fn derive_lib_text(text: &str, dir: &std::path::Path) -> Vec<Value> {
+    let path = dir.join("before.jsonl");
+    std::fs::write(&path, text).expect("write");
+    let (s, _) = run(text, None);
+    derive_lib(&path, &s)
 }

@@ -20,6 +20,8 @@ fn saved_fuzz_inputs_pass_every_target() {
         for (target, run) in [
             ("scan", fuzz::scan_target as fn(&[u8])),
             ("repair", fuzz::repair_target),
+            ("zstd", fuzz::zstd_target),
+            ("compact", fuzz::compact_target),
         ] {
             let outcome = std::panic::catch_unwind(|| run(&data));
             assert!(outcome.is_ok(), "{target} fails on {}", path.display());

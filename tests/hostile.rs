@@ -9,6 +9,7 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::{dshs, json_lines, testdata};
+use dshs::log::input::zstd::encode_frame;
 
 const V3: &str =
     r#"{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
@@ -49,8 +50,54 @@ fn generated(name: &str) -> Vec<u8> {
             let objects = format!("{}1{}", r#"{"a":"#.repeat(100_000), "}".repeat(100_000));
             lines(&[V3, START, END, &objects])
         }
+        "@zstd-bomb-4gib.jsonl.zstd" => zstd_bomb(),
+        "@zstd-corrupt-middle-frame.jsonl.zstd" => {
+            let frames = v4_frames();
+            let mut z = frames.concat();
+            // Frame 13 (the 12th event line): one byte of its compressed body flipped.
+            let start: usize = frames[..12].iter().map(Vec::len).sum();
+            z[start + frames[12].len() / 2] ^= 0x55;
+            z
+        }
+        "@zstd-torn-final-frame.jsonl.zstd" => {
+            let mut z = v4_frames().concat();
+            let next = br#"{"type":"turn/start","seq":27,"time":2000,"data":{"turn":2}}
+{"type":"step/start","seq":28,"ti"#;
+            let frame = encode_frame(next).expect("compress");
+            z.extend_from_slice(&frame[..frame.len() - 3]);
+            z
+        }
         other => panic!("EXPECTED names an unknown generated input {other}"),
     }
+}
+
+/// The closed v4 sample, one line per zstd frame.
+fn v4_frames() -> Vec<Vec<u8>> {
+    let plain = std::fs::read(testdata("sample/session.v4.jsonl")).expect("sample");
+    plain
+        .split_inclusive(|b| *b == b'\n')
+        .map(|l| encode_frame(l).expect("compress"))
+        .collect()
+}
+
+/// A valid header frame, then one zstd frame of 32 768 RLE blocks of 128 KiB each: 4 GiB
+/// of `a` without a newline (one enormous line) from about 128 KiB on disk. Built by hand
+/// (RFC 8878): the encoder would need the 4 GiB in memory.
+fn zstd_bomb() -> Vec<u8> {
+    let mut z = encode_frame(format!("{V3}\n").as_bytes()).expect("compress");
+    z.extend_from_slice(&dshs::log::input::ZSTD_MAGIC);
+    // Frame header descriptor: no content size, not single-segment, no checksum, no
+    // dictionary; window descriptor: 2^(10+7) = 128 KiB.
+    z.extend_from_slice(&[0x00, 7 << 3]);
+    const BLOCKS: u32 = 32_768;
+    for i in 0..BLOCKS {
+        let last = u32::from(i + 1 == BLOCKS);
+        // Block header: last flag, type 1 (RLE), size 128 KiB; then the byte repeated.
+        let header = last | (1 << 1) | ((128 * 1024) << 3);
+        z.extend_from_slice(&header.to_le_bytes()[..3]);
+        z.push(b'a');
+    }
+    z
 }
 
 struct Row {
@@ -101,8 +148,9 @@ fn check(row: &Row) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = materialize(row, dir.path());
     let before = std::fs::read(&path).expect("read");
+    // The command column may hold arguments (`compact --start 1 --end 2 --summary s`).
     let out = dshs()
-        .arg(&row.command)
+        .args(row.command.split_whitespace())
         .arg(&path)
         .output()
         .expect("dshs runs");
@@ -158,6 +206,26 @@ fn check(row: &Row) {
             );
         }
         "repair" => assert_eq!(std::fs::read(&path).expect("read"), before, "{at}"),
+        c if c.starts_with("compact") => {
+            let now = std::fs::read(&path).expect("read");
+            if row.exit == 0 {
+                // Only appended, and the result validates.
+                assert!(now.len() > before.len() && now.starts_with(&before), "{at}");
+                let v = dshs()
+                    .arg("validate")
+                    .arg(&path)
+                    .output()
+                    .expect("dshs runs");
+                assert_eq!(v.status.code(), Some(0), "{at}");
+            } else {
+                assert_eq!(now, before, "{at}: a refused compaction writes nothing");
+                if row.exit == 1 {
+                    assert!(stderr.contains("nothing was written"), "{at}: {stderr}");
+                }
+            }
+            let files = std::fs::read_dir(dir.path()).expect("dir").count();
+            assert_eq!(files, 1, "{at}: no other file (sidecar, lock) left");
+        }
         _ => {
             assert!(row.findings.is_empty(), "{at}: findings only for validate");
             assert_eq!(
@@ -247,4 +315,40 @@ fn terminal_escapes_in_log_text_never_reach_the_terminal_raw() {
     let out = dshs().arg("derive").arg(&path).output().expect("dshs runs");
     assert!(String::from_utf8_lossy(&out.stdout).contains(r"\u001b]0;pwned\u0007"));
     assert!(!out.stdout.contains(&0x1b));
+}
+
+/// The zstd bomb with the default line limit (256 MiB): a clear error naming the cause and
+/// the knob, and peak memory bounded by the limit, not by the 4 GiB the file expands to.
+#[test]
+fn a_zstd_bomb_stops_at_the_default_line_limit_with_bounded_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("bomb.jsonl.zstd");
+    let bomb = zstd_bomb();
+    assert!(bomb.len() < 200 * 1024, "{} bytes", bomb.len());
+    std::fs::write(&path, bomb).expect("write");
+    let out = dshs()
+        .env_remove("DSHS_MAX_LINE_BYTES")
+        .arg("validate")
+        .arg(&path)
+        .output()
+        .expect("dshs runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("longer than 268435456 bytes") && stderr.contains("DSHS_MAX_LINE_BYTES"),
+        "{stderr}"
+    );
+    // Peak resident size of the largest child so far (this test binary's children only:
+    // each dshs run here, and those of the other tests, all far below 4 GiB).
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    let usage = unsafe {
+        assert_eq!(
+            libc::getrusage(libc::RUSAGE_CHILDREN, usage.as_mut_ptr()),
+            0
+        );
+        usage.assume_init()
+    };
+    let peak_kib = usage.ru_maxrss as u64;
+    assert!(peak_kib < 1024 * 1024, "peak {peak_kib} KiB");
 }

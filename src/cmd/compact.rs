@@ -87,7 +87,7 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         Ok(s) => s,
         Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
     };
-    let minted = match Minted::fresh() {
+    let minted = match test_minted().map_or_else(Minted::fresh, Ok) {
         Ok(m) => m,
         Err(e) => return Ok(fail(&e.to_string(), Outcome::Failure)),
     };
@@ -158,6 +158,25 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         }
         Err(e) => Ok(write_failed(&e)),
     }
+}
+
+/// Debug builds only: `DSHS_TEST_MINT=TIME` fixes the fresh identities and the clock of a
+/// compaction (two constant UUIDs, `time` = TIME), so that the crash-consistency tests can
+/// compare an interrupted run with an uninterrupted one byte for byte. Release builds
+/// ignore the variable.
+fn test_minted() -> Option<Minted> {
+    #[cfg(debug_assertions)]
+    if let Some(time) = std::env::var("DSHS_TEST_MINT")
+        .ok()
+        .and_then(|v| v.parse::<i64>().ok())
+    {
+        return Some(Minted {
+            compaction_id: compact::uuid_v4(&[0x11; 16]),
+            message_id: compact::uuid_v4(&[0x22; 16]),
+            time,
+        });
+    }
+    None
 }
 
 /// The summary text: `--summary` as given, or a UTF-8 file (or standard input) without its
