@@ -711,30 +711,23 @@ fn repair_of_a_torn_zstd_frame_survives_a_crash_anywhere() {
         |case, result| {
             let now = std::fs::read(case.path).expect("read");
             if now != log && now.len() < recovered_end {
-                // Killed after the truncation, before the recovered line's frame was whole: the
-                // one window where a committed event leaves the log (a zstd repair must cut the
-                // torn frame to re-append its committed lines). The log is still the complete
-                // frames plus a prefix of the append, it loads, and the event is not lost: the
-                // whole torn frame is in the sidecar. A re-run closes the turn without it.
-                assert!(now.starts_with(&log[..keep]) && result.starts_with(&now));
-                let side = sidecars(case.dir, case.path);
-                assert_eq!(side.first().map(Vec::as_slice), Some(&log[keep..]));
-                let again = common::dshs()
-                    .arg("repair")
-                    .arg(case.path)
-                    .output()
-                    .expect("dshs");
-                assert!(again.status.success(), "{:?}: {again:?}", case.how);
-                let v = common::dshs()
-                    .arg("validate")
-                    .arg(case.path)
-                    .output()
-                    .expect("dshs");
-                assert_eq!(v.status.code(), Some(0), "{:?}: {v:?}", case.how);
+                // Killed after the truncation, before the recovered line's frame was whole:
+                // the committed line is, for now, only in the sidecar and in the journal the
+                // repair wrote before truncating. The re-run in check_repair must finish the
+                // write from the journal (not just close the turn without the line).
+                assert!(
+                    dshs::log::write::journal_path(case.path).exists(),
+                    "{:?}: no journal in the window",
+                    case.how
+                );
                 window += 1;
-            } else {
-                check_repair(&log, keep, case, result);
             }
+            check_repair(&log, keep, case, result);
+            assert!(
+                !dshs::log::write::journal_path(case.path).exists(),
+                "{:?}: journal left behind",
+                case.how
+            );
             cases += 1;
         },
     );

@@ -148,6 +148,19 @@ static QUIET_NOTES: AtomicBool = AtomicBool::new(false);
 /// generations too, a note on stderr says which file is read and which are not.
 pub fn open(arg: &str) -> Result<Opened, InputError> {
     let opened = input::open(&Source::from_arg(arg))?;
+    if let Some(log) = &opened.path
+        && !QUIET_NOTES.load(Ordering::Relaxed)
+    {
+        let journal = dshs::log::write::journal_path(log);
+        if journal.exists() {
+            crate::render::diag!(
+                "dshs: note: {}: an earlier dshs repair was interrupted; {} records how to finish it — `dshs repair {}` does",
+                crate::render::escape(arg),
+                crate::render::escape(&journal.display().to_string()),
+                crate::render::escape(arg)
+            );
+        }
+    }
     if !opened.older.is_empty()
         && !QUIET_NOTES.load(Ordering::Relaxed)
         && let Some(newest) = &opened.path

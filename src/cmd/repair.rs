@@ -218,6 +218,20 @@ pub(super) fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
     let path = input::resolve(Path::new(arg))
         .map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
     let lock = SessionLock::acquire(&path).map_err(|e| write_failed(&e))?;
+    // Finish (or drop) what an interrupted earlier run journaled, before reading the log.
+    match write::resume_interrupted(&path).map_err(|e| write_failed(&e))? {
+        write::Resumed::Nothing => {}
+        write::Resumed::Discarded(journal) => crate::render::diag!(
+            "dshs: note: {}: removed {}, left by an earlier run interrupted before it changed the log",
+            escape(arg),
+            escape(&journal.display().to_string())
+        ),
+        write::Resumed::Completed { journal, appended } => crate::render::diag!(
+            "dshs: note: {}: finished the write an earlier run left interrupted (appended the last {appended} bytes recorded in {}, and removed it)",
+            escape(arg),
+            escape(&journal.display().to_string())
+        ),
+    }
     let stamp = Stamp::of(&path).map_err(|e| {
         fail(
             &format!("cannot open {}: {e}", path.display()),

@@ -447,6 +447,9 @@ impl CompactPlan {
         Edit {
             keep: self.keep,
             append: &self.append,
+            // Compaction never cuts: a crash leaves the log plus part of the append, which
+            // holds nothing that was committed before.
+            journal: false,
         }
     }
 

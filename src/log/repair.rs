@@ -85,6 +85,12 @@ impl RepairPlan {
         Edit {
             keep: self.keep,
             append: &self.append,
+            // Re-appended committed lines of a torn zstd frame: journaled, so a crash between
+            // the cut and the append cannot leave them only in the sidecar.
+            journal: self
+                .cut
+                .and_then(|c| c.frame)
+                .is_some_and(|(_, recovered)| recovered > 0),
         }
     }
 

@@ -36,6 +36,13 @@ pub enum WriteError {
         path.display()
     )]
     Changed { path: PathBuf },
+    /// A journal records an interrupted write that the log no longer matches.
+    #[error(
+        "{} records an interrupted dshs write that {} does not match (it was changed since); nothing was written — compare the two and the log's dshs-cut sidecars by hand, then remove the journal",
+        journal.display(),
+        log.display()
+    )]
+    JournalMismatch { journal: PathBuf, log: PathBuf },
     /// `--output` never replaces an existing file.
     #[error("{} already exists; dshs never overwrites a file, choose another output path", path.display())]
     OutputExists { path: PathBuf },
@@ -121,6 +128,8 @@ pub enum Point {
     SidecarWritten,
     /// The sidecar is durable; the stamp is about to be compared again.
     SidecarSynced,
+    /// The journal of an edit that re-writes committed data is durable (only such edits).
+    Journaled,
     /// The log is truncated to the committed prefix; nothing appended yet.
     Truncated,
     /// The append is written, not yet synced.
@@ -130,10 +139,11 @@ pub enum Point {
 }
 
 impl Point {
-    pub const ALL: [Point; 6] = [
+    pub const ALL: [Point; 7] = [
         Point::Start,
         Point::SidecarWritten,
         Point::SidecarSynced,
+        Point::Journaled,
         Point::Truncated,
         Point::Appended,
         Point::Synced,
@@ -144,6 +154,7 @@ impl Point {
             Point::Start => "start",
             Point::SidecarWritten => "sidecar-written",
             Point::SidecarSynced => "sidecar-synced",
+            Point::Journaled => "journaled",
             Point::Truncated => "truncated",
             Point::Appended => "appended",
             Point::Synced => "synced",
@@ -315,6 +326,11 @@ impl Encoding {
 pub struct Edit<'a> {
     pub keep: u64,
     pub append: &'a [u8],
+    /// The append re-writes committed data that the cut removes (the complete lines of a torn
+    /// zstd frame, §14.5): between the truncation and the end of the append those events would
+    /// be in no log. Such an edit first writes its intent to a journal (see [`journal_path`])
+    /// that the next writing command finishes ([`resume_interrupted`]).
+    pub journal: bool,
 }
 
 /// What an in-place edit did.
@@ -382,21 +398,46 @@ pub fn apply_in_place(
             path: path.to_owned(),
         });
     }
+    let journal = if edit.journal && cut > 0 {
+        let written = write_journal(path, edit.keep, before.len, edit.append);
+        let journal = written.map_err(untouched(format!(
+            "cannot write the journal {}",
+            journal_path(path).display()
+        )))?;
+        fault.at(Point::Journaled);
+        Some(journal)
+    } else {
+        None
+    };
+    let done = |journal: Option<PathBuf>| {
+        if let Some(j) = journal {
+            // The edit is durable (or undone): the journal has nothing left to finish.
+            let _ = fs::remove_file(&j);
+            let _ = sync_dir(&j);
+        }
+    };
     match mutate(&mut file, edit, fault) {
-        Ok(()) => Ok(Applied {
-            cut,
-            sidecar,
-            appended: edit.append.len() as u64,
-            len: edit.keep + edit.append.len() as u64,
-        }),
+        Ok(()) => {
+            done(journal);
+            Ok(Applied {
+                cut,
+                sidecar,
+                appended: edit.append.len() as u64,
+                len: edit.keep + edit.append.len() as u64,
+            })
+        }
         Err((what, source)) => {
             match restore(&mut file, edit.keep, before.len, sidecar.as_deref()) {
-                Ok(()) => Err(WriteError::RolledBack {
-                    what,
-                    source,
-                    len: before.len,
-                    sidecar,
-                }),
+                Ok(()) => {
+                    done(journal);
+                    Err(WriteError::RolledBack {
+                        what,
+                        source,
+                        len: before.len,
+                        sidecar,
+                    })
+                }
+                // The journal stays: the next writing command finishes the edit from it.
                 Err(rollback) => Err(WriteError::RollbackFailed {
                     what,
                     source,
@@ -406,6 +447,136 @@ pub fn apply_in_place(
             }
         }
     }
+}
+
+/// The journal of `log`'s unfinished edit: `FILE.dshs-journal` beside it. It holds one header
+/// line `dshs-journal 1 keep=K original=O append=L` and then the L bytes to append after the
+/// first K bytes of the log (whose length was O before the edit). It is synced before the log
+/// is truncated and removed once the edit is durable, so if it exists, a write was
+/// interrupted in between (or before it touched the log at all).
+pub fn journal_path(log: &Path) -> PathBuf {
+    let mut name = log.file_name().map(OsString::from).unwrap_or_default();
+    name.push(".dshs-journal");
+    log.with_file_name(name)
+}
+
+const JOURNAL_MAGIC: &str = "dshs-journal 1";
+
+fn write_journal(log: &Path, keep: u64, original: u64, append: &[u8]) -> io::Result<PathBuf> {
+    let path = journal_path(log);
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)?;
+    let header = format!(
+        "{JOURNAL_MAGIC} keep={keep} original={original} append={}\n",
+        append.len()
+    );
+    f.write_all(header.as_bytes())?;
+    f.write_all(append)?;
+    f.sync_all()?;
+    sync_dir(&path)?;
+    Ok(path)
+}
+
+/// `(keep, original, append)` of a complete journal; `None` for a torn or foreign one.
+fn parse_journal(bytes: &[u8]) -> Option<(u64, u64, &[u8])> {
+    let nl = bytes.iter().position(|&b| b == b'\n')?;
+    let header = std::str::from_utf8(&bytes[..nl]).ok()?;
+    let rest = header.strip_prefix(JOURNAL_MAGIC)?;
+    let field = |name: &str| -> Option<u64> {
+        rest.split(' ')
+            .find_map(|w| w.strip_prefix(name)?.strip_prefix('='))?
+            .parse()
+            .ok()
+    };
+    let (keep, original, len) = (field("keep")?, field("original")?, field("append")?);
+    let append = &bytes[nl + 1..];
+    (append.len() as u64 == len).then_some((keep, original, append))
+}
+
+/// What [`resume_interrupted`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resumed {
+    /// No journal: nothing was left unfinished.
+    Nothing,
+    /// A journal whose edit never touched the log (interrupted before the truncation, or
+    /// rolled back): removed.
+    Discarded(PathBuf),
+    /// The log held the kept prefix and part of the append: the rest was appended and synced.
+    Completed { journal: PathBuf, appended: u64 },
+}
+
+/// Finish an edit that an earlier, interrupted run journaled (see [`journal_path`]). Call it
+/// with the session lock held, before reading the log. An edit is finished only when the log
+/// is exactly the journaled prefix plus a prefix of the journaled append; a log that is
+/// neither that nor its original length is left alone and reported.
+pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
+    let journal = journal_path(log);
+    let bytes = match fs::read(&journal) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Resumed::Nothing),
+        Err(e) => {
+            return Err(WriteError::Untouched {
+                what: format!("cannot read the journal {}", journal.display()),
+                source: e,
+            });
+        }
+    };
+    let discard = |journal: PathBuf| {
+        fs::remove_file(&journal)
+            .and_then(|()| sync_dir(&journal))
+            .map(|()| Resumed::Discarded(journal.clone()))
+            .map_err(untouched(format!("cannot remove {}", journal.display())))
+    };
+    // A torn journal was being written before the log was touched (it is synced first).
+    let Some((keep, original, append)) = parse_journal(&bytes) else {
+        return discard(journal);
+    };
+    let shown = log.display();
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(log)
+        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let len = file
+        .metadata()
+        .map_err(untouched(format!("cannot stat {shown}")))?
+        .len();
+    let end = keep + append.len() as u64;
+    if (keep..=end).contains(&len) {
+        let mut written = vec![0; (len - keep) as usize];
+        file.seek(SeekFrom::Start(keep))
+            .and_then(|_| file.read_exact(&mut written))
+            .map_err(untouched(format!("cannot read {shown}")))?;
+        if written == append[..written.len()] {
+            let rest = &append[written.len()..];
+            file.write_all(rest)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| WriteError::Untouched {
+                    what: format!(
+                        "cannot finish the interrupted write that {} records",
+                        journal.display()
+                    ),
+                    source: e,
+                })?;
+            fs::remove_file(&journal)
+                .and_then(|()| sync_dir(&journal))
+                .map_err(untouched(format!("cannot remove {}", journal.display())))?;
+            return Ok(Resumed::Completed {
+                journal,
+                appended: rest.len() as u64,
+            });
+        }
+    }
+    if len == original {
+        return discard(journal);
+    }
+    Err(WriteError::JournalMismatch {
+        journal,
+        log: log.to_owned(),
+    })
 }
 
 /// Truncate, append, sync. The error says which step failed.
@@ -618,6 +789,7 @@ mod tests {
         Edit {
             keep: 14,
             append: b"closer-1\ncloser-2\n",
+            journal: false,
         }
     }
 
@@ -770,5 +942,79 @@ mod tests {
         for p in Point::ALL {
             assert_eq!(Point::parse(p.name()), Some(p));
         }
+    }
+
+    #[test]
+    fn a_journaled_edit_removes_its_journal_once_durable() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let e = Edit {
+            journal: true,
+            ..edit()
+        };
+        apply_in_place(&p, Stamp::of(&p).unwrap(), e, Fault::None).unwrap();
+        assert_eq!(
+            fs::read(&p).unwrap(),
+            b"header\nline-1\ncloser-1\ncloser-2\n"
+        );
+        assert!(!journal_path(&p).exists());
+        assert_eq!(resume_interrupted(&p).unwrap(), Resumed::Nothing);
+    }
+
+    #[test]
+    fn an_interrupted_journaled_edit_is_finished_from_its_journal() {
+        let e = edit();
+        let result = b"header\nline-1\ncloser-1\ncloser-2\n";
+        // Killed after the truncation: any prefix of the append is finished exactly.
+        for written in 0..=e.append.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let mut now = ORIGINAL[..14].to_vec();
+            now.extend_from_slice(&e.append[..written]);
+            let p = log(dir.path(), &now);
+            write_journal(&p, 14, ORIGINAL.len() as u64, e.append).unwrap();
+            let r = resume_interrupted(&p).unwrap();
+            assert_eq!(
+                r,
+                Resumed::Completed {
+                    journal: journal_path(&p),
+                    appended: (e.append.len() - written) as u64
+                }
+            );
+            assert_eq!(fs::read(&p).unwrap(), result);
+            assert!(!journal_path(&p).exists());
+        }
+    }
+
+    #[test]
+    fn a_journal_the_log_never_saw_or_a_torn_one_is_dropped_and_a_mismatch_refused() {
+        let e = edit();
+        // Interrupted before the truncation: the log is the original.
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        write_journal(&p, 14, ORIGINAL.len() as u64, e.append).unwrap();
+        assert_eq!(
+            resume_interrupted(&p).unwrap(),
+            Resumed::Discarded(journal_path(&p))
+        );
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+        // A torn journal (killed while writing it, before the log was touched).
+        write_journal(&p, 14, ORIGINAL.len() as u64, e.append).unwrap();
+        let j = fs::read(journal_path(&p)).unwrap();
+        fs::write(journal_path(&p), &j[..j.len() - 3]).unwrap();
+        assert_eq!(
+            resume_interrupted(&p).unwrap(),
+            Resumed::Discarded(journal_path(&p))
+        );
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+        // The log changed in between: neither state the journal knows — left alone.
+        let changed = b"header\nline-1\nsomething-else\n";
+        fs::write(&p, changed).unwrap();
+        write_journal(&p, 14, ORIGINAL.len() as u64, e.append).unwrap();
+        assert!(matches!(
+            resume_interrupted(&p),
+            Err(WriteError::JournalMismatch { .. })
+        ));
+        assert_eq!(fs::read(&p).unwrap(), changed);
+        assert!(journal_path(&p).exists());
     }
 }
