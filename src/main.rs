@@ -1,5 +1,6 @@
 //! `dshs`: parse arguments, run the command, map the outcome to an exit code.
 
+mod alloc;
 mod cli;
 mod cmd;
 mod exit;
@@ -9,6 +10,9 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+
+#[global_allocator]
+static ALLOC: alloc::MiMalloc = alloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
