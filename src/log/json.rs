@@ -527,12 +527,14 @@ impl<'a> Json<'a> {
             Json::Obj(m) => {
                 out.push('{');
                 let mut first = true;
-                for (i, (k, v)) in m.iter().enumerate() {
+                let keys = KeySpans::of(m);
+                for (i, (k, _)) in m.iter().enumerate() {
                     // JavaScript objects hold one value per key: the first position, the last value.
-                    if m[..i].iter().any(|(k2, _)| k2 == k) {
+                    let (first_at, last_at) = keys.span(m, i);
+                    if first_at != i {
                         continue;
                     }
-                    let winner = m.iter().rev().find(|(k2, _)| k2 == k).map_or(v, |(_, v)| v);
+                    let winner = &m[last_at].1;
                     if !first {
                         out.push(',');
                     }
@@ -713,8 +715,9 @@ fn hash_into<H: Hasher>(value: &Json<'_>, blank: Option<&[Seg]>, h: &mut H) {
             // its own and the member hashes are summed. No allocation, no sort.
             h.write_u8(5);
             let (mut count, mut sum) = (0u64, 0u64);
+            let keys = KeySpans::of(m);
             for (i, (k, v)) in m.iter().enumerate() {
-                if m[i + 1..].iter().any(|(k2, _)| k2 == k) {
+                if keys.span(m, i).1 != i {
                     continue;
                 }
                 let mut member = std::hash::DefaultHasher::new();
@@ -832,6 +835,38 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
+/// Where each key of an object first and last occurs (JavaScript keeps one member per key:
+/// the first position, the last value). Small objects are scanned directly; large ones get a
+/// map, so an object with 100,000 keys costs linear time, not quadratic.
+struct KeySpans<'m>(Option<std::collections::HashMap<&'m str, (usize, usize)>>);
+
+impl<'m> KeySpans<'m> {
+    fn of(m: &'m Members<'_>) -> Self {
+        if m.len() <= 16 {
+            return KeySpans(None);
+        }
+        let mut map = std::collections::HashMap::with_capacity(m.len());
+        for (i, (k, _)) in m.iter().enumerate() {
+            map.entry(&**k)
+                .and_modify(|e: &mut (usize, usize)| e.1 = i)
+                .or_insert((i, i));
+        }
+        KeySpans(Some(map))
+    }
+
+    /// (first, last) index of the key of member `i`.
+    fn span(&self, m: &Members<'_>, i: usize) -> (usize, usize) {
+        let k = &m[i].0;
+        match &self.0 {
+            Some(map) => map.get(&**k).copied().unwrap_or((i, i)),
+            None => (
+                m.iter().position(|(k2, _)| k2 == k).unwrap_or(i),
+                m.iter().rposition(|(k2, _)| k2 == k).unwrap_or(i),
+            ),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -925,5 +960,24 @@ mod tests {
         let mut s = String::new();
         write_js_str("a\"b\\c\n\u{1}/é\u{2028}", &mut s);
         assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001/é\u{2028}\"");
+    }
+
+    #[test]
+    fn large_objects_keep_first_position_last_value_in_linear_time() {
+        let keys: Vec<String> = (0..20).map(|i| format!("\"k{i}\":{i}")).collect();
+        let text = format!("{{\"a\":1,{},\"a\":2}}", keys.join(","));
+        let v = parse(text.as_bytes()).unwrap();
+        assert_eq!(v.to_js_string(), format!("{{\"a\":2,{}}}", keys.join(",")));
+        let reordered = format!("{{{},\"a\":2}}", keys.join(","));
+        assert_eq!(
+            canonical_hash(&v, None),
+            canonical_hash(&parse(reordered.as_bytes()).unwrap(), None)
+        );
+        // 100,000 keys: no quadratic scan (this would take minutes if there were one).
+        let many: Vec<String> = (0..100_000).map(|i| format!("\"k{i}\":{i}")).collect();
+        let big = format!("{{{}}}", many.join(","));
+        let v = parse(big.as_bytes()).unwrap();
+        assert_eq!(v.to_js_string().len(), big.len());
+        canonical_hash(&v, None);
     }
 }
