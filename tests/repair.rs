@@ -1085,3 +1085,62 @@ fn closers_the_format_itself_rejects_are_refused_with_the_reason() {
     assert!(!err.contains("please report it"), "{err}");
     assert_eq!(fs::read(&log).unwrap(), before);
 }
+
+#[test]
+fn an_interrupted_journaled_write_is_finished_by_repair_and_never_by_a_dry_run() {
+    // The state a crash leaves inside a journaled edit: the log truncated to the committed
+    // prefix plus a few bytes of the append, and FILE.dshs-journal holding the whole append.
+    let dir = tempfile::tempdir().unwrap();
+    let original = fs::read(testdata("sample/crashed.v3.jsonl")).unwrap();
+    let clean = dir.path().join("clean.jsonl");
+    fs::write(&clean, &original).unwrap();
+    dshs().arg("repair").arg(&clean).assert().code(0);
+    let result = fs::read(&clean).unwrap();
+    let keep = original
+        .iter()
+        .zip(&result)
+        .take_while(|(a, b)| a == b)
+        .count();
+    let keep = original[..keep]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(0, |i| i + 1);
+    let append = &result[keep..];
+    let log = dir.path().join("session.v3.jsonl");
+    let mut partial = original[..keep].to_vec();
+    partial.extend_from_slice(&append[..5]);
+    fs::write(&log, &partial).unwrap();
+    let journal = dir.path().join("session.v3.jsonl.dshs-journal");
+    let mut j = format!(
+        "dshs-journal 1 keep={keep} original={} append={}\n",
+        original.len(),
+        append.len()
+    )
+    .into_bytes();
+    j.extend_from_slice(append);
+    fs::write(&journal, &j).unwrap();
+
+    // Read-only commands point at it; --dry-run and --output refuse and change nothing.
+    let v = dshs().arg("validate").arg(&log).output().unwrap();
+    assert!(String::from_utf8_lossy(&v.stderr).contains("dshs-journal"));
+    for extra in [&["--dry-run"][..], &["--output", "out.jsonl"][..]] {
+        let out = dshs()
+            .current_dir(dir.path())
+            .arg("repair")
+            .args(extra)
+            .arg(&log)
+            .assert()
+            .code(2);
+        let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(err.contains("left unfinished"), "{err}");
+        assert_eq!(fs::read(&log).unwrap(), partial);
+        assert!(journal.exists());
+        assert!(!dir.path().join("out.jsonl").exists());
+    }
+    // A real repair finishes the journaled write: exactly the uninterrupted result.
+    let out = dshs().arg("repair").arg(&log).assert().code(0);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains("finished the write"), "{err}");
+    assert_eq!(fs::read(&log).unwrap(), result);
+    assert!(!journal.exists());
+}

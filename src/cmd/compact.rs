@@ -62,7 +62,7 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         return Ok(refuse(&escape(&args.file), &r, &Errors::default()));
     }
 
-    let target = match open_target(&args.file, stdin) {
+    let target = match open_target(&args.file, stdin, !args.dry_run) {
         Ok(t) => t,
         Err(outcome) => return Ok(outcome),
     };

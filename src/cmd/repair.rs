@@ -74,7 +74,9 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             Outcome::Failure,
         ));
     }
-    let target = match open_target(&args.file, stdin) {
+    // --dry-run and --output change nothing in FILE, not even to finish an interrupted write.
+    let resume = !args.dry_run && args.output.is_none();
+    let target = match open_target(&args.file, stdin, resume) {
         Ok(t) => t,
         Err(outcome) => return Ok(outcome),
     };
@@ -191,7 +193,11 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
 
 /// Resolve the log (a session directory → its newest generation), take the session lock,
 /// and stamp the file; standard input is spooled to a temporary file first.
-pub(super) fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
+/// Open the log to change, under the session lock. With `resume`, first finish (or drop) a
+/// write an interrupted earlier run journaled; without it (a dry run, or `--output`), refuse
+/// while such a journal exists: planning on the half-written log would describe the wrong
+/// repair.
+pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target, Outcome> {
     if stdin {
         let spool = input::spool_stdin().map_err(|e| {
             fail(
@@ -218,6 +224,16 @@ pub(super) fn open_target(arg: &str, stdin: bool) -> Result<Target, Outcome> {
     let path = input::resolve(Path::new(arg))
         .map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
     let lock = SessionLock::acquire(&path).map_err(|e| write_failed(&e))?;
+    let journal = write::journal_path(&path);
+    if !resume && journal.exists() {
+        return Err(fail(
+            &format!(
+                "{} records a write an earlier dshs run left unfinished; run `dshs repair {arg}` (without --dry-run or --output) to finish it first — nothing was written",
+                journal.display()
+            ),
+            Outcome::Failure,
+        ));
+    }
     // Finish (or drop) what an interrupted earlier run journaled, before reading the log.
     match write::resume_interrupted(&path).map_err(|e| write_failed(&e))? {
         write::Resumed::Nothing => {}

@@ -400,10 +400,17 @@ pub fn apply_in_place(
     }
     let journal = if edit.journal && cut > 0 {
         let written = write_journal(path, edit.keep, before.len, edit.append);
-        let journal = written.map_err(untouched(format!(
-            "cannot write the journal {}",
-            journal_path(path).display()
-        )))?;
+        let journal = written.map_err(|e| {
+            // The log is untouched: neither the copy nor a partial journal means anything.
+            for stale in sidecar.iter().cloned().chain([journal_path(path)]) {
+                let _ = fs::remove_file(&stale);
+                let _ = sync_dir(&stale);
+            }
+            WriteError::Untouched {
+                what: format!("cannot write the journal {}", journal_path(path).display()),
+                source: e,
+            }
+        })?;
         fault.at(Point::Journaled);
         Some(journal)
     } else {
@@ -530,9 +537,18 @@ pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
             .map(|()| Resumed::Discarded(journal.clone()))
             .map_err(untouched(format!("cannot remove {}", journal.display())))
     };
-    // A torn journal was being written before the log was touched (it is synced first).
     let Some((keep, original, append)) = parse_journal(&bytes) else {
-        return discard(journal);
+        // A torn journal of ours was being written before the log was touched (it is synced
+        // first): drop it. A file we did not write is never deleted.
+        let head = &bytes[..bytes.len().min(JOURNAL_MAGIC.len())];
+        if JOURNAL_MAGIC.as_bytes().starts_with(head) || bytes.starts_with(JOURNAL_MAGIC.as_bytes())
+        {
+            return discard(journal);
+        }
+        return Err(WriteError::JournalMismatch {
+            journal,
+            log: log.to_owned(),
+        });
     };
     let shown = log.display();
     let mut file = OpenOptions::new()
@@ -544,7 +560,7 @@ pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
         .metadata()
         .map_err(untouched(format!("cannot stat {shown}")))?
         .len();
-    let end = keep + append.len() as u64;
+    let end = keep.saturating_add(append.len() as u64);
     if (keep..=end).contains(&len) {
         let mut written = vec![0; (len - keep) as usize];
         file.seek(SeekFrom::Start(keep))
@@ -1016,5 +1032,34 @@ mod tests {
         ));
         assert_eq!(fs::read(&p).unwrap(), changed);
         assert!(journal_path(&p).exists());
+    }
+
+    #[test]
+    fn a_file_dshs_did_not_write_is_never_taken_for_a_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        fs::write(journal_path(&p), b"notes of mine\n").unwrap();
+        assert!(matches!(
+            resume_interrupted(&p),
+            Err(WriteError::JournalMismatch { .. })
+        ));
+        assert_eq!(fs::read(journal_path(&p)).unwrap(), b"notes of mine\n");
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+    }
+
+    #[test]
+    fn a_journal_that_cannot_be_written_leaves_no_sidecar_and_an_untouched_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        // A directory where the journal goes: writing it fails.
+        fs::create_dir(journal_path(&p)).unwrap();
+        let e = Edit {
+            journal: true,
+            ..edit()
+        };
+        let err = apply_in_place(&p, Stamp::of(&p).unwrap(), e, Fault::None).unwrap_err();
+        assert!(matches!(err, WriteError::Untouched { .. }), "{err}");
+        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
+        assert!(!dir.path().join("s.jsonl.dshs-cut-1").exists());
     }
 }
