@@ -86,9 +86,9 @@ impl Observer for Activity {
 }
 
 /// Findings are only counted (the scan's tally); nothing is kept.
-struct Drop;
+struct Discard;
 
-impl Sink for Drop {
+impl Sink for Discard {
     fn push(&mut self, _: Finding) {}
 }
 
@@ -176,7 +176,7 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         opened.framing.as_ref(),
         opened.path.as_deref(),
         &env.scan_options(),
-        &mut Drop,
+        &mut Discard,
         &mut activity,
     ) {
         Ok(s) => s,

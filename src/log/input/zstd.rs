@@ -8,7 +8,7 @@
 //! goes to a shared [`Framing`] handle: plaintext offset → frame number while the scan runs,
 //! and the end state ([`ZstdEnd`]) the scan turns into findings.
 //!
-//! Memory stays bounded: one input buffer, the decoder's window, and one `u64` per frame
+//! Memory stays small: one input buffer, the decoder's window, and one `u64` per frame
 //! (its plaintext start, for naming the frame of a finding). A frame that decompresses to
 //! one gigantic line (a "zstd bomb") stops with an error once the line passes
 //! [`max_line_bytes`].
