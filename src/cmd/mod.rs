@@ -227,16 +227,27 @@ pub fn in_parallel<T: Sync, R: Send>(
     }
     let next = AtomicUsize::new(0);
     let stop = AtomicBool::new(false);
+    // Results wait for their turn in memory: a worker starts item i only once fewer than
+    // `window` items before it are still unprinted, so a slow first log cannot make the
+    // others' buffered reports pile up.
+    let window = 2 * jobs;
+    let emitted = (std::sync::Mutex::new(0usize), std::sync::Condvar::new());
+    let wake_all = |emitted: &(std::sync::Mutex<usize>, std::sync::Condvar)| emitted.1.notify_all();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::channel::<(usize, R)>();
         for _ in 0..jobs.min(items.len()) {
             let tx = tx.clone();
-            let (next, stop, work) = (&next, &stop, &work);
+            let (next, stop, work, emitted) = (&next, &stop, &work, &emitted);
             scope.spawn(move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
-                    if tx.send((i, work(item))).is_err() {
+                    let mut done = emitted.0.lock().unwrap_or_else(|p| p.into_inner());
+                    while i >= *done + window && !stop.load(Ordering::Relaxed) {
+                        done = emitted.1.wait(done).unwrap_or_else(|p| p.into_inner());
+                    }
+                    drop(done);
+                    if stop.load(Ordering::Relaxed) || tx.send((i, work(item))).is_err() {
                         break;
                     }
                 }
@@ -249,11 +260,15 @@ pub fn in_parallel<T: Sync, R: Send>(
             pending.insert(i, r);
             while let Some(r) = pending.remove(&due) {
                 due += 1;
-                if let Err(e) = emit(r) {
+                let result = emit(r);
+                *emitted.0.lock().unwrap_or_else(|p| p.into_inner()) = due;
+                if let Err(e) = result {
                     // Stop the workers (a closed pipe, say) and report the first error.
                     stop.store(true, Ordering::Relaxed);
+                    wake_all(&emitted);
                     return Err(e);
                 }
+                wake_all(&emitted);
             }
         }
         Ok(())
@@ -423,5 +438,31 @@ mod tests {
         }
         let e = env(&["dshs", "-q", "stats", "x"]);
         assert!(e.quiet && e.progress.quiet && !e.progress.wants(None));
+    }
+
+    #[test]
+    fn in_parallel_keeps_the_order_and_never_runs_far_ahead_of_the_output() {
+        let items: Vec<usize> = (0..200).collect();
+        let printed = AtomicUsize::new(0);
+        let mut seen = Vec::new();
+        in_parallel(
+            &items,
+            3,
+            |&i| {
+                // A worker starts item i only when fewer than 2 × jobs earlier ones are unprinted.
+                assert!(i < printed.load(Ordering::SeqCst) + 6, "item {i} ran ahead");
+                if i % 7 == 0 {
+                    std::thread::yield_now();
+                }
+                i
+            },
+            |i| {
+                seen.push(i);
+                printed.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(seen, items);
     }
 }
