@@ -395,15 +395,16 @@ fn repair_refuses_while_another_process_holds_the_session_lock() {
 const APPENDED: &[u8] =
     b"{\"type\":\"assistant/chunk\",\"seq\":18,\"time\":1,\"data\":{\"turn\":2,\"step\":1}}\n";
 
-#[test]
-fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
-    // Paused where the stamp is compared: before touching the file, and after the sidecar
-    // copy (the last check before the truncation).
+/// Run `dshs ARGS FILE` paused (debug-only hook) where it compares the file's stamp —
+/// before touching the file, and the last look before the truncation/append — let an
+/// unlocked writer append a line meanwhile, and check the command refuses (exit 3) and
+/// writes nothing: the log is the original plus the writer's line, and no file is left.
+fn refuses_an_unlocked_appender(args: &[&str], make_log: fn(&Path) -> (PathBuf, Vec<u8>)) {
     for point in [Point::Start, Point::SidecarSynced] {
         let dir = tempfile::tempdir().expect("tempdir");
-        let (path, log) = crashed_log(dir.path());
+        let (path, log) = make_log(dir.path());
         let mut child = Command::new(dshs_bin())
-            .arg("repair")
+            .args(args)
             .arg(&path)
             .env("DSHS_TEST_FAULT", format!("pause:{}", point.name()))
             .stdin(Stdio::piped())
@@ -418,7 +419,7 @@ fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
             line.trim(),
             format!("dshs-test: paused at {}", point.name())
         );
-        // The writer appends while repair waits.
+        // The writer appends while dshs waits.
         let mut f = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
@@ -434,16 +435,20 @@ fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
         let mut rest = String::new();
         std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
         let status = child.wait().expect("exits");
-        assert_eq!(status.code(), Some(3), "{point:?}: {rest}");
+        assert_eq!(status.code(), Some(3), "{args:?} {point:?}: {rest}");
         assert!(rest.contains("changed while dshs was working"), "{rest}");
-        // Nothing written: the log is the original plus the writer's line, no sidecar left.
         assert_eq!(
             std::fs::read(&path).expect("read"),
             [&log[..], APPENDED].concat(),
-            "{point:?}"
+            "{args:?} {point:?}"
         );
         assert_no_new_files(dir.path(), &[]);
     }
+}
+
+#[test]
+fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
+    refuses_an_unlocked_appender(&["repair"], crashed_log);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -808,49 +813,6 @@ fn compact_refuses_while_another_process_holds_the_session_lock() {
 
 #[test]
 fn compact_refuses_when_an_unlocked_writer_appends_while_it_works() {
-    // Paused where the stamp is compared: before touching the file, and the second look
-    // just before the append (compact cuts nothing, so there is no sidecar in between).
-    for point in [Point::Start, Point::SidecarSynced] {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let (path, log) = compactable_log(dir.path());
-        let mut child = Command::new(dshs_bin())
-            .args(COMPACT)
-            .arg(&path)
-            .env("DSHS_TEST_FAULT", format!("pause:{}", point.name()))
-            .stdin(Stdio::piped())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .expect("dshs");
-        let mut err = BufReader::new(child.stderr.take().expect("stderr"));
-        let mut line = String::new();
-        err.read_line(&mut line).expect("read");
-        assert_eq!(
-            line.trim(),
-            format!("dshs-test: paused at {}", point.name())
-        );
-        let mut f = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .expect("open");
-        f.write_all(APPENDED).expect("append");
-        drop(f);
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(b"\n")
-            .expect("resume");
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
-        let status = child.wait().expect("exits");
-        assert_eq!(status.code(), Some(3), "{point:?}: {rest}");
-        assert!(rest.contains("changed while dshs was working"), "{rest}");
-        assert_eq!(
-            std::fs::read(&path).expect("read"),
-            [&log[..], APPENDED].concat(),
-            "{point:?}"
-        );
-        assert_no_new_files(dir.path(), &[]);
-    }
+    // compact cuts nothing: its second look comes just before the append.
+    refuses_an_unlocked_appender(&COMPACT, compactable_log);
 }
