@@ -462,6 +462,8 @@ pub fn apply_in_place(
 /// is truncated and removed once the edit is durable, so if it exists, a write was
 /// interrupted in between (or before it touched the log at all).
 pub fn journal_path(log: &Path) -> PathBuf {
+    // Beside the real file, however it was named (a symlink to a log finds its journal).
+    let log = fs::canonicalize(log).unwrap_or_else(|_| log.to_owned());
     let mut name = log.file_name().map(OsString::from).unwrap_or_default();
     name.push(".dshs-journal");
     log.with_file_name(name)
@@ -1061,5 +1063,26 @@ mod tests {
         assert!(matches!(err, WriteError::Untouched { .. }), "{err}");
         assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
         assert!(!dir.path().join("s.jsonl.dshs-cut-1").exists());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_log_opened_through_a_symlink_finds_its_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let link = dir.path().join("link.jsonl");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        assert_eq!(journal_path(&link), journal_path(&p));
+        let e = edit();
+        fs::write(&p, &ORIGINAL[..14]).unwrap();
+        write_journal(&p, 14, ORIGINAL.len() as u64, e.append).unwrap();
+        assert!(matches!(
+            resume_interrupted(&link).unwrap(),
+            Resumed::Completed { .. }
+        ));
+        assert_eq!(
+            fs::read(&p).unwrap(),
+            b"header\nline-1\ncloser-1\ncloser-2\n"
+        );
     }
 }
