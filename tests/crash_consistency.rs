@@ -345,11 +345,11 @@ fn assert_no_new_files(dir: &Path, allowed: &[&str]) {
     }
 }
 
-#[test]
-fn repair_refuses_while_another_process_holds_the_session_lock() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (path, log) = crashed_log(dir.path());
-    let lock = dir.path().join("session.lock");
+/// Another process (this test binary, re-run as `lock_holder_helper`) holding an exclusive
+/// lock on `dir/session.lock` until its stdin is closed; returns once the lock is held, with
+/// the holder's stdout (kept open: the holder still writes to it when it lets go).
+fn hold_session_lock(dir: &Path) -> (std::process::Child, BufReader<std::process::ChildStdout>) {
+    let lock = dir.join("session.lock");
     std::fs::write(&lock, b"").expect("lock file");
     let mut holder = Command::new(std::env::current_exe().expect("test binary"))
         .args([
@@ -369,6 +369,14 @@ fn repair_refuses_while_another_process_holds_the_session_lock() {
         line.clear();
         assert!(out.read_line(&mut line).expect("read") > 0, "holder died");
     }
+    (holder, out)
+}
+
+#[test]
+fn repair_refuses_while_another_process_holds_the_session_lock() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (path, log) = crashed_log(dir.path());
+    let (mut holder, _out) = hold_session_lock(dir.path());
     for args in [&["repair"][..], &["repair", "--dry-run"]] {
         let o = common::dshs().args(args).arg(&path).output().expect("dshs");
         // --dry-run writes nothing either way; in place, the live writer is a refusal.
@@ -769,26 +777,7 @@ const COMPACT: [&str; 7] = [
 fn compact_refuses_while_another_process_holds_the_session_lock() {
     let dir = tempfile::tempdir().expect("tempdir");
     let (path, log) = compactable_log(dir.path());
-    let lock = dir.path().join("session.lock");
-    std::fs::write(&lock, b"").expect("lock file");
-    let mut holder = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "lock_holder_helper",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env("DSHS_TEST_LOCK_HOLDER", &lock)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("lock holder");
-    let mut out = BufReader::new(holder.stdout.take().expect("stdout"));
-    let mut line = String::new();
-    while line.trim() != "dshs-test: lock held" {
-        line.clear();
-        assert!(out.read_line(&mut line).expect("read") > 0, "holder died");
-    }
+    let (mut holder, _out) = hold_session_lock(dir.path());
     let o = common::dshs()
         .args(COMPACT)
         .arg(&path)
