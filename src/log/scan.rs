@@ -448,7 +448,7 @@ pub fn scan_framed(
         };
         let end = line.byte + line.bytes.len() as u64 + 1;
         // One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
-        let (text, utf8_ok) = match std::str::from_utf8(line.bytes) {
+        let (text, utf8_ok) = match simdutf8::basic::from_utf8(line.bytes) {
             Ok(s) => (std::borrow::Cow::Borrowed(s), true),
             Err(_) => (String::from_utf8_lossy(line.bytes), false),
         };
