@@ -2,7 +2,8 @@
 //! the v3/v4 restore-time rules (errors). Findings take their severity from the dialect.
 
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
+
+use super::idset::{self, IdSet};
 
 use super::codes::Code;
 use super::dialect::Dialect;
@@ -38,15 +39,9 @@ pub struct Lifecycle {
     /// v3+: calls advertised in the open step, in order.
     calls: Vec<Advertised>,
     /// v3+: every advertised call id of the session (hashed: memory stays small on huge logs).
-    call_ids: HashSet<u64>,
+    call_ids: IdSet,
     /// v3+: every `command/run` id seen (hashed).
-    command_runs: HashSet<u64>,
-}
-
-fn id_hash(s: &str) -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    s.hash(&mut h);
-    h.finish()
+    command_runs: IdSet,
 }
 
 impl Lifecycle {
@@ -59,8 +54,8 @@ impl Lifecycle {
             next_step: 1,
             started: HashSet::new(),
             calls: Vec::new(),
-            call_ids: HashSet::new(),
-            command_runs: HashSet::new(),
+            call_ids: IdSet::default(),
+            command_runs: IdSet::default(),
         }
     }
 
@@ -292,7 +287,7 @@ impl Lifecycle {
             let Some(id) = b.get("id").and_then(Json::as_str) else {
                 continue;
             };
-            if !self.call_ids.insert(id_hash(id)) {
+            if !self.call_ids.insert(idset::digest(id)) {
                 out.push(at.finding(
                     Code::DuplicateCallId,
                     format!(
@@ -492,7 +487,7 @@ impl Lifecycle {
             ));
             return;
         };
-        let key = id_hash(id);
+        let key = idset::digest(id);
         if ev.ty == "command/run" {
             if !self.command_runs.insert(key) {
                 out.push(at.finding(
@@ -503,7 +498,7 @@ impl Lifecycle {
                     ),
                 ));
             }
-        } else if !self.command_runs.contains(&key) {
+        } else if !self.command_runs.contains(key) {
             out.push(at.finding(
                 Code::CommandDoneWithoutRun,
                 format!(

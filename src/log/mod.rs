@@ -9,6 +9,7 @@ pub mod derive;
 pub mod dialect;
 pub mod finding;
 pub mod header;
+pub mod idset;
 pub mod input;
 pub mod json;
 pub mod legacy;

@@ -1,0 +1,90 @@
+//! A set of 64-bit id digests in about 8 bytes per id.
+//!
+//! The session-wide id rules (a tool call id advertised once, a `command/run` id used once)
+//! need every id of the session, so this set is the one structure of the fold that grows
+//! with the log. A hash set costs 10–20 bytes per digest (load factor, power-of-two growth,
+//! and twice that while it grows); here the bulk of the digests sit in one sorted vector and
+//! only the most recent ones in a small hash set, merged in batches.
+
+use std::collections::HashSet;
+
+use super::surface::SeqHash;
+
+/// Recent digests kept unsorted before a merge.
+const RECENT: usize = 4096;
+
+#[derive(Debug, Clone, Default)]
+pub struct IdSet {
+    sorted: Vec<u64>,
+    recent: HashSet<u64, SeqHash>,
+}
+
+/// The digest of an id (XXH3, 64 bits: two distinct ids of one session share one with a
+/// chance of about n²/2⁶⁵, under 10⁻⁸ for a million ids).
+pub fn digest(id: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(id.as_bytes())
+}
+
+impl IdSet {
+    pub fn contains(&self, key: u64) -> bool {
+        self.recent.contains(&key) || self.sorted.binary_search(&key).is_ok()
+    }
+
+    /// False when `key` was already in the set.
+    pub fn insert(&mut self, key: u64) -> bool {
+        if self.sorted.binary_search(&key).is_ok() || !self.recent.insert(key) {
+            return false;
+        }
+        if self.recent.len() >= RECENT {
+            self.merge();
+        }
+        true
+    }
+
+    /// Move the recent digests into the sorted vector, merging from the back in place.
+    fn merge(&mut self) {
+        let mut recent: Vec<u64> = self.recent.drain().collect();
+        recent.sort_unstable();
+        let old = self.sorted.len();
+        if self.sorted.capacity() < old + recent.len() {
+            // Grow by a quarter: the vector is most of the set's memory.
+            self.sorted.reserve_exact((old / 4).max(recent.len()));
+        }
+        self.sorted.resize(old + recent.len(), 0);
+        let (mut i, mut j, mut k) = (old, recent.len(), old + recent.len());
+        while j > 0 {
+            k -= 1;
+            if i > 0 && self.sorted[i - 1] > recent[j - 1] {
+                self.sorted[k] = self.sorted[i - 1];
+                i -= 1;
+            } else {
+                self.sorted[k] = recent[j - 1];
+                j -= 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agrees_with_a_hash_set_across_merges() {
+        let mut set = IdSet::default();
+        let mut reference = std::collections::HashSet::new();
+        // A sequence with repeats spread far apart, so repeats hit both halves of the set.
+        for n in 0..30_000u64 {
+            let key = (n * 7919) % 20_011;
+            assert_eq!(set.insert(key), reference.insert(key), "insert {key}");
+        }
+        for key in 0..20_011u64 {
+            assert_eq!(
+                set.contains(key),
+                reference.contains(&key),
+                "contains {key}"
+            );
+        }
+        assert!(set.sorted.windows(2).all(|w| w[0] < w[1]));
+    }
+}
