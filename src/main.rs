@@ -15,6 +15,7 @@ use clap::Parser;
 static ALLOC: alloc::MiMalloc = alloc::MiMalloc;
 
 fn main() -> ExitCode {
+    alloc::tune();
     let cli = cli::Cli::parse();
     // --quiet: nothing on stdout or stderr, whatever the command; only the exit status.
     let mut out: Box<dyn Write> = if cli.quiet {
