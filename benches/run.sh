@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end benchmark, paired run by run: on the same file, time `wc -l`, `jq -c empty`,
-# `dshs validate`, `dshs surface` and `dshs derive --format ndjson` (output to /dev/null) with
+# `dshs validate` (on its default parsing threads, and with DSHS_THREADS=1: one thread reads,
+# parses and folds), `dshs surface` and `dshs derive --format ndjson` (output to /dev/null) with
 # GNU time (wall clock and peak RSS), then print each run's throughput and ratios.
 #
 #   benches/run.sh [SIZE] [VERSIONS...]        e.g. benches/run.sh 1G 0 3
@@ -39,17 +40,19 @@ for v in $versions; do
   cat "$log" > /dev/null # warm the page cache
   echo
   echo "== format v$v: $log, $bytes bytes ($(( bytes / 1048576 )) MiB)"
-  printf '%-4s %7s %7s | %7s %7s %6s %6s %6s | %7s %6s | %7s %6s | %s\n' \
-    run wc_s jq_s val_s MB/s xwc xjq rss_MB sur_s x_val der_s x_val "peak RSS MB (surface, derive)"
+  printf '%-4s %7s %7s | %7s %7s %6s %6s %6s | %7s %6s %6s | %7s %6s | %7s %6s | %s\n' \
+    run wc_s jq_s val_s MB/s xwc xjq rss_MB val1_s xjq rss_MB sur_s x_val der_s x_val "peak RSS MB (surface, derive)"
   for r in $(seq 1 "$runs"); do
     read -r wc_s _ < <(measure wc -l "$log")
     if [ -n "${NO_JQ:-}" ]; then jq_s=0; else read -r jq_s _ < <(measure jq -c empty "$log"); fi
     read -r val_s val_k < <(measure "$bin" validate -q "$log")
+    read -r one_s one_k < <(DSHS_THREADS=1 measure "$bin" validate -q "$log")
     read -r sur_s sur_k < <(measure "$bin" surface "$log")
     read -r der_s der_k < <(measure "$bin" derive --format ndjson "$log")
-    printf '%-4s %7s %7s | %7s %7s %6s %6s %6.1f | %7s %6s | %7s %6s | %.1f, %.1f\n' \
+    printf '%-4s %7s %7s | %7s %7s %6s %6s %6.1f | %7s %6s %6.1f | %7s %6s | %7s %6s | %.1f, %.1f\n' \
       "$r" "$wc_s" "$jq_s" "$val_s" "$(mb "$val_s")" "$(ratio "$wc_s" "$val_s")" \
       "$(ratio "$jq_s" "$val_s")" "$(awk -v k="$val_k" 'BEGIN { print k * 1024 / 1e6 }')" \
+      "$one_s" "$(ratio "$jq_s" "$one_s")" "$(awk -v k="$one_k" 'BEGIN { print k * 1024 / 1e6 }')" \
       "$sur_s" "$(ratio "$sur_s" "$val_s")" "$der_s" "$(ratio "$der_s" "$val_s")" \
       "$(awk -v k="$sur_k" 'BEGIN { print k * 1024 / 1e6 }')" "$(awk -v k="$der_k" 'BEGIN { print k * 1024 / 1e6 }')"
   done

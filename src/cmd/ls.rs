@@ -119,9 +119,20 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         }
     };
     let mut rows = Vec::with_capacity(sessions.len());
+    let jobs = super::jobs(args.jobs);
+    // Sessions read in parallel are each parsed on their worker thread alone.
+    let env = &Env {
+        threads: if jobs > 1 && sessions.len() > 1 {
+            1
+        } else {
+            env.threads
+        },
+        known_types: env.known_types.clone(),
+        ..*env
+    };
     super::in_parallel(
         &sessions,
-        super::jobs(args.jobs),
+        jobs,
         |dir| row_of(dir, env),
         |row| {
             rows.push(row);

@@ -39,6 +39,9 @@ pub struct Env {
     pub known_types: KnownTypes,
     /// When a long read may show a progress bar on stderr.
     pub progress: ProgressPolicy,
+    /// Parsing threads per log (see [`ScanOptions::threads`]): 0 picks by itself; 1 when
+    /// several logs are already read in parallel.
+    pub threads: usize,
 }
 
 impl Env {
@@ -80,12 +83,14 @@ impl Env {
                 json,
                 interleaves: writes_while_reading && stdout_is_terminal,
             },
+            threads: 0,
         })
     }
 
     pub fn scan_options(&self) -> ScanOptions {
         ScanOptions {
             known_types: self.known_types.clone(),
+            threads: self.threads,
             ..ScanOptions::default()
         }
     }

@@ -86,10 +86,15 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             inner: o.reader,
             state: tap,
         });
+        // The tap names the line being folded: no reading ahead.
+        let opts = ScanOptions {
+            threads: 1,
+            ..env.scan_options()
+        };
         super::scan_source(
             o,
             env,
-            &env.scan_options(),
+            &opts,
             &mut Discard,
             &mut printer as &mut dyn Observer,
         )

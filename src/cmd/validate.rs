@@ -80,8 +80,10 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
         return Ok(worst);
     }
     // Several logs on several threads: each report is buffered and printed in order, and no
-    // progress bar is drawn (several threads would draw over each other).
+    // progress bar is drawn (several threads would draw over each other); each log is parsed
+    // on its own worker thread alone.
     let env = &Env {
+        threads: 1,
         color_out: env.color_out,
         quiet: env.quiet,
         known_types: env.known_types.clone(),

@@ -287,6 +287,19 @@ pub struct LineReader<R> {
     buf: Vec<u8>,
     next_no: u64,
     offset: u64,
+    /// [`read_block`](Self::read_block) has taken what the reader buffered and reads
+    /// straight from it now.
+    direct: bool,
+}
+
+/// What [`LineReader::read_block`] read.
+pub(crate) struct Block {
+    /// The block is the buffer's first `len` bytes.
+    pub len: usize,
+    /// The input ended (or failed): this is the last block.
+    pub eof: bool,
+    /// The read error that ended the input after this block's whole lines.
+    pub error: Option<io::Error>,
 }
 
 impl<R: BufRead> LineReader<R> {
@@ -296,12 +309,102 @@ impl<R: BufRead> LineReader<R> {
             buf: Vec::with_capacity(64 * 1024),
             next_no: 1,
             offset: 0,
+            direct: false,
         }
     }
 
     /// The byte offset just past everything returned so far.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The number of the next line [`next_line`](Self::next_line) would return.
+    pub(crate) fn next_line_no(&self) -> u64 {
+        self.next_no
+    }
+
+    /// Read the next block of whole lines into `buf[..len]`: at least `min` bytes (a longer
+    /// line is taken whole) unless the input ends first, where the last piece may lack its
+    /// `\n`. The bytes read past the block's last line end are kept for the next call.
+    ///
+    /// Reads go straight from the reader into `buf` (a `BufReader` passes reads this large
+    /// through without copying them into its own buffer). `buf` is zero-filled only where
+    /// it grows and is never shrunk, so a buffer used again costs no second write pass.
+    /// Line numbers are not counted: the caller numbers the lines of the blocks and calls no
+    /// `next_line` afterwards. On an error, the whole lines read before it are returned with
+    /// it.
+    pub(crate) fn read_block(&mut self, min: usize, buf: &mut Vec<u8>) -> Block {
+        fn grow(buf: &mut Vec<u8>, n: usize) {
+            if buf.len() < n {
+                buf.resize(n, 0);
+            }
+        }
+        if !self.direct {
+            // It holds the last line `next_line` returned.
+            self.buf.clear();
+        }
+        // What the previous block read past its last line end comes first.
+        let mut len = self.buf.len();
+        grow(buf, len);
+        buf[..len].copy_from_slice(&self.buf);
+        self.buf.clear();
+        if !self.direct {
+            // Once: what the reader has buffered already (the header was read through it).
+            self.direct = true;
+            match self.reader.fill_buf() {
+                Ok(available) => {
+                    let n = available.len();
+                    grow(buf, len + n);
+                    buf[len..len + n].copy_from_slice(available);
+                    self.reader.consume(n);
+                    len += n;
+                }
+                Err(e) => return self.cut(buf, len, Some(e)),
+            }
+        }
+        // No `\n` lies in `buf[..searched]` past those already looked at.
+        let mut searched = 0;
+        loop {
+            if len >= min {
+                if let Some(last) = memchr::memrchr(b'\n', &buf[searched..len]) {
+                    let end = searched + last + 1;
+                    self.buf.extend_from_slice(&buf[end..len]);
+                    self.offset += end as u64;
+                    return Block {
+                        len: end,
+                        eof: false,
+                        error: None,
+                    };
+                }
+                searched = len;
+            }
+            let want = len + (min - len.min(min)).max(READ_BUFFER);
+            grow(buf, want);
+            match self.reader.read(&mut buf[len..want]) {
+                Ok(0) => {
+                    self.offset += len as u64;
+                    return Block {
+                        len,
+                        eof: true,
+                        error: None,
+                    };
+                }
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.cut(buf, len, Some(e)),
+            }
+        }
+    }
+
+    /// The whole lines of `buf[..len]`, ending the input with `error`.
+    fn cut(&mut self, buf: &[u8], len: usize, error: Option<io::Error>) -> Block {
+        let keep = memchr::memrchr(b'\n', &buf[..len]).map_or(0, |i| i + 1);
+        self.offset += keep as u64;
+        Block {
+            len: keep,
+            eof: true,
+            error,
+        }
     }
 
     pub fn next_line(&mut self) -> io::Result<Option<Line<'_>>> {

@@ -26,6 +26,8 @@ use super::rows::{self, BadKind, Candidate, Event, Row};
 use super::surface::{self, SurfaceManager};
 use super::vocab::{KnownTypes, TypeClass, Vocabulary};
 
+mod pipeline;
+
 /// What a command wants from the pass.
 #[derive(Debug, Clone, Default)]
 pub struct ScanOptions {
@@ -34,6 +36,38 @@ pub struct ScanOptions {
     pub stop_after: Option<u64>,
     /// Keep every replacement (for `surface --format json`).
     pub record_replacements: bool,
+    /// Threads that parse lines while this one folds them (plain input read to the end).
+    /// 0: the machine's parallelism (at most [`MAX_THREADS`]) or `DSHS_THREADS`; 1: one line
+    /// at a time on this thread, consumed from the reader only when it is folded (for a
+    /// reader that watches consumption, like `show`'s tap, and for logs checked in parallel).
+    pub threads: usize,
+    /// Bytes per parsed block (0: the default); small blocks let tests cross many blocks.
+    pub block_bytes: usize,
+}
+
+/// The most parsing threads [`ScanOptions::threads`] picks by itself: the fold, on one
+/// thread, keeps up with about this many.
+pub const MAX_THREADS: usize = 4;
+
+/// Overrides the number of parsing threads (1: no reading ahead).
+pub const THREADS_ENV: &str = "DSHS_THREADS";
+
+impl ScanOptions {
+    /// The parsing threads this pass uses (see [`ScanOptions::threads`]).
+    fn parse_threads(&self) -> usize {
+        if self.threads > 0 {
+            return self.threads;
+        }
+        std::env::var(THREADS_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| {
+                std::thread::available_parallelism()
+                    .map_or(1, |n| n.get())
+                    .min(MAX_THREADS)
+            })
+    }
 }
 
 /// The whole fold state. Cloned once when a bad row starts a speculation.
@@ -417,7 +451,7 @@ pub fn scan_framed(
         }
     };
     result.version = Some(i64::from(dialect.version));
-    let mut ctx = Ctx {
+    let ctx = Ctx {
         dialect,
         vocab: Vocabulary::new(dialect, &opts.known_types),
         session_id: header.id.clone().unwrap_or_default(),
@@ -426,191 +460,57 @@ pub fn scan_framed(
         muted: false,
         observer,
     };
-    let mut state = FoldState::new(dialect, opts);
-    let mut spec: Option<Speculation> = None;
+    let mut pass = Pass {
+        ctx,
+        out,
+        state: FoldState::new(dialect, opts),
+        spec: None,
+        resync_pending: false,
+        committed_bytes: result.committed_bytes,
+    };
     let mut reached_stop = opts.stop_after.is_none();
-    // After a bad row whose events cannot be counted, the next usable seq re-synchronises
-    // silently instead of reporting the same damage twice as a gap.
-    let mut resync_pending = false;
-
-    while let Some(line) = lines.next_line()? {
-        if !line.terminated {
-            result.torn = Some(TornTail {
+    // Plain input folded to the end: parse on a second thread while this one folds. A stop
+    // seq or a zstd decoder (whose end state is read where the pass stops) and a reader that
+    // watches each line being consumed keep the one-line-at-a-time pass.
+    let threads = opts.parse_threads();
+    if framing.is_none() && opts.stop_after.is_none() && threads > 1 {
+        let block = match opts.block_bytes {
+            0 => pipeline::BLOCK,
+            n => n,
+        };
+        result.torn = pipeline::run(&mut lines, &mut pass, block, threads)?;
+    } else {
+        while let Some(line) = lines.next_line()? {
+            if !line.terminated {
+                result.torn = Some(TornTail {
+                    line: line.no,
+                    byte: line.byte,
+                    len: line.bytes.len() as u64,
+                });
+                break;
+            }
+            let pos = Pos {
                 line: line.no,
                 byte: line.byte,
-                len: line.bytes.len() as u64,
-            });
-            break;
-        }
-        let pos = Pos {
-            line: line.no,
-            byte: line.byte,
-        };
-        let end = line.byte + line.bytes.len() as u64 + 1;
-        // One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
-        let (text, utf8_ok) = match simdutf8::basic::from_utf8(line.bytes) {
-            Ok(s) => (std::borrow::Cow::Borrowed(s), true),
-            Err(_) => (String::from_utf8_lossy(line.bytes), false),
-        };
-        let row = rows::decode_str(&text, pos, dialect);
-
-        // Is this a bad row (§6.1), and does it hold a turn end?
-        let expected = state.surface.next_seq();
-        let (bad, turn_end) = classify_row(&row, expected, resync_pending, &ctx.vocab, dialect);
-
-        if let Some(BadRowInfo { code, why, seq, ty }) = &bad {
-            if spec.is_none() {
-                ctx.observer.speculation_started();
-                spec = Some(Speculation {
-                    saved: state.clone(),
-                    held: Vec::new(),
-                    first: pos,
-                    first_seq: *seq,
-                    why: why.clone(),
-                    rows: 0,
-                });
-            }
-            // The physical finding (held until the speculation is decided). B5 rows are
-            // reported by the check that owns the rule, when the row is folded.
-            let physical = code.info().area == Area::File;
-            if physical {
-                let sink: &mut dyn Sink = match &mut spec {
-                    Some(s) => &mut s.held,
-                    None => &mut out,
-                };
-                let message = match code {
-                    Code::CommittedUnparsable => {
-                        format!("unparsable committed event at line {}: {why}", pos.line)
-                    }
-                    Code::CommittedNotEvent => {
-                        format!("committed row at line {} is not an event: {why}", pos.line)
-                    }
-                    Code::CommittedSeqGap => {
-                        format!("{why} in committed region at line {}", pos.line)
-                    }
-                    _ => format!("malformed committed row at line {}: {why}", pos.line),
-                };
-                sink.push(Finding {
-                    code: *code,
-                    severity: Severity::Error,
-                    pos,
-                    seq: *seq,
-                    event_type: ty.clone(),
-                    message,
-                });
-                if let Row::Bad(b) = &row
-                    && let BadKind::Malformed(specific) = b.kind
-                {
-                    sink.push(
-                        Reporter {
-                            version: Some(dialect.version),
-                            pos,
-                            seq: *seq,
-                            event_type: ty.as_deref(),
-                        }
-                        .finding(specific, why.clone()),
-                    );
-                }
-            }
-        }
-        if let Some(s) = &mut spec {
-            s.rows += 1;
-        }
-        if let Row::Bad(b) = &row {
-            ctx.observer.unusable(&Unusable {
-                pos,
-                seq: b.seq,
-                event_type: b.event_type.as_deref(),
-                why: &b.why,
-                speculative: spec.is_some(),
-            });
-        }
-        match &row {
-            // A malformed row with a known seq still occupied its seqs.
-            Row::Bad(b) if b.seq.is_some_and(|s| s >= state.surface.next_seq()) => {
-                let first = b.seq.unwrap_or_default();
-                state.surface.resync(first);
-                state.surface.skip(first + b.members.max(1) - 1);
-                resync_pending = false;
-            }
-            Row::Bad(_) => resync_pending = true,
-            Row::Events(..) => resync_pending = false,
-        }
-
-        // Fold what the row holds (in the committed state, or speculatively).
-        if let Row::Events(cands, audit) = row {
-            let speculative = spec.is_some();
-            let sink: &mut dyn Sink = match &mut spec {
-                Some(s) => &mut s.held,
-                None => &mut out,
             };
-            let line_at = Reporter {
-                version: Some(dialect.version),
-                pos,
-                seq: cands.first().and_then(|c| c.seq),
-                event_type: None,
-            };
-            if !utf8_ok {
-                sink.push(line_at.finding(
-                    Code::InvalidUtf8,
-                    "line holds bytes that are not UTF-8 (DSH decodes them as U+FFFD; derive passes the original bytes through)",
-                ));
+            let end = line.byte + line.bytes.len() as u64 + 1;
+            let (text, utf8_ok) = line_text(line.bytes);
+            let row = rows::decode_str(&text, pos, dialect);
+            if pass.line(pos, end, utf8_ok, row, None) {
+                reached_stop = true;
+                break;
             }
-            if let Some(k) = &audit.duplicate_key {
-                sink.push(line_at.finding(
-                    Code::DuplicateJsonKey,
-                    format!(
-                        "an object repeats the key `{}`; JavaScript keeps the last value",
-                        crate::log::text::clip(k, 60)
-                    ),
-                ));
-            }
-            if audit.negative_zero {
-                sink.push(line_at.finding(
-                    Code::JsonNotLossless,
-                    "the event contains -0, which DSH's lossless-JSON check refuses",
-                ));
-            }
-            if audit.non_finite {
-                sink.push(line_at.finding(
-                    Code::JsonNotLossless,
-                    "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
-                ));
-            }
-            for cand in cands {
-                if let (Some(stop), Some(seq)) = (ctx.stop_after, cand.seq)
-                    && seq > stop
-                {
-                    break;
-                }
-                fold_candidate(&mut ctx, &mut state, cand, speculative, sink);
-            }
-        }
-        if let Some(f) = ctx.draft.take() {
-            out.push(f);
-            out.muted = true;
-            ctx.muted = true;
-        }
-
-        if turn_end && let Some(s) = spec.take() {
-            // The damage lies before a turn end: it is in the committed region. Every bad
-            // row in it (a B5 canonical violation included) is fatal damage for the status.
-            out.tally.header_or_physical = true;
-            for f in s.held {
-                out.push(f);
-            }
-            ctx.observer.speculation_ended(true);
-        }
-        if spec.is_none() {
-            result.committed_bytes = end;
-        }
-        if let Some(stop) = ctx.stop_after
-            && state.surface.next_seq() > stop
-        {
-            reached_stop = true;
-            break;
         }
     }
+    let Pass {
+        ctx,
+        mut out,
+        mut state,
+        mut spec,
+        committed_bytes,
+        ..
+    } = pass;
+    result.committed_bytes = committed_bytes;
     if framing.is_some() && !reached_stop_early(&ctx, &state) {
         drain(&mut lines)?;
     }
@@ -716,6 +616,211 @@ pub fn scan_framed(
     Ok(result)
 }
 
+/// The fold's side of the pass: everything one line changes.
+struct Pass<'o, 's> {
+    ctx: Ctx<'o>,
+    out: Counting<'s>,
+    state: FoldState,
+    spec: Option<Speculation>,
+    /// After a bad row whose events cannot be counted, the next usable seq re-synchronises
+    /// silently instead of reporting the same damage twice as a gap.
+    resync_pending: bool,
+    /// Offset just past the last committed line.
+    committed_bytes: u64,
+}
+
+/// One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
+fn line_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
+    match simdutf8::basic::from_utf8(bytes) {
+        Ok(s) => (std::borrow::Cow::Borrowed(s), true),
+        Err(_) => (String::from_utf8_lossy(bytes), false),
+    }
+}
+
+impl Pass<'_, '_> {
+    /// Check and fold one complete line (its row decoded from the text at `pos`, the line
+    /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
+    /// Folded events go to `grave` when given (see [`fold_candidate`]).
+    fn line<'r>(
+        &mut self,
+        pos: Pos,
+        end: u64,
+        utf8_ok: bool,
+        row: Row<'r>,
+        mut grave: Option<&mut Vec<Event<'r>>>,
+    ) -> bool {
+        // Is this a bad row (§6.1), and does it hold a turn end?
+        let expected = self.state.surface.next_seq();
+        let (bad, turn_end) = classify_row(
+            &row,
+            expected,
+            self.resync_pending,
+            &self.ctx.vocab,
+            self.ctx.dialect,
+        );
+
+        if let Some(BadRowInfo { code, why, seq, ty }) = &bad {
+            if self.spec.is_none() {
+                self.ctx.observer.speculation_started();
+                self.spec = Some(Speculation {
+                    saved: self.state.clone(),
+                    held: Vec::new(),
+                    first: pos,
+                    first_seq: *seq,
+                    why: why.clone(),
+                    rows: 0,
+                });
+            }
+            // The physical finding (held until the speculation is decided). B5 rows are
+            // reported by the check that owns the rule, when the row is folded.
+            let physical = code.info().area == Area::File;
+            if physical {
+                let sink: &mut dyn Sink = match &mut self.spec {
+                    Some(s) => &mut s.held,
+                    None => &mut self.out,
+                };
+                let message = match code {
+                    Code::CommittedUnparsable => {
+                        format!("unparsable committed event at line {}: {why}", pos.line)
+                    }
+                    Code::CommittedNotEvent => {
+                        format!("committed row at line {} is not an event: {why}", pos.line)
+                    }
+                    Code::CommittedSeqGap => {
+                        format!("{why} in committed region at line {}", pos.line)
+                    }
+                    _ => format!("malformed committed row at line {}: {why}", pos.line),
+                };
+                sink.push(Finding {
+                    code: *code,
+                    severity: Severity::Error,
+                    pos,
+                    seq: *seq,
+                    event_type: ty.clone(),
+                    message,
+                });
+                if let Row::Bad(b) = &row
+                    && let BadKind::Malformed(specific) = b.kind
+                {
+                    sink.push(
+                        Reporter {
+                            version: Some(self.ctx.dialect.version),
+                            pos,
+                            seq: *seq,
+                            event_type: ty.as_deref(),
+                        }
+                        .finding(specific, why.clone()),
+                    );
+                }
+            }
+        }
+        if let Some(s) = &mut self.spec {
+            s.rows += 1;
+        }
+        if let Row::Bad(b) = &row {
+            self.ctx.observer.unusable(&Unusable {
+                pos,
+                seq: b.seq,
+                event_type: b.event_type.as_deref(),
+                why: &b.why,
+                speculative: self.spec.is_some(),
+            });
+        }
+        match &row {
+            // A malformed row with a known seq still occupied its seqs.
+            Row::Bad(b) if b.seq.is_some_and(|s| s >= self.state.surface.next_seq()) => {
+                let first = b.seq.unwrap_or_default();
+                self.state.surface.resync(first);
+                self.state.surface.skip(first + b.members.max(1) - 1);
+                self.resync_pending = false;
+            }
+            Row::Bad(_) => self.resync_pending = true,
+            Row::Events(..) => self.resync_pending = false,
+        }
+
+        // Fold what the row holds (in the committed state, or speculatively).
+        if let Row::Events(cands, audit) = row {
+            let speculative = self.spec.is_some();
+            let sink: &mut dyn Sink = match &mut self.spec {
+                Some(s) => &mut s.held,
+                None => &mut self.out,
+            };
+            let line_at = Reporter {
+                version: Some(self.ctx.dialect.version),
+                pos,
+                seq: cands.first().and_then(|c| c.seq),
+                event_type: None,
+            };
+            if !utf8_ok {
+                sink.push(line_at.finding(
+                    Code::InvalidUtf8,
+                    "line holds bytes that are not UTF-8 (DSH decodes them as U+FFFD; derive passes the original bytes through)",
+                ));
+            }
+            if let Some(k) = &audit.duplicate_key {
+                sink.push(line_at.finding(
+                    Code::DuplicateJsonKey,
+                    format!(
+                        "an object repeats the key `{}`; JavaScript keeps the last value",
+                        crate::log::text::clip(k, 60)
+                    ),
+                ));
+            }
+            if audit.negative_zero {
+                sink.push(line_at.finding(
+                    Code::JsonNotLossless,
+                    "the event contains -0, which DSH's lossless-JSON check refuses",
+                ));
+            }
+            if audit.non_finite {
+                sink.push(line_at.finding(
+                    Code::JsonNotLossless,
+                    "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
+                ));
+            }
+            for cand in cands {
+                if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
+                    && seq > stop
+                {
+                    break;
+                }
+                fold_candidate(
+                    &mut self.ctx,
+                    &mut self.state,
+                    cand,
+                    speculative,
+                    sink,
+                    grave.as_deref_mut(),
+                );
+            }
+        }
+        if let Some(f) = self.ctx.draft.take() {
+            self.out.push(f);
+            self.out.muted = true;
+            self.ctx.muted = true;
+        }
+
+        if turn_end && let Some(s) = self.spec.take() {
+            // The damage lies before a turn end: it is in the committed region. Every bad
+            // row in it (a B5 canonical violation included) is fatal damage for the status.
+            self.out.tally.header_or_physical = true;
+            for f in s.held {
+                self.out.push(f);
+            }
+            self.ctx.observer.speculation_ended(true);
+        }
+        if self.spec.is_none() {
+            self.committed_bytes = end;
+        }
+        if let Some(stop) = self.ctx.stop_after
+            && self.state.surface.next_seq() > stop
+        {
+            return true;
+        }
+        false
+    }
+}
+
 /// Whether the pass stopped early for `--at` (the rest of the file is not read).
 fn reached_stop_early(ctx: &Ctx<'_>, state: &FoldState) -> bool {
     ctx.stop_after
@@ -785,12 +890,16 @@ fn classify_row(
 }
 
 /// One decoded event slot through every check and the fold.
-fn fold_candidate(
+///
+/// A folded event goes to `grave` when given, to be freed elsewhere (by the thread that
+/// allocated it, which is cheaper than freeing it here).
+fn fold_candidate<'a>(
     ctx: &mut Ctx<'_>,
     state: &mut FoldState,
-    cand: Candidate<'_>,
+    cand: Candidate<'a>,
     speculative: bool,
     sink: &mut dyn Sink,
+    grave: Option<&mut Vec<Event<'a>>>,
 ) {
     let d = ctx.dialect;
     let expected = state.surface.next_seq();
@@ -949,6 +1058,9 @@ fn fold_candidate(
         },
         state,
     );
+    if let Some(grave) = grave {
+        grave.push(ev);
+    }
 }
 
 /// End-of-log rules on the committed prefix.

@@ -1,0 +1,167 @@
+//! The scan on parsing threads (`ScanOptions::threads` > 1) must see exactly what the
+//! one-line-at-a-time pass sees: the same findings with the same lines and offsets, the same
+//! committed prefix, torn tail, crash tail and surface. Small reads and one-byte blocks make
+//! every fixture cross many blocks, so each line boundary is a block boundary somewhere.
+
+use std::io::{self, BufReader, Read};
+use std::path::Path;
+
+use dshs::log::Finding;
+use dshs::log::scan::{ScanOptions, scan_framed};
+
+/// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny.
+struct Chunky<'a> {
+    bytes: &'a [u8],
+    step: usize,
+}
+
+impl Read for Chunky<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.step.min(buf.len()).min(self.bytes.len());
+        buf[..n].copy_from_slice(&self.bytes[..n]);
+        self.bytes = &self.bytes[n..];
+        Ok(n)
+    }
+}
+
+/// What a pass concluded, in comparable form.
+#[derive(Debug, PartialEq)]
+struct Outcome {
+    findings: Vec<Finding>,
+    status: &'static str,
+    events: u64,
+    surface: Vec<u64>,
+    open_turn: Option<i64>,
+    committed: u64,
+    total: u64,
+    torn: Option<String>,
+    crash: Option<String>,
+}
+
+fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
+    let opts = ScanOptions {
+        threads,
+        block_bytes: 1,
+        ..ScanOptions::default()
+    };
+    let mut findings = Vec::new();
+    let reader = BufReader::with_capacity(4, Chunky { bytes, step });
+    let s = scan_framed(reader, None, None, &opts, &mut findings, &mut ()).expect("in memory");
+    Outcome {
+        findings,
+        status: s.status().as_str(),
+        events: s.events(),
+        surface: s
+            .state
+            .as_ref()
+            .map(|st| st.surface.seqs())
+            .unwrap_or_default(),
+        open_turn: s.state.as_ref().and_then(|st| st.lifecycle.open_turn()),
+        committed: s.committed_bytes,
+        total: s.total_bytes,
+        torn: s.torn.map(|t| format!("{t:?}")),
+        crash: s.crash.map(|c| format!("{c:?}")),
+    }
+}
+
+fn logs() -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for dir in ["fixtures", "hostile", "v0", "v3", "sample"] {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("testdata")
+            .join(dir);
+        for entry in std::fs::read_dir(&dir).expect("testdata") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                let bytes = std::fs::read(&path).expect("readable");
+                out.push((path.display().to_string(), bytes));
+            }
+        }
+    }
+    assert!(out.len() > 40, "the fixtures are there");
+    out
+}
+
+/// The log, and damaged copies of it: cut inside a line (torn tail), a middle line replaced
+/// by junk (crash tail or committed damage), invalid UTF-8 in the middle.
+fn variants(bytes: &[u8]) -> Vec<Vec<u8>> {
+    let ends: Vec<usize> = bytes
+        .iter()
+        .enumerate()
+        .filter(|(_, b)| **b == b'\n')
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = vec![bytes.to_vec()];
+    if bytes.len() > 10 {
+        out.push(bytes[..bytes.len() * 2 / 3].to_vec());
+    }
+    if ends.len() > 4 {
+        let (a, b) = (ends[ends.len() / 2 - 1] + 1, ends[ends.len() / 2]);
+        let mut junk = bytes[..a].to_vec();
+        junk.extend_from_slice(b"not json");
+        junk.extend_from_slice(&bytes[b..]);
+        out.push(junk);
+        let mut bad = bytes.to_vec();
+        bad[a + 1] = 0xff;
+        out.push(bad);
+    }
+    out
+}
+
+#[test]
+fn parsing_threads_see_what_one_thread_sees() {
+    let mut compared = 0;
+    for (name, bytes) in logs() {
+        for (v, log) in variants(&bytes).iter().enumerate() {
+            let one = outcome(log, 1, 1 << 20);
+            for (threads, step) in [(2, 1), (2, 7), (3, 64), (4, 4096)] {
+                let many = outcome(log, threads, step);
+                assert_eq!(
+                    one, many,
+                    "{name} (variant {v}): {threads} threads reading {step} bytes at a time"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 400);
+}
+
+#[test]
+fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
+    // The whole lines read before the error count; the error is returned.
+    struct Failing<'a>(&'a [u8]);
+    impl Read for Failing<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            if self.0.is_empty() {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let n = 5.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let (_, bytes) = logs()
+        .into_iter()
+        .find(|(n, _)| n.contains("multi-turn"))
+        .expect("fixture");
+    for threads in [1, 2, 3] {
+        let opts = ScanOptions {
+            threads,
+            block_bytes: 1,
+            ..ScanOptions::default()
+        };
+        let Err(err) = scan_framed(
+            BufReader::with_capacity(4, Failing(&bytes)),
+            None,
+            None,
+            &opts,
+            &mut Vec::new(),
+            &mut (),
+        ) else {
+            panic!("the read error surfaces ({threads} threads)");
+        };
+        assert_eq!(err.to_string(), "disk on fire", "{threads} threads");
+    }
+}
