@@ -26,6 +26,9 @@ pub struct Event<'a> {
     pub packed: bool,
     /// Set when v0 legacy normalization rewrote this event in memory (§16).
     pub normalized: bool,
+    /// A `tool/result`'s [`surface::result_digest`](super::surface::result_digest), computed
+    /// ahead on a parsing thread; None: computed when the fold needs it.
+    pub result_digest: Option<u64>,
 }
 
 impl<'a> Event<'a> {
@@ -327,6 +330,7 @@ fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, Ba
         ignorable,
         packed: false,
         normalized: false,
+        result_digest: None,
     })
 }
 
@@ -486,6 +490,7 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
                     ignorable: false,
                     packed: true,
                     normalized: false,
+                    result_digest: None,
                 }),
                 is_turn_end: false,
             }

@@ -213,6 +213,21 @@ impl Hasher for SeqHasher {
 
 pub type SeqHash = BuildHasherDefault<SeqHasher>;
 
+/// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
+/// blanked (a prune may rewrite only that, §12).
+pub fn result_digest(dialect: &Dialect, data: &Json<'_>) -> u64 {
+    let blank: &[Seg] = match dialect.tool_result_shape {
+        ToolResultShape::Wrapped => &[
+            Seg::Key("message"),
+            Seg::Key("content"),
+            Seg::Index(0),
+            Seg::Key("content"),
+        ],
+        ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
+    };
+    json::canonical_hash(data, Some(blank))
+}
+
 #[derive(Debug, Clone)]
 pub struct SurfaceManager {
     dialect: &'static Dialect,
@@ -814,16 +829,8 @@ impl SurfaceManager {
             0
         };
         let result_shape = if kind == SurfaceKind::ToolResult {
-            let blank: &[Seg] = match self.dialect.tool_result_shape {
-                ToolResultShape::Wrapped => &[
-                    Seg::Key("message"),
-                    Seg::Key("content"),
-                    Seg::Index(0),
-                    Seg::Key("content"),
-                ],
-                ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
-            };
-            json::canonical_hash(&ev.data, Some(blank))
+            ev.result_digest
+                .unwrap_or_else(|| result_digest(self.dialect, &ev.data))
         } else {
             0
         };

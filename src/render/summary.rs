@@ -552,6 +552,7 @@ mod tests {
             ignorable: false,
             packed: false,
             normalized: false,
+            result_digest: None,
         }
     }
 

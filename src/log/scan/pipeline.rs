@@ -18,6 +18,7 @@ use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
 use crate::log::input::LineReader;
 use crate::log::rows::{self, Event, Row};
+use crate::log::surface;
 
 /// Bytes read per block (whole lines: a block ends at a `\n`).
 pub(super) const BLOCK: usize = 128 * 1024;
@@ -90,10 +91,22 @@ impl Batch {
                     unsafe { &*ptr }
                 }
             };
+            let mut row = rows::decode_str(line, pos, dialect);
+            // Work the fold would do, done here: the digest of each tool result (not for v0,
+            // whose legacy normalization may still rewrite the event).
+            if let Row::Events(cands, _) = &mut row
+                && !dialect.legacy_v0
+            {
+                for ev in cands.iter_mut().filter_map(|c| c.event.as_mut().ok()) {
+                    if ev.ty == "tool/result" {
+                        ev.result_digest = Some(surface::result_digest(dialect, &ev.data));
+                    }
+                }
+            }
             rows.push(Parsed {
                 pos,
                 len: n,
-                row: Some((utf8_ok, rows::decode_str(line, pos, dialect))),
+                row: Some((utf8_ok, row)),
             });
             at += n + 1;
         }

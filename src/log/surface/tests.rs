@@ -338,6 +338,7 @@ fn owned(ev: Event<'_>) -> Event<'static> {
         ignorable: ev.ignorable,
         packed: ev.packed,
         normalized: ev.normalized,
+        result_digest: ev.result_digest,
     }
 }
 
@@ -362,6 +363,7 @@ fn raw_event(line: &str) -> Event<'static> {
         ignorable: v.take("ignorable").is_some(),
         packed: false,
         normalized: false,
+        result_digest: None,
     }
 }
 
