@@ -189,7 +189,7 @@ pub(super) fn run<R: BufRead>(
     let workers = workers.max(1);
     let mut next_no = lines.next_line_no();
     let mut failed: Option<io::Error> = None;
-    // The next block, numbered: the job for a worker, and whether the input ended.
+    // The next block: the job for a worker, whether it is empty, and whether the input ended.
     let mut read = |lines: &mut LineReader<R>, mut block: Vec<u8>| {
         let start = lines.offset();
         let got = lines.read_block(block_size, &mut block);
