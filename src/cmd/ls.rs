@@ -120,15 +120,12 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     };
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
-    // Sessions read in parallel are each parsed on their worker thread alone.
-    let env = &Env {
-        threads: if jobs > 1 && sessions.len() > 1 {
-            1
-        } else {
-            env.threads
-        },
-        known_types: env.known_types.clone(),
-        ..*env
+    let parallel;
+    let env = if jobs > 1 && sessions.len() > 1 {
+        parallel = env.for_parallel_logs();
+        &parallel
+    } else {
+        env
     };
     super::in_parallel(
         &sessions,

@@ -87,6 +87,21 @@ impl Env {
         })
     }
 
+    /// For logs read several at once, one per worker thread: each is parsed on its worker
+    /// alone (no parsing threads of its own), and no progress bar is drawn (several threads
+    /// would draw over each other).
+    pub fn for_parallel_logs(&self) -> Env {
+        Env {
+            threads: 1,
+            known_types: self.known_types.clone(),
+            progress: ProgressPolicy {
+                interleaves: true,
+                ..self.progress
+            },
+            ..*self
+        }
+    }
+
     pub fn scan_options(&self) -> ScanOptions {
         ScanOptions {
             known_types: self.known_types.clone(),

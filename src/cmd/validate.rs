@@ -79,19 +79,8 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
         }
         return Ok(worst);
     }
-    // Several logs on several threads: each report is buffered and printed in order, and no
-    // progress bar is drawn (several threads would draw over each other); each log is parsed
-    // on its own worker thread alone.
-    let env = &Env {
-        threads: 1,
-        color_out: env.color_out,
-        quiet: env.quiet,
-        known_types: env.known_types.clone(),
-        progress: crate::render::ProgressPolicy {
-            interleaves: true,
-            ..env.progress
-        },
-    };
+    // Several logs on several threads: each report is buffered and printed in order.
+    let env = &env.for_parallel_logs();
     super::in_parallel(
         &files,
         jobs,
