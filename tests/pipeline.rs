@@ -9,14 +9,19 @@ use std::path::Path;
 use dshs::log::Finding;
 use dshs::log::scan::{ScanOptions, scan_framed};
 
-/// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny.
+/// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny;
+/// with `fail`, it fails instead of reporting the end of its bytes.
 struct Chunky<'a> {
     bytes: &'a [u8],
     step: usize,
+    fail: bool,
 }
 
 impl Read for Chunky<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.fail && self.bytes.is_empty() {
+            return Err(io::Error::other("disk on fire"));
+        }
         let n = self.step.min(buf.len()).min(self.bytes.len());
         buf[..n].copy_from_slice(&self.bytes[..n]);
         self.bytes = &self.bytes[n..];
@@ -45,7 +50,14 @@ fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
         ..ScanOptions::default()
     };
     let mut findings = Vec::new();
-    let reader = BufReader::with_capacity(4, Chunky { bytes, step });
+    let reader = BufReader::with_capacity(
+        4,
+        Chunky {
+            bytes,
+            step,
+            fail: false,
+        },
+    );
     let s = scan_framed(reader, None, None, &opts, &mut findings, &mut ()).expect("in memory");
     Outcome {
         findings,
@@ -130,18 +142,6 @@ fn parsing_threads_see_what_one_thread_sees() {
 #[test]
 fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
     // The whole lines read before the error count; the error is returned.
-    struct Failing<'a>(&'a [u8]);
-    impl Read for Failing<'_> {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            if self.0.is_empty() {
-                return Err(io::Error::other("disk on fire"));
-            }
-            let n = 5.min(buf.len()).min(self.0.len());
-            buf[..n].copy_from_slice(&self.0[..n]);
-            self.0 = &self.0[n..];
-            Ok(n)
-        }
-    }
     let (_, bytes) = logs()
         .into_iter()
         .find(|(n, _)| n.contains("multi-turn"))
@@ -153,7 +153,14 @@ fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
             ..ScanOptions::default()
         };
         let Err(err) = scan_framed(
-            BufReader::with_capacity(4, Failing(&bytes)),
+            BufReader::with_capacity(
+                4,
+                Chunky {
+                    bytes: &bytes,
+                    step: 5,
+                    fail: true,
+                },
+            ),
             None,
             None,
             &opts,
