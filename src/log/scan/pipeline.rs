@@ -49,9 +49,6 @@ struct Batch {
     /// Only held: rows borrow from these.
     _lossy: Vec<String>,
     block: Vec<u8>,
-    /// The lines of the block. They are numbered from 0 here: the fold, which knows how
-    /// many lines came before, adds the number of the first (see [`fold`]).
-    lines: u64,
 }
 
 impl Batch {
@@ -115,7 +112,6 @@ impl Batch {
             grave: Vec::new(),
             _lossy: lossy,
             block,
-            lines: no,
         }
     }
 
@@ -293,8 +289,11 @@ pub(super) fn run<R: BufRead>(
                     break;
                 };
                 folded += 1;
-                torn = fold(pass, &mut batch, next_no);
-                next_no += batch.lines;
+                // One row per line; numbered from 0 on the worker, which cannot know how many
+                // lines came before.
+                let first_no = next_no;
+                next_no += batch.rows.len() as u64;
+                torn = fold(pass, &mut batch, first_no);
                 if to_worker[w].send(Job::Free(batch)).is_err() {
                     break;
                 }
