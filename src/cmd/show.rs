@@ -6,10 +6,10 @@
 //! where the committed prefix ends; pass 2 folds it again and prints from the observer.
 //! Standard input is spooled to a temporary file first.
 
-use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io::{self, BufRead, Write};
-use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
 use owo_colors::Style;
@@ -59,7 +59,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     first.state = None;
 
     // Pass 2: print.
-    let tap = Rc::new(TapState {
+    let tap = Arc::new(TapState {
         keep_line: args.grep.is_some(),
         ..TapState::default()
     });
@@ -209,9 +209,9 @@ impl Filter<'_> {
 #[derive(Default)]
 struct TapState {
     keep_line: bool,
-    line: RefCell<Vec<u8>>,
-    line_done: Cell<bool>,
-    stop: Cell<bool>,
+    line: Mutex<Vec<u8>>,
+    line_done: AtomicBool,
+    stop: AtomicBool,
 }
 
 /// A reader that remembers the last line consumed through it. The scan reads one line and
@@ -219,7 +219,7 @@ struct TapState {
 /// one the events came from.
 struct Tap<R> {
     inner: R,
-    state: Rc<TapState>,
+    state: Arc<TapState>,
 }
 
 impl<R: BufRead> io::Read for Tap<R> {
@@ -237,7 +237,7 @@ impl<R: BufRead> io::Read for Tap<R> {
 
 impl<R: BufRead> BufRead for Tap<R> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
-        if self.state.stop.get() {
+        if self.state.stop.load(Ordering::Relaxed) {
             return Err(io::Error::other("output closed"));
         }
         self.inner.fill_buf()
@@ -248,13 +248,17 @@ impl<R: BufRead> BufRead for Tap<R> {
             // The bytes were just returned by `fill_buf`; asking again reads nothing.
             if let Ok(buf) = self.inner.fill_buf() {
                 let taken = &buf[..amt.min(buf.len())];
-                let mut line = self.state.line.borrow_mut();
-                if self.state.line_done.replace(false) {
+                let mut line = self
+                    .state
+                    .line
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner);
+                if self.state.line_done.swap(false, Ordering::Relaxed) {
                     line.clear();
                 }
                 line.extend_from_slice(taken);
                 if taken.last() == Some(&b'\n') {
-                    self.state.line_done.set(true);
+                    self.state.line_done.store(true, Ordering::Relaxed);
                 }
             }
         }
@@ -294,7 +298,7 @@ impl SurfaceMark {
 struct Printer<'o, 'm> {
     out: &'o mut dyn Write,
     error: Option<io::Error>,
-    tap: Rc<TapState>,
+    tap: Arc<TapState>,
     filter: Filter<'m>,
     marks: &'m Marks,
     format: ReportFormat,
@@ -389,7 +393,7 @@ impl Printer<'_, '_> {
         if let Err(e) = f(&mut *self.out) {
             self.error = Some(e);
             // Nobody reads what follows: stop the pass instead of folding the rest.
-            self.tap.stop.set(true);
+            self.tap.stop.store(true, Ordering::Relaxed);
         }
     }
 
@@ -471,7 +475,9 @@ impl Observer for Printer<'_, '_> {
         let turn = ev.turn().or_else(|| state.lifecycle.open_turn());
         if !self.filter.type_matches(&ev.ty)
             || !self.filter.turn_matches(turn)
-            || !self.filter.grep_matches(&self.tap.line.borrow())
+            || !self
+                .filter
+                .grep_matches(&self.tap.line.lock().unwrap_or_else(PoisonError::into_inner))
         {
             return;
         }
@@ -578,7 +584,9 @@ impl Observer for Printer<'_, '_> {
         if self.error.is_some()
             || !self.filter.types.is_empty()
             || self.filter.turn.is_some()
-            || !self.filter.grep_matches(&self.tap.line.borrow())
+            || !self
+                .filter
+                .grep_matches(&self.tap.line.lock().unwrap_or_else(PoisonError::into_inner))
         {
             return;
         }

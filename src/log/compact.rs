@@ -809,7 +809,7 @@ pub struct Verdict {
 /// `original` followed by the four lines — with the same options as the first scan. A
 /// compaction is only written when this says `ok`.
 pub fn verify(
-    original: impl Read,
+    original: impl Read + Send,
     plan: &CompactPlan,
     path: Option<&Path>,
     opts: &ScanOptions,

@@ -67,7 +67,7 @@ pub struct Opened {
     pub name: String,
     /// The file actually read (a session directory resolves to its newest generation).
     pub path: Option<PathBuf>,
-    pub reader: Box<dyn BufRead>,
+    pub reader: Box<dyn BufRead + Send>,
     /// For a zstd log: what the decoder learns about its frames (§3.3).
     pub framing: Option<Framing>,
     /// Older canonical generations beside the one read (a session directory, §2.2).
@@ -135,10 +135,10 @@ pub fn is_zstd<R: BufRead>(reader: &mut R, name: &str) -> Result<bool, InputErro
 }
 
 /// Wrap `reader` in a decoder when it holds zstd (§3.3; the magic decides, not the name).
-fn decode<R: BufRead + 'static>(
+fn decode<R: BufRead + Send + 'static>(
     mut reader: R,
     name: &str,
-) -> Result<(Box<dyn BufRead>, Option<Framing>), InputError> {
+) -> Result<(Box<dyn BufRead + Send>, Option<Framing>), InputError> {
     if !is_zstd(&mut reader, name)? {
         return Ok((Box::new(reader), None));
     }

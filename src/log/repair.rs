@@ -223,7 +223,7 @@ pub struct Verdict {
 /// only written when this says `ok`: the closers are checked by the same rules as any log,
 /// not trusted.
 pub fn verify(
-    original: impl Read,
+    original: impl Read + Send,
     plan: &RepairPlan,
     path: Option<&Path>,
     opts: &ScanOptions,

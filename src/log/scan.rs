@@ -349,7 +349,7 @@ struct Ctx<'o> {
 /// Run the pass over `reader`. `path` (when the log is a file) enables the name and
 /// directory-layout checks. Findings go to `sink` as soon as they are certain.
 pub fn scan(
-    reader: impl BufRead,
+    reader: impl BufRead + Send,
     path: Option<&Path>,
     opts: &ScanOptions,
     sink: &mut dyn Sink,
@@ -361,7 +361,7 @@ pub fn scan(
 /// [`scan`] over the plaintext of a zstd log: `framing` is the decoder's handle, read at the
 /// end for the frame rules of §3.3 (no crash tail inside complete frames, torn final frame).
 pub fn scan_framed(
-    reader: impl BufRead,
+    reader: impl BufRead + Send,
     framing: Option<&Framing>,
     path: Option<&Path>,
     opts: &ScanOptions,
@@ -469,7 +469,7 @@ pub fn scan_framed(
         committed_bytes: result.committed_bytes,
     };
     let mut reached_stop = opts.stop_after.is_none();
-    // Plain input folded to the end: parse on a second thread while this one folds. A stop
+    // Plain input folded to the end: read and parse on worker threads while this one folds. A stop
     // seq or a zstd decoder (whose end state is read where the pass stops) and a reader that
     // watches each line being consumed keep the one-line-at-a-time pass.
     let threads = opts.parse_threads();

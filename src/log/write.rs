@@ -293,7 +293,7 @@ impl Encoding {
     /// a file would hold before they write them.
     pub fn scan(
         self,
-        stored: impl Read,
+        stored: impl Read + Send,
         path: Option<&Path>,
         opts: &crate::log::scan::ScanOptions,
         findings: &mut Vec<crate::log::finding::Finding>,

@@ -1,9 +1,14 @@
-//! The pass on several threads: this one reads blocks of whole lines, numbers them and
-//! folds; workers split each block into lines, check their UTF-8 and parse their rows. Block
-//! `k` goes to worker `k mod n` and is folded back in block order, so lines, offsets, rows
-//! and their order are exactly those of the one-line-at-a-time pass: the fold
-//! ([`Pass::line`]) is the same code and runs on this thread, in file order. A folded batch
-//! goes back to the worker that parsed it, to be freed by the allocator that made it.
+//! The pass on several threads: workers take turns reading the next block of whole lines
+//! from the shared reader (numbering the blocks in file order as they take them), split it
+//! into lines, check their UTF-8 and parse their rows; this thread folds the blocks back in
+//! block order, so lines, offsets, rows and their order are exactly those of the
+//! one-line-at-a-time pass: the fold ([`Pass::line`]) is the same code and runs on this
+//! thread, in file order. A folded batch goes back to the worker that parsed it, to be freed
+//! by the allocator that made it, and its buffer is that worker's next block.
+//!
+//! The folding thread is the one part that cannot be spread, so it does nothing else: the
+//! copying out of the kernel (a third of all the work on a VM with slow page-cache reads)
+//! is done by the workers.
 //!
 //! At most [`in_flight`] blocks are out at once, so memory stays bounded by a few blocks and
 //! their trees (and the longest line), whatever the size of the log.
@@ -161,21 +166,78 @@ fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<Tor
 
 /// What a worker is asked to do.
 enum Job {
-    /// Parse the first `len` bytes of a block read at `start`.
+    /// Parse the first `len` bytes of a block read at `start` (the first block, read before
+    /// the workers start).
     Parse {
         block: Vec<u8>,
         len: usize,
         start: u64,
     },
-    /// Free a folded batch (its trees were allocated on this worker) and send its buffer
-    /// back for reuse.
+    /// Read the next block from the shared reader, then parse it.
+    Read,
+    /// Free a folded batch (its trees were allocated on this worker) and keep its buffer
+    /// for the next read.
     Free(Batch),
+}
+
+/// What a worker sends back.
+enum Done {
+    /// Block number `index` (in file order), parsed by `worker`; `eof`: nothing follows it.
+    Parsed {
+        index: usize,
+        worker: usize,
+        batch: Batch,
+        eof: bool,
+    },
+    /// A worker is unwinding from a panic: stop waiting (the scope re-raises the panic).
+    Panicked,
+}
+
+/// Sends [`Done::Panicked`] if the worker holding it unwinds.
+struct Alarm<'a>(&'a mpsc::Sender<Done>);
+
+impl Drop for Alarm<'_> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            let _ = self.0.send(Done::Panicked);
+        }
+    }
+}
+
+/// The input, shared by the workers: each takes the next block (and its number) under the
+/// lock, so blocks are numbered in file order while the copying out of the kernel is spread
+/// over the workers instead of weighing on the folding thread.
+struct Reading<'l, R> {
+    lines: &'l mut LineReader<R>,
+    /// The number of the next block.
+    next: usize,
+    eof: bool,
+    failed: Option<io::Error>,
+}
+
+impl<R: BufRead> Reading<'_, R> {
+    /// The next block into `buf`: its number, its offset, its length, and whether the input
+    /// ended with it (every later block is empty).
+    fn next_block(&mut self, block_size: usize, buf: &mut Vec<u8>) -> (usize, u64, usize, bool) {
+        let index = self.next;
+        self.next += 1;
+        if self.eof {
+            return (index, self.lines.offset(), 0, true);
+        }
+        let start = self.lines.offset();
+        let got = self.lines.read_block(block_size, buf);
+        if let Some(e) = got.error {
+            self.failed = Some(e);
+        }
+        self.eof = got.eof;
+        (index, start, got.len, got.eof)
+    }
 }
 
 /// The rest of the input after the header, through `pass`, with `workers` parsing threads;
 /// the torn final line if any. A read error ends the pass after the whole lines read before
 /// it, like the one-line-at-a-time pass.
-pub(super) fn run<R: BufRead>(
+pub(super) fn run<R: BufRead + Send>(
     lines: &mut LineReader<R>,
     pass: &mut Pass<'_, '_>,
     block_size: usize,
@@ -183,125 +245,126 @@ pub(super) fn run<R: BufRead>(
 ) -> io::Result<Option<TornTail>> {
     let dialect = pass.ctx.dialect;
     let workers = workers.max(1);
-    let mut next_no = lines.next_line_no();
-    let mut failed: Option<io::Error> = None;
-    // The next block: the job for a worker, whether it is empty, and whether the input ended.
-    let mut read = |lines: &mut LineReader<R>, mut block: Vec<u8>| {
-        let start = lines.offset();
-        let got = lines.read_block(block_size, &mut block);
-        if let Some(e) = got.error {
-            failed = Some(e);
-        }
-        let job = Job::Parse {
-            block,
-            len: got.len,
-            start,
-        };
-        (job, got.len == 0, got.eof)
+    let first_no = lines.next_line_no();
+    let mut reading = Reading {
+        lines,
+        next: 0,
+        eof: false,
+        failed: None,
     };
-
-    let (first, empty, eof) = read(lines, Vec::new());
-    let torn = if empty {
+    let mut first = Vec::new();
+    let (_, start, len, eof) = reading.next_block(block_size, &mut first);
+    let torn = if len == 0 {
         None
     } else if eof {
         // Input that fits one block needs no other thread.
-        let Job::Parse { block, len, start } = first else {
-            unreachable!("read makes parse jobs")
-        };
-        fold(pass, &mut Batch::parse(block, len, start, dialect), next_no)
+        fold(
+            pass,
+            &mut Batch::parse(first, len, start, dialect),
+            first_no,
+        )
     } else {
+        let reading = std::sync::Mutex::new(&mut reading);
         thread::scope(|scope| {
-            let (spare_tx, spare) = mpsc::channel::<Vec<u8>>();
+            let (done_tx, done) = mpsc::channel::<Done>();
             let mut to_worker = Vec::with_capacity(workers);
-            let mut from_worker = Vec::with_capacity(workers);
-            for _ in 0..workers {
+            let limit = in_flight(workers);
+            for worker in 0..workers {
                 let (job_tx, jobs) = mpsc::channel::<Job>();
-                let (parsed, done) = mpsc::channel::<Batch>();
-                let spare_tx = spare_tx.clone();
                 to_worker.push(job_tx);
-                from_worker.push(done);
+                let done_tx = done_tx.clone();
+                let reading = &reading;
                 scope.spawn(move || {
+                    let _alarm = Alarm(&done_tx);
+                    // Buffers of this worker's freed batches, read into again.
+                    let mut spare: Vec<Vec<u8>> = Vec::new();
                     for job in jobs {
-                        match job {
-                            Job::Parse { block, len, start } => {
-                                let batch = Batch::parse(block, len, start, dialect);
-                                if parsed.send(batch).is_err() {
-                                    break;
-                                }
+                        let (index, block, start, len, eof) = match job {
+                            Job::Parse { block, len, start } => (0, block, start, len, false),
+                            Job::Read => {
+                                let mut block = spare.pop().unwrap_or_default();
+                                let (index, start, len, eof) = reading
+                                    .lock()
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                                    .next_block(block_size, &mut block);
+                                (index, block, start, len, eof)
                             }
                             Job::Free(batch) => {
-                                let Batch { mut block, .. } = batch;
+                                let Batch { block, .. } = batch;
                                 // A block that grew around a huge line is not kept.
-                                if block.len() > 4 * block_size {
-                                    block = Vec::new();
+                                if block.len() <= 4 * block_size && spare.len() < limit {
+                                    spare.push(block);
                                 }
-                                let _ = spare_tx.send(block);
+                                continue;
                             }
+                        };
+                        let batch = Batch::parse(block, len, start, dialect);
+                        let done = Done::Parsed {
+                            index,
+                            worker,
+                            batch,
+                            eof,
+                        };
+                        if done_tx.send(done).is_err() {
+                            break;
                         }
                     }
                 });
             }
-            drop(spare_tx);
-            let limit = in_flight(workers);
-            let mut pending = Some(first);
-            let mut buffers = 1;
-            let mut eof = false;
-            let (mut sent, mut folded) = (0usize, 0usize);
+            drop(done_tx);
+            // Block 0 is read; the others are read by the workers as they ask.
+            let ask = |worker: usize, job: Job| {
+                // A closed channel means the worker panicked: the scope re-raises it.
+                to_worker[worker].send(job).is_ok()
+            };
+            let mut ok = ask(
+                0,
+                Job::Parse {
+                    block: first,
+                    len,
+                    start,
+                },
+            );
+            for k in 1..limit {
+                ok = ok && ask(k % workers, Job::Read);
+            }
+            // Parsed blocks that arrived before the one to fold next.
+            let mut early: std::collections::BTreeMap<usize, (usize, Batch, bool)> =
+                Default::default();
+            let (mut next, mut next_no) = (0, first_no);
             let mut torn = None;
-            'pass: loop {
-                while sent - folded < limit {
-                    let job = match pending.take() {
-                        Some(job) => job,
-                        None if eof => break,
-                        None => {
-                            // A fixed set of buffers circulates: a new one only while
-                            // fewer than that exist, else wait for one to come back (a
-                            // worker lost to a panic does not hang the wait).
-                            let buf = match spare.try_recv() {
-                                Ok(buf) => buf,
-                                Err(_) if buffers < limit + workers => {
-                                    buffers += 1;
-                                    Vec::new()
-                                }
-                                Err(_) => spare
-                                    .recv_timeout(std::time::Duration::from_millis(200))
-                                    .unwrap_or_default(),
-                            };
-                            let (job, empty, at_end) = read(lines, buf);
-                            eof = at_end;
-                            if empty {
-                                continue;
-                            }
-                            job
+            while ok {
+                let (worker, mut batch, eof) = match early.remove(&next) {
+                    Some(parsed) => parsed,
+                    None => match done.recv() {
+                        Ok(Done::Parsed {
+                            index,
+                            worker,
+                            batch,
+                            eof,
+                        }) => {
+                            early.insert(index, (worker, batch, eof));
+                            continue;
                         }
-                    };
-                    // A closed channel means the worker panicked: the scope re-raises it.
-                    if to_worker[sent % workers].send(job).is_err() {
-                        break 'pass;
-                    }
-                    sent += 1;
-                }
-                if sent == folded {
-                    break;
-                }
-                let w = folded % workers;
-                let Ok(mut batch) = from_worker[w].recv() else {
-                    break;
+                        Ok(Done::Panicked) | Err(_) => break,
+                    },
                 };
-                folded += 1;
+                next += 1;
                 // One row per line; numbered from 0 on the worker, which cannot know how many
                 // lines came before.
-                let first_no = next_no;
+                let batch_no = next_no;
                 next_no += batch.rows.len() as u64;
-                torn = fold(pass, &mut batch, first_no);
-                if to_worker[w].send(Job::Free(batch)).is_err() {
+                torn = fold(pass, &mut batch, batch_no);
+                ok = ask(worker, Job::Free(batch));
+                if eof {
                     break;
                 }
+                ok = ok && ask(worker, Job::Read);
             }
             torn
         })
     };
-    match failed {
+    match reading.failed {
         Some(e) => Err(e),
         None => Ok(torn),
     }
