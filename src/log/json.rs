@@ -865,14 +865,23 @@ impl<'de> Deserialize<'de> for Key<'de> {
 }
 
 /// Where each key of an object first and last occurs (JavaScript keeps one member per key:
-/// the first position, the last value). Small objects are scanned directly; large ones get a
-/// map, so an object with 100,000 keys costs linear time, not quadratic.
-struct KeySpans<'m>(Option<std::collections::HashMap<&'m str, (usize, usize)>>);
+/// the first position, the last value). An object without duplicate keys (nearly all of
+/// them, told by [`first_duplicate`]'s cheap fingerprints) needs no search; other small
+/// objects are scanned directly; large ones get a map, so an object with 100,000 keys costs
+/// linear time, not quadratic.
+enum KeySpans<'m> {
+    Unique,
+    Small,
+    Map(std::collections::HashMap<&'m str, (usize, usize)>),
+}
 
 impl<'m> KeySpans<'m> {
     fn of(m: &'m Members<'_>) -> Self {
         if m.len() <= 16 {
-            return KeySpans(None);
+            return match first_duplicate(m) {
+                None => KeySpans::Unique,
+                Some(_) => KeySpans::Small,
+            };
         }
         let mut map = std::collections::HashMap::with_capacity(m.len());
         for (i, (k, _)) in m.iter().enumerate() {
@@ -880,15 +889,16 @@ impl<'m> KeySpans<'m> {
                 .and_modify(|e: &mut (usize, usize)| e.1 = i)
                 .or_insert((i, i));
         }
-        KeySpans(Some(map))
+        KeySpans::Map(map)
     }
 
     /// (first, last) index of the key of member `i`.
     fn span(&self, m: &Members<'_>, i: usize) -> (usize, usize) {
         let k = &m[i].0;
-        match &self.0 {
-            Some(map) => map.get(&**k).copied().unwrap_or((i, i)),
-            None => (
+        match self {
+            KeySpans::Unique => (i, i),
+            KeySpans::Map(map) => map.get(&**k).copied().unwrap_or((i, i)),
+            KeySpans::Small => (
                 m.iter().position(|(k2, _)| k2 == k).unwrap_or(i),
                 m.iter().rposition(|(k2, _)| k2 == k).unwrap_or(i),
             ),
@@ -989,6 +999,16 @@ mod tests {
         let mut s = String::new();
         write_js_str("a\"b\\c\n\u{1}/é\u{2028}", &mut s);
         assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001/é\u{2028}\"");
+    }
+
+    #[test]
+    fn small_objects_with_duplicate_keys_keep_first_position_last_value() {
+        let v = parse(br#"{"a":1,"b":2,"a":3}"#).unwrap();
+        assert_eq!(v.to_js_string(), r#"{"a":3,"b":2}"#);
+        let same = parse(br#"{"b":2,"a":3}"#).unwrap();
+        let first_wins = parse(br#"{"a":1,"b":2}"#).unwrap();
+        assert_eq!(canonical_hash(&v, None), canonical_hash(&same, None));
+        assert_ne!(canonical_hash(&v, None), canonical_hash(&first_wins, None));
     }
 
     #[test]
