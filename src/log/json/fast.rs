@@ -128,7 +128,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let m: Members<'a> = self.members.drain(base..).collect();
+        let m: Members<'a> = self.members.split_off(base);
         if id < self.duplicate_in
             && let Some(k) = first_duplicate(&m)
         {
@@ -167,7 +167,7 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let items = self.items.drain(base..).collect();
+        let items = self.items.split_off(base);
         self.depth -= 1;
         Some(Json::Arr(items))
     }
