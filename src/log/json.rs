@@ -630,15 +630,23 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
 
 fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
     if m.len() <= 16 {
-        // A cheap fingerprint per key (length, first and last byte) rules out almost every
-        // pair without comparing strings; only equal fingerprints are compared in full.
+        // A cheap fingerprint per key rules out almost every pair without comparing strings;
+        // only equal fingerprints are compared in full. It is the key itself for keys of up
+        // to 7 bytes (most of a log's keys) and the first 4 and last 3 bytes otherwise, with
+        // the length: `type` and `time` differ, which length and end bytes alone do not tell.
         let print = |k: &str| {
             let b = k.as_bytes();
-            (b.len() as u32) << 16
-                | u32::from(b.first().copied().unwrap_or(0)) << 8
-                | u32::from(b.last().copied().unwrap_or(0))
+            let mut w = [0u8; 8];
+            if b.len() <= 7 {
+                w[..b.len()].copy_from_slice(b);
+            } else {
+                w[..4].copy_from_slice(&b[..4]);
+                w[4..7].copy_from_slice(&b[b.len() - 3..]);
+            }
+            w[7] = b.len() as u8;
+            u64::from_le_bytes(w)
         };
-        let mut prints = [0u32; 16];
+        let mut prints = [0u64; 16];
         let mut suspect = false;
         for (i, (k, _)) in m.iter().enumerate() {
             prints[i] = print(k);
