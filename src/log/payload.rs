@@ -75,8 +75,10 @@ fn message_shape(
     kind: SurfaceKind,
     at: &Reporter<'_>,
 ) -> Result<(), Finding> {
-    let subject = format!("seed {} at seq {}", ev.ty, ev.seq);
-    let fail = |code: Code, what: String| Err(at.finding(code, format!("{subject} {what}")));
+    // The message is written only for a finding (not for every message checked).
+    let fail = |code: Code, what: String| {
+        Err(at.finding(code, format!("seed {} at seq {} {what}", ev.ty, ev.seq)))
+    };
     let Some(m) = ev.message().filter(|m| m.is_obj()) else {
         return fail(
             Code::MessageIdMissing,
