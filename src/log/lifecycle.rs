@@ -22,7 +22,8 @@ pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it w
 struct Advertised {
     id: String,
     name: Option<String>,
-    arguments: Option<String>,
+    /// Only compared, never shown: its digest (tool arguments can be long).
+    arguments: Option<u64>,
     started: bool,
     settled: bool,
 }
@@ -299,7 +300,7 @@ impl Lifecycle {
             self.calls.push(Advertised {
                 id: id.to_owned(),
                 name: b.get("name").and_then(Json::as_str).map(str::to_owned),
-                arguments: b.get("arguments").and_then(Json::as_str).map(str::to_owned),
+                arguments: b.get("arguments").and_then(Json::as_str).map(idset::digest),
                 started: false,
                 settled: false,
             });
@@ -344,7 +345,7 @@ impl Lifecycle {
                         quote(name),
                         quote(c.name.as_deref())
                     ))
-                } else if c.arguments.as_deref() != arguments {
+                } else if c.arguments != arguments.map(idset::digest) {
                     Some(format!(
                         "tool/call \"{}\" does not repeat the advertised arguments exactly",
                         crate::log::text::clip(&c.id, 80)
@@ -365,7 +366,8 @@ impl Lifecycle {
             .and_then(|m| m.get("source"))
             .and_then(|s| s.get("callId"))
             .and_then(Json::as_str);
-        let shown = crate::log::text::clip(id.unwrap_or("?"), 80).into_owned();
+        // Only for a finding's text.
+        let shown = crate::log::text::clip(id.unwrap_or("?"), 80);
         if !self.dialect.restore_lifecycle {
             let known = id.is_some_and(|id| self.started.remove(id));
             if !known && !self.is_not_started_repair_v0(ev) {
