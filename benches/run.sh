@@ -8,8 +8,9 @@
 #
 # Environment: RUNS (default 3) paired runs per file; DATA (default bench-data) where the
 # generated logs are cached as vN-SIZE.jsonl (generated when missing); FRESH=0 skips rewriting
-# each log before timing it (see below); NO_JQ=1 skips jq (it needs ~20 s per GiB); ZSTD=1 also times validate and derive on a copy stored the way DSH
-# stores logs (zstd frames; made with the zstd-log example), and `zstd -dc | validate -`.
+# each log before timing it (see below); NO_JQ=1 skips jq (it needs ~20 s per GiB); ZSTD=1
+# also times validate and derive on a copy stored the way DSH stores logs (zstd frames; made
+# with the zstd-log example), and `zstd -dc | validate -`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${1:-1G}
