@@ -12,6 +12,8 @@
 //! the fast run (`"`, `\`, and control characters), borrowing every string without escapes,
 //! and unescaping the others in one pass.
 
+use std::borrow::Cow;
+
 use super::{Audit, JStr, Json, Members, Num, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
@@ -105,7 +107,7 @@ impl<'a> Parser<'a> {
                 if self.peek()? != b'"' {
                     return None;
                 }
-                let k = self.string()?.into_cow();
+                let k = self.key()?;
                 self.ws();
                 if self.peek()? != b':' {
                     return None;
@@ -172,21 +174,41 @@ impl<'a> Parser<'a> {
         Some(Json::Arr(items))
     }
 
-    /// At an opening quote.
+    /// At the opening quote of a member's key: most keys are short and plain, and go
+    /// straight to a borrowed `Cow` without the [`JStr`] a value gets.
+    #[inline]
+    fn key(&mut self) -> Option<Cow<'a, str>> {
+        let start = self.i + 1;
+        let j = scan(self.s, start);
+        if self.s.get(j) == Some(&b'"') {
+            self.i = j + 1;
+            // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
+            return self.src.get(start..j).map(Cow::Borrowed);
+        }
+        self.string().map(JStr::into_cow)
+    }
+
+    /// At an opening quote. The plain case is inlined; escapes go to [`Self::escaped`].
+    #[inline]
     fn string(&mut self) -> Option<JStr<'a>> {
         let start = self.i + 1;
-        let mut j = scan(self.s, start);
+        let j = scan(self.s, start);
         match self.s.get(j)? {
             b'"' => {
                 self.i = j + 1;
                 // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
-                return Some(JStr::from(self.src.get(start..j)?));
+                Some(JStr::from(self.src.get(start..j)?))
             }
-            b'\\' => {}
-            _ => return None,
+            b'\\' => self.escaped(start, j),
+            _ => None,
         }
-        // Escapes: validate them on the way to the closing quote and keep the raw body; it
-        // is unescaped only if a rule reads it (most big strings are never read).
+    }
+
+    /// The rest of a string body from `start` with an escape at `j`: validate the escapes on
+    /// the way to the closing quote and keep the raw body; it is unescaped only if a rule
+    /// reads it (most big strings are never read).
+    #[inline(never)]
+    fn escaped(&mut self, start: usize, mut j: usize) -> Option<JStr<'a>> {
         loop {
             match self.s.get(j)? {
                 b'"' => {
