@@ -631,20 +631,21 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
 fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
     if m.len() <= 16 {
         // A cheap fingerprint per key rules out almost every pair without comparing strings;
-        // only equal fingerprints are compared in full. It is the key itself for keys of up
-        // to 7 bytes (most of a log's keys) and the first 4 and last 3 bytes otherwise, with
-        // the length: `type` and `time` differ, which length and end bytes alone do not tell.
+        // only equal fingerprints are compared in full. It holds the first and last 4 bytes
+        // (the whole key, up to 8 bytes: most of a log's keys) and the length: `type` and
+        // `time` differ, which length and end bytes alone do not tell. Fixed-size reads only
+        // (a copy of a short slice of varying length would call memcpy).
         let print = |k: &str| {
             let b = k.as_bytes();
-            let mut w = [0u8; 8];
-            if b.len() <= 7 {
-                w[..b.len()].copy_from_slice(b);
+            let n = b.len();
+            let body = if n >= 4 {
+                let head = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                let tail = u32::from_le_bytes([b[n - 4], b[n - 3], b[n - 2], b[n - 1]]);
+                u64::from(head) << 32 | u64::from(tail)
             } else {
-                w[..4].copy_from_slice(&b[..4]);
-                w[4..7].copy_from_slice(&b[b.len() - 3..]);
-            }
-            w[7] = b.len() as u8;
-            u64::from_le_bytes(w)
+                b.iter().fold(0, |w, &c| w << 8 | u64::from(c))
+            };
+            body ^ n as u64
         };
         let mut prints = [0u64; 16];
         let mut suspect = false;
