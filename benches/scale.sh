@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Growth benchmark: `dshs validate` time and peak RSS on generated logs of 100 MB, 1 GB and
+# 4 GB (formats 3 and 0), and validate/surface/derive on two pathological logs (a surface of
+# 100,000 and of 1,000,000 nodes with 10,000 and 100,000 replacements spread over it). Memory
+# should stay flat as the file grows; time should grow linearly.
+#
+#   benches/scale.sh [SIZES...]        e.g. benches/scale.sh 100M 1G 4G (the default)
+#
+# Environment: RUNS (default 2) runs per file; DATA (default bench-data) where the generated
+# logs are cached (vN-SIZE.jsonl, path-100k.jsonl, path-1m.jsonl); FRESH=0 skips rewriting
+# each log before timing it (see benches/run.sh for why); NO_PATH=1 skips the pathological logs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+sizes=${*:-100M 1G 4G}
+runs=${RUNS:-2}
+data=${DATA:-bench-data}
+cargo build --release --quiet --bin dshs --example gen-log
+mkdir -p "$data"
+bin=${BIN:-./target/release/dshs}
+gen=./target/release/examples/gen-log
+
+# "secs s, RSS MB" of one command, output discarded.
+measure() {
+  local report
+  report=$(mktemp)
+  /usr/bin/time -o "$report" -f '%e %M' "$@" >/dev/null 2>&1 || true
+  tail -n 1 "$report" | awk '{ printf "%s s, %.1f MB", $1, $2 * 1024 / 1e6 }'
+  rm -f "$report"
+}
+
+fresh() {
+  if [ "${FRESH:-1}" != 0 ]; then cp "$1" "$1.fresh" && mv "$1.fresh" "$1"; fi
+  cat "$1" > /dev/null
+}
+
+echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr)"
+for v in 3 0; do
+  for s in $sizes; do
+    log=$data/v$v-$s.jsonl
+    [ -s "$log" ] || "$gen" --version "$v" --size "$s" > "$log"
+    fresh "$log"
+    line="format $v, $s ($(stat -c %s "$log") bytes, $(($(wc -l < "$log") - 1)) lines): validate"
+    for r in $(seq 1 "$runs"); do line="$line | $(measure "$bin" validate -q "$log")"; done
+    echo "$line"
+  done
+done
+if [ -z "${NO_PATH:-}" ]; then
+  for spec in 100000,10000:path-100k 1000000,100000:path-1m; do
+    log=$data/${spec#*:}.jsonl
+    [ -s "$log" ] || "$gen" --version 3 --pathological "${spec%:*}" > "$log"
+    fresh "$log"
+    echo "pathological ${spec%:*} nodes,replaces ($(stat -c %s "$log") bytes):" \
+      "validate $(measure "$bin" validate -q "$log")" \
+      "| surface $(measure "$bin" surface "$log")" \
+      "| derive --format ndjson $(measure "$bin" derive --format ndjson "$log")"
+  done
+fi
