@@ -469,9 +469,9 @@ pub fn scan_framed(
         committed_bytes: result.committed_bytes,
     };
     let mut reached_stop = opts.stop_after.is_none();
-    // Plain input folded to the end: read and parse on worker threads while this one folds. A stop
-    // seq or a zstd decoder (whose end state is read where the pass stops) and a reader that
-    // watches each line being consumed keep the one-line-at-a-time pass.
+    // Plain input folded to the end: read and parse on worker threads while this one folds.
+    // A stop seq or a zstd decoder (whose end state is read where the pass stops) and a reader
+    // that watches each line being consumed keep the one-line-at-a-time pass.
     let threads = opts.parse_threads();
     // Format 0 (millions of tiny packed chunk events) folds slower than it parses: threads
     // bought it ~15 % for three times the memory (17 MB instead of 5.4 on 1 GiB), so it keeps
