@@ -10,17 +10,33 @@ use dshs::log::Finding;
 use dshs::log::scan::{ScanOptions, scan_framed};
 
 /// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny;
-/// with `fail`, it fails instead of reporting the end of its bytes.
+/// at the end of its bytes it reports the end, fails, or panics once (`end`; then the end).
 struct Chunky<'a> {
     bytes: &'a [u8],
     step: usize,
-    fail: bool,
+    end: End,
+}
+
+#[derive(Clone, Copy)]
+enum End {
+    Eof,
+    Fail,
+    Panic,
 }
 
 impl Read for Chunky<'_> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if self.fail && self.bytes.is_empty() {
-            return Err(io::Error::other("disk on fire"));
+        if self.bytes.is_empty() {
+            match self.end {
+                End::Eof => {}
+                End::Fail => return Err(io::Error::other("disk on fire")),
+                End::Panic => {
+                    // Once: the next reader to try (another worker) sees the end, so only the
+                    // worker that panicked knows the block it took will never come.
+                    self.end = End::Eof;
+                    panic!("reader panicked");
+                }
+            }
         }
         let n = self.step.min(buf.len()).min(self.bytes.len());
         buf[..n].copy_from_slice(&self.bytes[..n]);
@@ -55,7 +71,7 @@ fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
         Chunky {
             bytes,
             step,
-            fail: false,
+            end: End::Eof,
         },
     );
     let s = scan_framed(reader, None, None, &opts, &mut findings, &mut ()).expect("in memory");
@@ -139,13 +155,26 @@ fn parsing_threads_see_what_one_thread_sees() {
     assert!(compared > 400);
 }
 
+/// A log that takes the threaded path (format 0 keeps one thread): many lines of format 3.
+fn threaded_log() -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v3/nested-replace.jsonl");
+    let bytes = std::fs::read(path).expect("testdata");
+    let s = dshs::log::scan::scan(
+        &bytes[..],
+        None,
+        &ScanOptions::default(),
+        &mut Vec::new(),
+        &mut (),
+    )
+    .expect("scan");
+    assert_eq!(s.version, Some(3), "a format the parsing threads read");
+    bytes
+}
+
 #[test]
 fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
     // The whole lines read before the error count; the error is returned.
-    let (_, bytes) = logs()
-        .into_iter()
-        .find(|(n, _)| n.contains("multi-turn"))
-        .expect("fixture");
+    let bytes = threaded_log();
     for threads in [1, 2, 3] {
         let opts = ScanOptions {
             threads,
@@ -158,7 +187,7 @@ fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
                 Chunky {
                     bytes: &bytes,
                     step: 5,
-                    fail: true,
+                    end: End::Fail,
                 },
             ),
             None,
@@ -170,5 +199,45 @@ fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
             panic!("the read error surfaces ({threads} threads)");
         };
         assert_eq!(err.to_string(), "disk on fire", "{threads} threads");
+    }
+}
+
+#[test]
+fn a_reader_that_panics_on_a_worker_ends_the_pass_with_that_panic_not_a_hang() {
+    // Workers read: a panic inside a read happens on a worker, while the folding thread waits
+    // for that worker's block. It must come back as a panic of the scan.
+    let bytes = threaded_log();
+    for threads in [2, 3] {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let bytes = bytes.clone();
+        std::thread::spawn(move || {
+            let outcome = std::panic::catch_unwind(|| {
+                let opts = ScanOptions {
+                    threads,
+                    block_bytes: 1,
+                    ..ScanOptions::default()
+                };
+                let reader = Chunky {
+                    bytes: &bytes,
+                    step: 5,
+                    end: End::Panic,
+                };
+                let _ = scan_framed(
+                    BufReader::with_capacity(4, reader),
+                    None,
+                    None,
+                    &opts,
+                    &mut Vec::new(),
+                    &mut (),
+                );
+            });
+            let _ = tx.send(outcome.is_err());
+        });
+        let panicked = rx
+            .recv_timeout(std::time::Duration::from_secs(60))
+            .unwrap_or_else(|_| {
+                panic!("the scan hung after a worker panicked ({threads} threads)")
+            });
+        assert!(panicked, "the panic surfaces ({threads} threads)");
     }
 }
