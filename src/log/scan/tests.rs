@@ -1255,3 +1255,11 @@ fn committed_canonical_violations_and_malformed_system_messages_block_the_fold()
         assert_eq!(s.tally.blocking > 0, blocks, "{code}: {f:?}");
     }
 }
+
+#[test]
+fn a_pipe_leaves_its_producer_a_core() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    assert_eq!(auto_threads(false), cores.clamp(1, MAX_THREADS));
+    assert_eq!(auto_threads(true), (cores - 1).clamp(1, MAX_THREADS));
+    assert!(auto_threads(true) >= 1);
+}
