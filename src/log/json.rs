@@ -629,7 +629,9 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
 }
 
 fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
-    if m.len() <= 16 {
+    if m.len() < 2 {
+        None
+    } else if m.len() <= 16 {
         // A cheap fingerprint per key rules out almost every pair without comparing strings;
         // only equal fingerprints are compared in full. It holds the first and last 4 bytes
         // (the whole key, up to 8 bytes: most of a log's keys) and the length: `type` and
