@@ -25,6 +25,7 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::compress;
 use dshs::log::input::zstd::{ZstdReader, encode_frame};
 use dshs::log::repair;
 use dshs::log::write::Point;
@@ -462,18 +463,6 @@ fn repair_refuses_when_an_unlocked_writer_appends_while_it_works() {
 // ---------------------------------------------------------------------------------------
 // compact (plain logs of v0, v3, v4 and a zstd log), and repair of a torn zstd frame
 // ---------------------------------------------------------------------------------------
-
-/// Compress a plain log the way DSH stores it: the header line alone in frame 1, then
-/// `batch` lines per frame (a final line without newline joins the last frame).
-fn compress(plain: &[u8], batch: usize) -> Vec<u8> {
-    let mut lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
-    let header = lines.remove(0);
-    let mut out = encode_frame(header).expect("compress");
-    for group in lines.chunks(batch) {
-        out.extend(encode_frame(&group.concat()).expect("compress"));
-    }
-    out
-}
 
 /// The plaintext of one complete zstd frame (or of plain bytes).
 fn plaintext(bytes: &[u8]) -> Vec<u8> {

@@ -6,25 +6,9 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use common::{dshs, json_lines, testdata};
+use common::{compress, dshs, json_lines, testdata};
 use dshs::log::input::zstd::encode_frame;
 use serde_json::Value;
-
-/// Compress a plain log the way DSH does: the header line alone in frame 1, then the other
-/// lines in batches of `batch` per frame (a final line without newline joins the last frame).
-fn compress(plain: &[u8], batch: usize) -> Vec<u8> {
-    let mut lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
-    let mut out = Vec::new();
-    if lines.is_empty() {
-        return out;
-    }
-    let header = lines.remove(0);
-    out.extend(encode_frame(header).unwrap());
-    for group in lines.chunks(batch.max(1)) {
-        out.extend(encode_frame(&group.concat()).unwrap());
-    }
-    out
-}
 
 fn fixtures() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = fs::read_dir(testdata("fixtures"))

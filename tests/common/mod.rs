@@ -63,3 +63,20 @@ pub fn json_lines(stdout: &[u8]) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("not JSON: {l}: {e}")))
         .collect()
 }
+
+/// Compress a plain log the way DSH stores it: the header line alone in frame 1, then
+/// `batch` lines per frame (a final line without newline joins the last frame). Empty input
+/// stays empty.
+pub fn compress(plain: &[u8], batch: usize) -> Vec<u8> {
+    use dshs::log::input::zstd::encode_frame;
+    let mut lines: Vec<&[u8]> = plain.split_inclusive(|&b| b == b'\n').collect();
+    if lines.is_empty() {
+        return Vec::new();
+    }
+    let header = lines.remove(0);
+    let mut out = encode_frame(header).expect("compress");
+    for group in lines.chunks(batch.max(1)) {
+        out.extend(encode_frame(&group.concat()).expect("compress"));
+    }
+    out
+}
