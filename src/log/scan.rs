@@ -478,14 +478,15 @@ pub fn scan_framed(
         committed_bytes: result.committed_bytes,
     };
     let mut reached_stop = opts.stop_after.is_none();
-    // Plain input folded to the end: read and parse on worker threads while this one folds.
-    // A stop seq or a zstd decoder (whose end state is read where the pass stops) and a reader
-    // that watches each line being consumed keep the one-line-at-a-time pass.
+    // Input folded to the end: read (and for zstd, decompress) and parse on worker threads
+    // while this one folds. A stop seq (the pass ends early, and a zstd decoder's state is read
+    // where it stops) and a reader that watches each line being consumed (`threads: 1`) keep
+    // the one-line-at-a-time pass.
     let threads = opts.parse_threads();
     // Format 0 (millions of tiny packed chunk events) folds slower than it parses: threads
-    // bought it ~15 % for three times the memory (17 MB instead of 5.4 on 1 GiB), so it keeps
-    // one thread.
-    if framing.is_none() && opts.stop_after.is_none() && threads > 1 && !dialect.legacy_v0 {
+    // bought it ~7 % for three times the memory (16-19.5 MB instead of 5.4 on 1 GiB), so it
+    // keeps one thread.
+    if opts.stop_after.is_none() && threads > 1 && !dialect.legacy_v0 {
         let block = match opts.block_bytes {
             0 => pipeline::BLOCK,
             n => n,
