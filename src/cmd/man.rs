@@ -32,6 +32,14 @@ const ENVIRONMENT: &[(&str, &str)] = &[
         "DSHS_KNOWN_TYPES",
         "Files declaring extra log-only event types, separated like PATH; see --known-types.",
     ),
+    (
+        "DSHS_THREADS",
+        "Worker threads that read and parse a log while one thread folds it (default: one per core, at most 4, one fewer for a pipe; 1: one thread does everything).",
+    ),
+    (
+        "DSHS_MAX_LINE_BYTES",
+        "The longest line, in bytes, a zstd log may decompress to before reading stops (default 268435456; a guard against zstd bombs).",
+    ),
     ("TZ", "The time zone of the times `show` prints."),
     (
         "COLUMNS",
