@@ -293,8 +293,11 @@ pub(super) fn run<R: BufRead + Send>(
                             }
                             Job::Free(batch) => {
                                 let Batch { block, .. } = batch;
-                                // A block that grew around a huge line is not kept.
-                                if block.len() <= 4 * block_size && spare.len() < limit {
+                                // A worker reads one block per batch it frees, so two spare
+                                // buffers are plenty; one that grew around a long line is not
+                                // kept. (Keeping up to six of up to four blocks each had cost
+                                // ~0.5 MB of peak RSS, and could cost several.)
+                                if block.len() <= 2 * block_size && spare.len() < 2 {
                                     spare.push(block);
                                 }
                                 continue;
