@@ -826,15 +826,9 @@ pub fn verify(
         .state
         .as_ref()
         .is_some_and(|st| !st.closers.is_open() && !st.compaction.is_active());
-    let ok = s.status() == Status::Valid
-        && s.tally.errors == 0
+    let ok = s.is_clean_write(plan.compacted_len(), plan.plain_len)
         && s.tally.warnings <= plan.warnings_before
         && quiet_end
-        && s.torn.is_none()
-        && s.crash.is_none()
-        && s.physical_len() == plan.compacted_len()
-        && s.total_bytes == plan.plain_len
-        && s.committed_bytes == plan.plain_len
         && surface == plan.expected_surface;
     Ok(Verdict {
         ok,

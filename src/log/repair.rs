@@ -231,15 +231,8 @@ pub fn verify(
     let mut findings = Vec::new();
     let bytes = original.take(plan.keep).chain(plan.append());
     let s = plan.encoding.scan(bytes, path, opts, &mut findings)?;
-    let ok = plan.recovered
-        && s.status() == Status::Valid
-        && s.tally.errors == 0
-        && !s.open_turn()
-        && s.torn.is_none()
-        && s.crash.is_none()
-        && s.physical_len() == plan.repaired_len()
-        && s.total_bytes == plan.plain_len
-        && s.committed_bytes == plan.plain_len;
+    let ok =
+        plan.recovered && s.is_clean_write(plan.repaired_len(), plan.plain_len) && !s.open_turn();
     Ok(Verdict { ok, findings })
 }
 

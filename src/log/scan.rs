@@ -308,6 +308,19 @@ impl Scan {
             .as_ref()
             .map_or(self.total_bytes, |z| z.compressed_len)
     }
+
+    /// What `repair` and `compact` ask of the log they are about to write: valid with no
+    /// error, every byte committed (no torn line, no crash tail), and exactly `stored` bytes
+    /// as stored holding `plain` bytes of plaintext.
+    pub fn is_clean_write(&self, stored: u64, plain: u64) -> bool {
+        self.status() == Status::Valid
+            && self.tally.errors == 0
+            && self.torn.is_none()
+            && self.crash.is_none()
+            && self.physical_len() == stored
+            && self.total_bytes == plain
+            && self.committed_bytes == plain
+    }
 }
 
 /// A row §6.1 calls bad: the code of its physical finding (or of the canonical rule it
