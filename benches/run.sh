@@ -8,9 +8,9 @@
 #
 # Environment: RUNS (default 3) paired runs per file; DATA (default bench-data) where the
 # generated logs are cached as vN-SIZE.jsonl (generated when missing); FRESH=0 skips rewriting
-# each log before timing it (see below); NO_JQ=1 skips jq (it needs ~20 s per GiB); ZSTD=1
-# also times validate and derive on a copy stored the way DSH stores logs (zstd frames; made
-# with the zstd-log example), and `zstd -dc | validate -`.
+# each log before timing it (see fresh in benches/lib.sh); NO_JQ=1 skips jq (it needs ~20 s
+# per GiB); ZSTD=1 also times validate and derive on a copy stored the way DSH stores logs
+# (zstd frames; made with the zstd-log example), and `zstd -dc | validate -`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 size=${1:-1G}
@@ -22,14 +22,8 @@ cargo build --release --quiet --bin dshs --example gen-log --example zstd-log
 mkdir -p "$data"
 bin=${BIN:-./target/release/dshs}
 
-# secs and peak RSS (KiB) of one command, output discarded.
-measure() {
-  local report
-  report=$(mktemp)
-  /usr/bin/time -o "$report" -f '%e %M' "$@" >/dev/null 2>&1 || true
-  tail -n 1 "$report"
-  rm -f "$report"
-}
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 
 echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr)"
 for v in $versions; do
@@ -38,12 +32,7 @@ for v in $versions; do
   bytes=$(stat -c %s "$log")
   mb() { awk -v b="$bytes" -v s="$1" 'BEGIN { if (s > 0) printf "%.0f", b / 1e6 / s; else print "-" }'; }
   ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
-  # Rewrite the log so its page-cache pages are fresh, then read it once. On the VM the README
-  # figures come from, pages that sat idle for a while read ~5x slower (dd: 1.0 s per GiB
-  # against 0.2 s after a rewrite; the host reclaims idle guest memory), which swamps what is
-  # measured. FRESH=0 keeps the file as it is.
-  if [ "${FRESH:-1}" != 0 ]; then cp "$log" "$log.fresh" && mv "$log.fresh" "$log"; fi
-  cat "$log" > /dev/null
+  fresh "$log"
   echo
   echo "== format v$v: $log, $bytes bytes ($(( bytes / 1048576 )) MiB)"
   printf '%-4s %7s %7s | %7s %7s %6s %6s %6s | %7s %6s %6s | %7s %6s | %7s %6s | %s\n' \
@@ -67,7 +56,7 @@ for v in $versions; do
     # then batches of 16 lines. MB/s is of the decompressed (plain) bytes.
     zlog=$log.zstd
     [ -s "$zlog" ] || ./target/release/examples/zstd-log --batch 16 "$log" "$zlog"
-    if [ "${FRESH:-1}" != 0 ]; then cp "$zlog" "$zlog.fresh" && mv "$zlog.fresh" "$zlog"; fi
+    fresh "$zlog"
     zbytes=$(stat -c %s "$zlog")
     for r in $(seq 1 "$runs"); do
       read -r z_s z_k < <(measure "$bin" validate -q "$zlog")

@@ -8,7 +8,8 @@
 #
 # Environment: RUNS (default 2) runs per file; DATA (default bench-data) where the generated
 # logs are cached (vN-SIZE.jsonl, path-100k.jsonl, path-1m.jsonl); FRESH=0 skips rewriting
-# each log before timing it (see benches/run.sh for why); NO_PATH=1 skips the pathological logs.
+# each log before timing it (see fresh in benches/lib.sh); NO_PATH=1 skips the pathological
+# logs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=${*:-100M 1G 4G}
@@ -19,18 +20,12 @@ mkdir -p "$data"
 bin=${BIN:-./target/release/dshs}
 gen=./target/release/examples/gen-log
 
-# "secs s, RSS MB" of one command, output discarded.
-measure() {
-  local report
-  report=$(mktemp)
-  /usr/bin/time -o "$report" -f '%e %M' "$@" >/dev/null 2>&1 || true
-  tail -n 1 "$report" | awk '{ printf "%s s, %.1f MB", $1, $2 * 1024 / 1e6 }'
-  rm -f "$report"
-}
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
 
-fresh() {
-  if [ "${FRESH:-1}" != 0 ]; then cp "$1" "$1.fresh" && mv "$1.fresh" "$1"; fi
-  cat "$1" > /dev/null
+# "SECS s, RSS MB" of one command.
+measured() {
+  measure "$@" | awk '{ printf "%s s, %.1f MB", $1, $2 * 1024 / 1e6 }'
 }
 
 echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), $(free -g | awk '/Mem:/ {print $2}') GiB RAM, $(uname -sr)"
@@ -40,7 +35,7 @@ for v in 3 0; do
     [ -s "$log" ] || "$gen" --version "$v" --size "$s" > "$log"
     fresh "$log"
     line="format $v, $s ($(stat -c %s "$log") bytes, $(($(wc -l < "$log") - 1)) lines): validate"
-    for r in $(seq 1 "$runs"); do line="$line | $(measure "$bin" validate -q "$log")"; done
+    for r in $(seq 1 "$runs"); do line="$line | $(measured "$bin" validate -q "$log")"; done
     echo "$line"
   done
 done
@@ -50,8 +45,8 @@ if [ -z "${NO_PATH:-}" ]; then
     [ -s "$log" ] || "$gen" --version 3 --pathological "${spec%:*}" > "$log"
     fresh "$log"
     echo "pathological ${spec%:*} nodes,replaces ($(stat -c %s "$log") bytes):" \
-      "validate $(measure "$bin" validate -q "$log")" \
-      "| surface $(measure "$bin" surface "$log")" \
-      "| derive --format ndjson $(measure "$bin" derive --format ndjson "$log")"
+      "validate $(measured "$bin" validate -q "$log")" \
+      "| surface $(measured "$bin" surface "$log")" \
+      "| derive --format ndjson $(measured "$bin" derive --format ndjson "$log")"
   done
 fi
