@@ -13,6 +13,8 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 mod fast;
 
+pub(crate) use fast::move_into;
+
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
@@ -59,7 +61,11 @@ impl fmt::Display for Num {
     }
 }
 
-pub type Members<'a> = Vec<(Cow<'a, str>, Json<'a>)>;
+/// An object member: its key and value.
+pub type Member<'a> = (Cow<'a, str>, Json<'a>);
+
+/// An object's members being built (see [`List`] for the stored form).
+pub type Members<'a> = Vec<Member<'a>>;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Json<'a> {
@@ -67,8 +73,138 @@ pub enum Json<'a> {
     Bool(bool),
     Num(Num),
     Str(JStr<'a>),
-    Arr(Vec<Json<'a>>),
-    Obj(Members<'a>),
+    Arr(List<'a, Json<'a>>),
+    Obj(List<'a, Member<'a>>),
+}
+
+/// The items of an array or the members of an object.
+///
+/// A line parsed on the scan's hot path puts them in the arena of its block
+/// ([`parse_audited_in`]): made by bumping a pointer, freed all at once with the arena, never
+/// walked to be dropped (a tenth of a pass went to freeing trees node by node). Everything
+/// inside an arena list is borrowed (strings from the line or the arena, lists from the
+/// arena), so nothing in it needs dropping. Values built or changed in memory own theirs; a
+/// change to an arena list copies it out first (shallowly: its items are borrowed).
+pub enum List<'a, T> {
+    Arena(&'a [T]),
+    Owned(Vec<T>),
+}
+
+impl<T> std::ops::Deref for List<'_, T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        match self {
+            List::Arena(s) => s,
+            List::Owned(v) => v,
+        }
+    }
+}
+
+impl<T: Clone> List<'_, T> {
+    /// The owned list, copying an arena list out first.
+    pub fn to_mut(&mut self) -> &mut Vec<T> {
+        if let List::Arena(s) = self {
+            *self = List::Owned(s.to_vec());
+        }
+        match self {
+            List::Owned(v) => v,
+            List::Arena(_) => unreachable!("made owned just above"),
+        }
+    }
+
+    pub fn into_vec(self) -> Vec<T> {
+        match self {
+            List::Arena(s) => s.to_vec(),
+            List::Owned(v) => v,
+        }
+    }
+}
+
+impl<T: Clone> Clone for List<'_, T> {
+    fn clone(&self) -> Self {
+        match self {
+            List::Arena(s) => List::Arena(s),
+            List::Owned(v) => List::Owned(v.clone()),
+        }
+    }
+}
+
+impl<T: PartialEq> PartialEq for List<'_, T> {
+    fn eq(&self, other: &Self) -> bool {
+        **self == **other
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for List<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&**self, f)
+    }
+}
+
+impl<T> From<Vec<T>> for List<'_, T> {
+    fn from(v: Vec<T>) -> Self {
+        List::Owned(v)
+    }
+}
+
+impl<T> FromIterator<T> for List<'_, T> {
+    fn from_iter<I: IntoIterator<Item = T>>(items: I) -> Self {
+        List::Owned(items.into_iter().collect())
+    }
+}
+
+impl<'l, T> IntoIterator for &'l List<'_, T> {
+    type Item = &'l T;
+    type IntoIter = std::slice::Iter<'l, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.iter()
+    }
+}
+
+/// A list's items by value: moved out of an owned list, copied out of an arena list (the
+/// copies are shallow: what they hold is borrowed too).
+pub enum ListIntoIter<'a, T> {
+    Arena(std::slice::Iter<'a, T>),
+    Owned(std::vec::IntoIter<T>),
+}
+
+impl<T: Clone> Iterator for ListIntoIter<'_, T> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match self {
+            ListIntoIter::Arena(i) => i.next().cloned(),
+            ListIntoIter::Owned(i) => i.next(),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            ListIntoIter::Arena(i) => i.size_hint(),
+            ListIntoIter::Owned(i) => i.size_hint(),
+        }
+    }
+}
+
+impl<T: Clone> ExactSizeIterator for ListIntoIter<'_, T> {}
+
+impl<T: Clone> DoubleEndedIterator for ListIntoIter<'_, T> {
+    fn next_back(&mut self) -> Option<T> {
+        match self {
+            ListIntoIter::Arena(i) => i.next_back().cloned(),
+            ListIntoIter::Owned(i) => i.next_back(),
+        }
+    }
+}
+
+impl<'a, T: Clone> IntoIterator for List<'a, T> {
+    type Item = T;
+    type IntoIter = ListIntoIter<'a, T>;
+    fn into_iter(self) -> Self::IntoIter {
+        match self {
+            List::Arena(s) => ListIntoIter::Arena(s.iter()),
+            List::Owned(v) => ListIntoIter::Owned(v.into_iter()),
+        }
+    }
 }
 
 /// A JSON string value. One without escapes is borrowed from the line; one with escapes is
@@ -82,6 +218,16 @@ enum Repr<'a> {
     Text(Cow<'a, str>),
     /// The body between the quotes, escapes validated by the parser; unescaped on demand.
     Escaped(&'a str, std::cell::OnceCell<Box<str>>),
+    /// The same in a tree in an arena: unescaped on demand into the arena.
+    InArena(&'a str, &'a Lazy<'a>),
+}
+
+/// Where an escaped string of a tree in an arena is unescaped to, the first time it is read.
+pub(crate) struct Lazy<'a> {
+    /// The unescaped text, in `arena`. (A pointer, not a `&'a str`: a reference in a cell
+    /// would make every tree invariant in `'a`.)
+    text: std::cell::OnceCell<std::ptr::NonNull<str>>,
+    arena: &'a bumpalo::Bump,
 }
 
 impl<'a> JStr<'a> {
@@ -91,22 +237,47 @@ impl<'a> JStr<'a> {
         JStr(Repr::Escaped(raw, std::cell::OnceCell::new()))
     }
 
+    /// `raw` as [`Self::escaped`], in a tree in `arena`.
+    fn escaped_in(raw: &'a str, arena: &'a bumpalo::Bump) -> Self {
+        let lazy = arena.alloc(Lazy {
+            text: std::cell::OnceCell::new(),
+            arena,
+        });
+        JStr(Repr::InArena(raw, lazy))
+    }
+
     pub fn as_str(&self) -> &str {
         match &self.0 {
             Repr::Text(t) => t,
             Repr::Escaped(raw, cooked) => cooked.get_or_init(|| fast::unescape(raw).into()),
+            Repr::InArena(raw, lazy) => Self::cooked(raw, lazy),
         }
+    }
+
+    fn cooked(raw: &str, lazy: &Lazy<'a>) -> &'a str {
+        let text = lazy
+            .text
+            .get_or_init(|| std::ptr::NonNull::from(&*lazy.arena.alloc_str(&fast::unescape(raw))));
+        // SAFETY: the text was put in the arena, which lives for `'a` and never moves or
+        // frees what it holds before it is reset or dropped, which `'a` outlasts.
+        unsafe { text.as_ref() }
     }
 
     pub fn into_cow(self) -> Cow<'a, str> {
         match self.0 {
             Repr::Text(t) => t,
+            Repr::InArena(raw, lazy) => Cow::Borrowed(Self::cooked(raw, lazy)),
             Repr::Escaped(raw, cooked) => Cow::Owned(
                 cooked
                     .into_inner()
                     .map_or_else(|| fast::unescape(raw), String::from),
             ),
         }
+    }
+
+    /// Borrowed text (no unescaped copy to own, now or later).
+    fn is_borrowed(&self) -> bool {
+        matches!(self.0, Repr::Text(Cow::Borrowed(_)) | Repr::InArena(..))
     }
 
     pub fn into_owned(self) -> JStr<'static> {
@@ -190,7 +361,7 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
-    match fast::parse(text) {
+    match fast::parse(text, None) {
         Some((v, _)) => Ok(v),
         None => parse_careful(text),
     }
@@ -199,7 +370,16 @@ pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
 /// [`parse_str`] and [`audit`] in one walk over the line (the common case); the careful
 /// path and a separate audit for lines the fast parser leaves to serde_json.
 pub fn parse_audited(text: &str) -> Result<(Json<'_>, Audit), String> {
-    match fast::parse(text) {
+    parse_audited_in(text, None)
+}
+
+/// [`parse_audited`] with the tree's lists and unescaped strings in `arena` (see [`List`]);
+/// a line the fast parser leaves to serde_json gets an owned tree.
+pub fn parse_audited_in<'a>(
+    text: &'a str,
+    arena: Option<&'a bumpalo::Bump>,
+) -> Result<(Json<'a>, Audit), String> {
+    match fast::parse(text, arena) {
         Some(parsed) => Ok(parsed),
         None => parse_careful(text).map(|v| {
             let a = audit(&v);
@@ -294,11 +474,18 @@ fn restore_infinity(v: Json<'static>) -> Json<'static> {
         Json::Num(Num::F(f)) if f.abs() == INFINITY_STAND_IN => {
             Json::Num(Num::F(f.signum() * f64::INFINITY))
         }
-        Json::Arr(items) => Json::Arr(items.into_iter().map(restore_infinity).collect()),
+        Json::Arr(items) => Json::Arr(
+            items
+                .into_iter()
+                .map(restore_infinity)
+                .collect::<Vec<_>>()
+                .into(),
+        ),
         Json::Obj(m) => Json::Obj(
             m.into_iter()
                 .map(|(k, v)| (k, restore_infinity(v)))
-                .collect(),
+                .collect::<Vec<_>>()
+                .into(),
         ),
         other => other,
     }
@@ -366,7 +553,12 @@ impl<'a> Json<'a> {
 
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Json<'a>> {
         match self {
-            Json::Obj(m) => m.iter_mut().rev().find(|(k, _)| k == key).map(|(_, v)| v),
+            Json::Obj(m) => m
+                .to_mut()
+                .iter_mut()
+                .rev()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v),
             _ => None,
         }
     }
@@ -394,7 +586,7 @@ impl<'a> Json<'a> {
         }
     }
 
-    pub fn as_obj(&self) -> Option<&Members<'a>> {
+    pub fn as_obj(&self) -> Option<&[Member<'a>]> {
         match self {
             Json::Obj(m) => Some(m),
             _ => None,
@@ -450,8 +642,11 @@ impl<'a> Json<'a> {
     pub fn take(&mut self, key: &str) -> Option<Json<'a>> {
         match self {
             Json::Obj(m) => {
+                if !m.iter().any(|(k, _)| k == key) {
+                    return None;
+                }
                 let mut found = None;
-                m.retain_mut(|(k, v)| {
+                m.to_mut().retain_mut(|(k, v)| {
                     if k == key {
                         found = Some(std::mem::replace(v, Json::Null));
                         false
@@ -468,8 +663,23 @@ impl<'a> Json<'a> {
     /// Set a member (replacing every existing occurrence) at the end of the object.
     pub fn set(&mut self, key: &'a str, value: Json<'a>) {
         if let Json::Obj(m) = self {
+            let m = m.to_mut();
             m.retain(|(k, _)| k != key);
             m.push((Cow::Borrowed(key), value));
+        }
+    }
+
+    /// Nothing in this value owns memory: every string is borrowed and every list is in an
+    /// arena (checked all the way down). What may be put in an arena list (see [`List`]).
+    pub fn arena_only(&self) -> bool {
+        match self {
+            Json::Null | Json::Bool(_) | Json::Num(_) => true,
+            Json::Str(s) => s.is_borrowed(),
+            Json::Arr(List::Arena(items)) => items.iter().all(Json::arena_only),
+            Json::Obj(List::Arena(m)) => m
+                .iter()
+                .all(|(k, v)| matches!(k, Cow::Borrowed(_)) && v.arena_only()),
+            Json::Arr(List::Owned(_)) | Json::Obj(List::Owned(_)) => false,
         }
     }
 
@@ -490,11 +700,19 @@ impl<'a> Json<'a> {
             Json::Bool(b) => Json::Bool(b),
             Json::Num(n) => Json::Num(n),
             Json::Str(s) => Json::Str(s.into_owned()),
-            Json::Arr(a) => Json::Arr(a.into_iter().map(Json::into_owned).collect()),
+            Json::Arr(a) => Json::Arr(
+                a.iter()
+                    .cloned()
+                    .map(Json::into_owned)
+                    .collect::<Vec<_>>()
+                    .into(),
+            ),
             Json::Obj(m) => Json::Obj(
-                m.into_iter()
+                m.iter()
+                    .cloned()
                     .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
-                    .collect(),
+                    .collect::<Vec<_>>()
+                    .into(),
             ),
         }
     }
@@ -628,7 +846,7 @@ fn audit_into(value: &Json<'_>, a: &mut Audit) {
     }
 }
 
-fn first_duplicate<'m>(m: &'m Members<'_>) -> Option<&'m str> {
+fn first_duplicate<'m>(m: &'m [Member<'_>]) -> Option<&'m str> {
     if m.len() < 2 {
         None
     } else if m.len() <= 16 {
@@ -839,7 +1057,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
         while let Some(v) = seq.next_element()? {
             items.push(v);
         }
-        Ok(Json::Arr(items))
+        Ok(Json::Arr(items.into()))
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut members = Vec::with_capacity(map.size_hint().unwrap_or(0));
@@ -847,7 +1065,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
             let v = map.next_value()?;
             members.push((k.0, v));
         }
-        Ok(Json::Obj(members))
+        Ok(Json::Obj(members.into()))
     }
 }
 
@@ -887,7 +1105,7 @@ enum KeySpans<'m> {
 }
 
 impl<'m> KeySpans<'m> {
-    fn of(m: &'m Members<'_>) -> Self {
+    fn of(m: &'m [Member<'_>]) -> Self {
         if m.len() <= 16 {
             return match first_duplicate(m) {
                 None => KeySpans::Unique,
@@ -904,7 +1122,7 @@ impl<'m> KeySpans<'m> {
     }
 
     /// (first, last) index of the key of member `i`.
-    fn span(&self, m: &Members<'_>, i: usize) -> (usize, usize) {
+    fn span(&self, m: &[Member<'_>], i: usize) -> (usize, usize) {
         let k = &m[i].0;
         match self {
             KeySpans::Unique => (i, i),

@@ -106,12 +106,15 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
             } else if exact_keys(&data, &["turn", "content", "source"]) {
                 let content = data.take("content").unwrap_or(Json::Null);
                 let source = data.take("source").unwrap_or(Json::Null);
-                ev.data = Json::Obj(vec![
-                    (Cow::Borrowed("content"), content),
-                    (Cow::Borrowed("source"), source),
-                    (Cow::Borrowed("id"), Json::Str(minted().into())),
-                    (Cow::Borrowed("role"), s("user")),
-                ]);
+                ev.data = Json::Obj(
+                    vec![
+                        (Cow::Borrowed("content"), content),
+                        (Cow::Borrowed("source"), source),
+                        (Cow::Borrowed("id"), Json::Str(minted().into())),
+                        (Cow::Borrowed("role"), s("user")),
+                    ]
+                    .into(),
+                );
             } else {
                 ev.data = data;
                 return malformed(
@@ -133,6 +136,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 && d.has("source")
             {
                 if let Json::Obj(m) = &mut ev.data {
+                    let m = m.to_mut();
                     m.push((Cow::Borrowed("id"), Json::Str(minted().into())));
                     m.push((Cow::Borrowed("role"), s("user")));
                 }
@@ -146,19 +150,22 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 let content = ev.data.take("content").unwrap_or(Json::Null);
                 let provenance = ev.data.take("provenance").unwrap_or(Json::Null);
                 let mut source: Members<'_> = match provenance {
-                    Json::Obj(m) => m,
+                    Json::Obj(m) => m.into_vec(),
                     _ => return malformed(ev, "provenance must be an object"),
                 };
                 source.retain(|(k, _)| k != "kind");
                 source.push((Cow::Borrowed("kind"), s("model")));
-                let message = Json::Obj(vec![
-                    (Cow::Borrowed("id"), Json::Str(minted().into())),
-                    (Cow::Borrowed("role"), s("assistant")),
-                    (Cow::Borrowed("content"), content),
-                    (Cow::Borrowed("source"), Json::Obj(source)),
-                ]);
+                let message = Json::Obj(
+                    vec![
+                        (Cow::Borrowed("id"), Json::Str(minted().into())),
+                        (Cow::Borrowed("role"), s("assistant")),
+                        (Cow::Borrowed("content"), content),
+                        (Cow::Borrowed("source"), Json::Obj(source.into())),
+                    ]
+                    .into(),
+                );
                 if let Json::Obj(m) = &mut ev.data {
-                    m.push((Cow::Borrowed("message"), message));
+                    m.to_mut().push((Cow::Borrowed("message"), message));
                 }
                 ev.normalized = true;
                 return Legacy::Normalized("assistant/message {content, provenance}");
@@ -189,12 +196,15 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     ("role", s("user")),
                     (
                         "content",
-                        Json::Arr(vec![obj(vec![
-                            ("type", s("tool-result")),
-                            ("toolCallId", call_id.clone()),
-                            ("content", content),
-                            ("isError", is_error),
-                        ])]),
+                        Json::Arr(
+                            vec![obj(vec![
+                                ("type", s("tool-result")),
+                                ("toolCallId", call_id.clone()),
+                                ("content", content),
+                                ("isError", is_error),
+                            ])]
+                            .into(),
+                        ),
                     ),
                     (
                         "source",
@@ -202,7 +212,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     ),
                 ]);
                 if let Json::Obj(m) = &mut ev.data {
-                    m.push((Cow::Borrowed("message"), message));
+                    m.to_mut().push((Cow::Borrowed("message"), message));
                 }
                 ev.normalized = true;
                 return Legacy::Normalized("tool/result {callId, content, isError}");

@@ -262,7 +262,7 @@ fn empty_optional(ev: &Event<'_>) -> Option<&'static str> {
     if header
         .get("adapterDefaults")
         .and_then(Json::as_obj)
-        .is_some_and(Vec::is_empty)
+        .is_some_and(<[_]>::is_empty)
     {
         return Some("adapterDefaults");
     }

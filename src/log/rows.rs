@@ -8,7 +8,9 @@ use std::borrow::Cow;
 use super::codes::Code;
 use super::dialect::Dialect;
 use super::finding::Pos;
-use super::json::{self, Json, MAX_SAFE};
+use bumpalo::Bump;
+
+use super::json::{self, Json, List, MAX_SAFE};
 
 /// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
 #[derive(Debug, Clone)]
@@ -149,7 +151,18 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    let (value, audit) = match json::parse_audited(text) {
+    decode_in(text, pos, dialect, None)
+}
+
+/// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
+/// (the scan's hot path: see [`json::List`]).
+pub fn decode_in<'a>(
+    text: &'a str,
+    pos: Pos,
+    dialect: &Dialect,
+    arena: Option<&'a Bump>,
+) -> Row<'a> {
+    let (value, audit) = match json::parse_audited_in(text, arena) {
         Ok(parsed) => parsed,
         Err(why) => {
             let why = if text.is_empty() {
@@ -207,7 +220,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
                 members,
             });
         }
-        return match expand_packed(tag, value, pos) {
+        return match expand_packed(tag, value, pos, arena) {
             Ok(events) => Row::Events(events, audit),
             Err(why) => Row::Bad(BadRow {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
@@ -235,7 +248,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
             members: 1,
         });
     }
-    let event = envelope(value, seq, pos);
+    let event = envelope(&value, seq, pos);
     Row::Events(
         vec![Candidate {
             seq,
@@ -246,23 +259,22 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
     )
 }
 
-fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, BadEnvelope> {
+fn envelope<'a>(value: &Json<'a>, seq: Option<u64>, pos: Pos) -> Result<Event<'a>, BadEnvelope> {
     // One pass over the members: each envelope key's last value (JavaScript's last-wins),
-    // and the other names in first-seen order.
-    let mut slots: [Option<Json<'_>>; ENVELOPE_KEYS.len()] = Default::default();
-    let mut extra: Vec<Cow<'_, str>> = Vec::new();
-    if let Json::Obj(members) = value {
-        for (k, v) in members {
-            match ENVELOPE_KEYS.iter().position(|e| *e == k) {
-                Some(i) => slots[i] = Some(v),
-                None if !extra.contains(&k) => extra.push(k),
-                None => {}
-            }
+    // and the other names in first-seen order. Only what the event keeps is copied (for a
+    // tree in an arena, a shallow copy).
+    let mut slots: [Option<&Json<'a>>; ENVELOPE_KEYS.len()] = Default::default();
+    let mut extra: Vec<&str> = Vec::new();
+    for (k, v) in value.as_obj().unwrap_or_default() {
+        match ENVELOPE_KEYS.iter().position(|e| *e == k) {
+            Some(i) => slots[i] = Some(v),
+            None if !extra.contains(&&**k) => extra.push(k),
+            None => {}
         }
     }
     let [ty, _seq, time, data, surface_op, source_seqs, ignorable] = slots;
     let ty = ty.map(|t| match t {
-        Json::Str(s) => Ok(s.into_cow()),
+        Json::Str(s) => Ok(s.clone().into_cow()),
         other => Err(other),
     });
     // Borrowed (no copy) unless the type had escapes; owned only for an error report.
@@ -301,7 +313,7 @@ fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, Ba
         Some(t) => t.safe_int().ok_or_else(|| {
             bad(format!(
                 "`time` must be a safe integer (epoch milliseconds), found {}",
-                describe_value(&t)
+                describe_value(t)
             ))
         })?,
         None => return Err(bad("`time` is missing".into())),
@@ -315,7 +327,7 @@ fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, Ba
         Some(other) => {
             return Err(bad(format!(
                 "`ignorable` must be exactly true when present, found {}",
-                describe_value(&other)
+                describe_value(other)
             )));
         }
     };
@@ -324,9 +336,9 @@ fn envelope(value: Json<'_>, seq: Option<u64>, pos: Pos) -> Result<Event<'_>, Ba
         seq: seq.unwrap_or(0),
         time,
         ty,
-        data,
-        surface_op,
-        source_seqs,
+        data: data.clone(),
+        surface_op: surface_op.cloned(),
+        source_seqs: source_seqs.cloned(),
         ignorable,
         packed: false,
         normalized: false,
@@ -343,7 +355,12 @@ fn describe_value(v: &Json<'_>) -> String {
     }
 }
 
-fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candidate<'a>>, String> {
+fn expand_packed<'a>(
+    tag: &str,
+    value: Json<'a>,
+    pos: Pos,
+    arena: Option<&'a Bump>,
+) -> Result<Vec<Candidate<'a>>, String> {
     let keys = value.keys();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
@@ -377,7 +394,7 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
     } else {
         &["dt", "index", "step", "texts", "turn"]
     };
-    if dkeys != expected || data.as_obj().map_or(0, Vec::len) != expected.len() {
+    if dkeys != expected || data.as_obj().map_or(0, <[_]>::len) != expected.len() {
         return Err(format!(
             "data keys must be exactly {} (found {})",
             expected.join(", "),
@@ -397,6 +414,9 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
             return Err("data.name must be a string".into());
         }
     }
+    // A line the fast parser left to serde_json has an owned tree, whose parts must not go
+    // into an arena list (nothing there is dropped: see [`json::List`]).
+    let arena = arena.filter(|_| matches!(value, Json::Obj(List::Arena(_))));
     let list_key = if tool { "args" } else { "texts" };
     let pieces = data
         .get(list_key)
@@ -449,17 +469,24 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
         "reasoning-chunks" => "reasoning-delta",
         _ => "tool-call-delta",
     };
-    // Moved out, not cloned (the last occurrence wins, as `get` read it above).
-    let Some(Json::Arr(pieces)) = data.take(list_key) else {
+    // The last occurrence wins, as `get` read it above. An owned list is moved out; an arena
+    // list is only referred to.
+    let pieces = match arena {
+        Some(_) => data.get(list_key).cloned(),
+        None => data.take(list_key),
+    };
+    let Some(Json::Arr(pieces)) = pieces else {
         return Err(format!("data.{list_key} must be an array"));
     };
+    // Sized for the longest chunk (type, index, id, name, argumentsDelta): no regrowth. In an
+    // arena, one buffer serves every member.
+    let chunk_capacity = if tool { 5 } else { 3 };
+    let mut chunk: json::Members<'a> = Vec::with_capacity(chunk_capacity);
     let out = pieces
         .into_iter()
         .zip(times)
         .enumerate()
         .map(|(k, (piece, time))| {
-            // Sized for the longest chunk (type, index, id, name, argumentsDelta): no regrowth.
-            let mut chunk: json::Members<'a> = Vec::with_capacity(if tool { 5 } else { 3 });
             chunk.push((Cow::Borrowed("type"), Json::Str(delta.into())));
             chunk.push((Cow::Borrowed("index"), index.clone()));
             if tool {
@@ -471,11 +498,23 @@ fn expand_packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Vec<Candida
             } else {
                 chunk.push((Cow::Borrowed("text"), piece));
             }
-            let data = Json::Obj(vec![
+            let chunk_list = match arena {
+                Some(arena) => List::Arena(json::move_into(arena, &mut chunk, 0)),
+                None => List::Owned(std::mem::replace(
+                    &mut chunk,
+                    Vec::with_capacity(chunk_capacity),
+                )),
+            };
+            let data = [
                 (Cow::Borrowed("turn"), turn.clone()),
                 (Cow::Borrowed("step"), step.clone()),
-                (Cow::Borrowed("chunk"), Json::Obj(chunk)),
-            ]);
+                (Cow::Borrowed("chunk"), Json::Obj(chunk_list)),
+            ];
+            let data = Json::Obj(match arena {
+                Some(arena) => List::Arena(arena.alloc_slice_fill_iter(data)),
+                None => List::Owned(data.into()),
+            });
+            debug_assert!(arena.is_none() || data.arena_only());
             let seq = seq0 + k as u64;
             Candidate {
                 seq: Some(seq),
@@ -704,6 +743,34 @@ mod tests {
 
     fn pos() -> Pos {
         Pos { line: 2, byte: 10 }
+    }
+
+    /// Every event's data, as text, decoded with or without an arena.
+    fn event_texts(line: &str, arena: Option<&Bump>) -> Vec<String> {
+        let Row::Events(evs, _) = decode_in(line, pos(), &DIALECTS[0], arena) else {
+            panic!("bad row: {line}")
+        };
+        evs.iter()
+            .map(|c| {
+                let e = c.event.as_ref().unwrap();
+                format!("{} {} {:?}", e.seq, e.ty, e.data)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rows_in_an_arena_decode_like_owned_rows() {
+        let lines = [
+            r#"{"type":"text-chunks","seq0":5,"time0":100,"data":{"turn":1,"step":2,"index":0,"dt":[1],"texts":["a\n","b"]}}"#,
+            r#"{"type":"tool-call-chunks","seq0":5,"time0":100,"data":{"turn":1,"step":2,"index":0,"id":"c\"1","name":"x","dt":[1],"args":["{","}"]}}"#,
+            // Left to serde_json (a lone surrogate): an owned tree, kept out of the arena.
+            r#"{"type":"text-chunks","seq0":5,"time0":100,"data":{"turn":1,"step":2,"index":0,"dt":[1],"texts":["\ud800","b"]}}"#,
+            r#"{"type":"user/message","seq":3,"time":1,"data":{"id":"u\u0031","content":[{"type":"text","text":"a\tb"}]}}"#,
+        ];
+        for line in lines {
+            let arena = Bump::new();
+            assert_eq!(event_texts(line, Some(&arena)), event_texts(line, None));
+        }
     }
 
     #[test]

@@ -506,7 +506,10 @@ pub fn scan_framed(
         };
         result.torn = pipeline::run(&mut lines, &mut pass, block, threads)?;
     } else {
+        // Each line's JSON lists go into this arena, emptied (and kept) for the next line.
+        let mut arena = bumpalo::Bump::new();
         while let Some(line) = lines.next_line()? {
+            arena.reset();
             if !line.terminated {
                 result.torn = Some(TornTail {
                     line: line.no,
@@ -521,7 +524,7 @@ pub fn scan_framed(
             };
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
-            let row = rows::decode_str(&text, pos, dialect);
+            let row = rows::decode_in(&text, pos, dialect, Some(&arena));
             if pass.line(pos, end, utf8_ok, row, None) {
                 reached_stop = true;
                 break;

@@ -14,14 +14,19 @@
 
 use std::borrow::Cow;
 
-use super::{Audit, JStr, Json, Members, Num, first_duplicate};
+use bumpalo::Bump;
+
+use super::{Audit, JStr, Json, List, Members, Num, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
 
 /// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.
-pub(super) fn parse(text: &str) -> Option<(Json<'_>, Audit)> {
+/// With an arena, every list goes into it, and an escaped string is unescaped into it when
+/// first read (see [`List`]); without, the tree owns its lists and unescaped strings.
+pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Bump>) -> Option<(Json<'a>, Audit)> {
     let mut p = Parser {
+        arena,
         src: text,
         s: text.as_bytes(),
         i: 0,
@@ -39,6 +44,7 @@ pub(super) fn parse(text: &str) -> Option<(Json<'_>, Audit)> {
 }
 
 struct Parser<'a> {
+    arena: Option<&'a Bump>,
     src: &'a str,
     s: &'a [u8],
     i: usize,
@@ -130,7 +136,10 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let m: Members<'a> = self.members.split_off(base);
+        let m: List<'a, _> = match self.arena {
+            Some(arena) => List::Arena(move_into(arena, &mut self.members, base)),
+            None => List::Owned(self.members.split_off(base)),
+        };
         if id < self.duplicate_in
             && let Some(k) = first_duplicate(&m)
         {
@@ -169,7 +178,10 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let items = self.items.split_off(base);
+        let items = match self.arena {
+            Some(arena) => List::Arena(move_into(arena, &mut self.items, base)),
+            None => List::Owned(self.items.split_off(base)),
+        };
         self.depth -= 1;
         Some(Json::Arr(items))
     }
@@ -213,7 +225,11 @@ impl<'a> Parser<'a> {
             match self.s.get(j)? {
                 b'"' => {
                     self.i = j + 1;
-                    return Some(JStr::escaped(self.src.get(start..j)?));
+                    let raw = self.src.get(start..j)?;
+                    return Some(match self.arena {
+                        Some(arena) => JStr::escaped_in(raw, arena),
+                        None => JStr::escaped(raw),
+                    });
                 }
                 b'\\' => {
                     j = escape_end(self.s, j)?;
@@ -294,6 +310,24 @@ impl<'a> Parser<'a> {
             self.audit.non_finite = true;
         }
         Some(n)
+    }
+}
+
+/// Move `stack[from..]` into `arena` (one copy of the bytes, like `Vec::split_off`).
+pub(crate) fn move_into<'a, T>(arena: &'a Bump, stack: &mut Vec<T>, from: usize) -> &'a [T] {
+    let n = stack.len() - from;
+    let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
+        unreachable!("{n} values fit in memory: the stack holds them")
+    };
+    let to = arena.alloc_layout(layout).cast::<T>();
+    // SAFETY: `to` is fresh arena memory for `n` values of `T`; the `n` values after `from`
+    // are moved there bitwise, and the stack forgets them (its length drops to `from`), so
+    // each is owned once. The arena never drops them, which is sound (a leak at worst) and,
+    // for the borrowed-only values a tree in an arena holds, leaks nothing (see [`List`]).
+    unsafe {
+        std::ptr::copy_nonoverlapping(stack.as_ptr().add(from), to.as_ptr(), n);
+        stack.set_len(from);
+        std::slice::from_raw_parts(to.as_ptr(), n)
     }
 }
 
@@ -412,10 +446,21 @@ mod tests {
     /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
     /// member order, number kinds, and the audit).
     fn agrees(text: &str) {
-        if let Some((fast, fast_audit)) = super::parse(text) {
+        if let Some((fast, fast_audit)) = super::parse(text, None) {
             let careful = parse_careful(text).expect("fast path accepted what serde refuses");
             assert_eq!(format!("{fast:?}"), format!("{careful:?}"), "{text}");
             assert_eq!(fast_audit, audit(&careful), "{text}");
+        }
+        // In an arena: the same tree and audit, and nothing in it owns memory.
+        let arena = bumpalo::Bump::new();
+        let in_arena = super::parse(text, Some(&arena));
+        assert_eq!(
+            format!("{in_arena:?}"),
+            format!("{:?}", super::parse(text, None)),
+            "{text}"
+        );
+        if let Some((v, _)) = &in_arena {
+            assert!(v.arena_only(), "{text}: {v:?}");
         }
     }
 
@@ -435,7 +480,7 @@ mod tests {
             r#"{"é":"日本語","k":"a\u00e9b"}"#,
         ];
         for t in accepted {
-            assert!(super::parse(t).is_some(), "fast path should read {t}");
+            assert!(super::parse(t, None).is_some(), "fast path should read {t}");
             agrees(t);
         }
         // Left to the careful path: errors, lone surrogates, overflowing numbers, deep nesting.
@@ -457,10 +502,13 @@ mod tests {
             r#"[1] x"#,
         ];
         for t in refused {
-            assert!(super::parse(t).is_none(), "fast path should leave {t:?}");
+            assert!(
+                super::parse(t, None).is_none(),
+                "fast path should leave {t:?}"
+            );
         }
         let deep = "[".repeat(200) + &"]".repeat(200);
-        assert!(super::parse(&deep).is_none());
+        assert!(super::parse(&deep, None).is_none());
         let ok_deep = "[".repeat(50) + &"]".repeat(50);
         agrees(&ok_deep);
     }

@@ -18,6 +18,8 @@ use std::io::{self, BufRead};
 use std::sync::mpsc;
 use std::thread;
 
+use bumpalo::Bump;
+
 use super::{Pass, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
@@ -36,6 +38,10 @@ fn in_flight(workers: usize) -> usize {
     3 * workers
 }
 
+/// An arena kept for the next block is at most this many blocks in size (a block's trees
+/// take about two to three times its size).
+const ARENA_KEPT: usize = 8;
+
 /// One line of a block.
 struct Parsed<'a> {
     pos: Pos,
@@ -46,25 +52,40 @@ struct Parsed<'a> {
 }
 
 /// A block of whole lines with their rows. The rows borrow from `block` (and from `lossy`,
-/// the U+FFFD-decoded copies of lines that are not UTF-8); they are stored as `'static` and
-/// only handed out by [`Batch::rows`], tied to a borrow of the batch.
+/// the U+FFFD-decoded copies of lines that are not UTF-8) and from `arena`, which holds their
+/// JSON lists and unescaped strings; they are stored as `'static` and only handed out by
+/// [`Batch::rows`], tied to a borrow of the batch.
 struct Batch {
-    // Declared first, so dropped before the text they borrow.
+    // Declared first, so dropped before the text and the arena they borrow.
     rows: Vec<Parsed<'static>>,
     /// The folded events, sent back to the worker to be freed where they were allocated.
     grave: Vec<Event<'static>>,
     /// Only held: rows borrow from these.
     _lossy: Vec<String>,
+    /// Boxed: escaped strings read during the fold are unescaped into it through references
+    /// the rows hold, so it must not move.
+    arena: Box<Bump>,
     block: Vec<u8>,
 }
 
+// SAFETY: a batch is Send but for one thing: its rows hold shared references into its own
+// arena (`&[Json]`, and to the arena itself, for strings unescaped on demand), which are Send
+// only for `Sync` targets, and neither `Bump` nor a lazily unescaped string (a `OnceCell`)
+// is `Sync`. Those references never leave the batch (see [`Batch::parse`]) and the batch
+// only ever moves whole from one thread to another, so one thread at a time can reach what
+// they point to: nothing is shared.
+unsafe impl Send for Batch {}
+
 impl Batch {
-    /// Split and parse `block[..len]`, whose first byte is at offset `start`.
-    fn parse(block: Vec<u8>, len: usize, start: u64, dialect: &Dialect) -> Batch {
+    /// Split and parse `block[..len]`, whose first byte is at offset `start`, into `arena`
+    /// (empty: a new one or one [`Bump::reset`]).
+    fn parse(block: Vec<u8>, arena: Box<Bump>, len: usize, start: u64, dialect: &Dialect) -> Batch {
         // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
         // never written, reallocated or freed while the rows exist: the batch owns both,
         // drops the rows first, and lends them out only for the duration of a borrow of
-        // itself ([`Batch::rows`]). Moving a `Vec` does not move its buffer.
+        // itself ([`Batch::rows`]). Moving a `Vec` does not move its buffer. Likewise for
+        // the arena: it stays in its box, its chunks stay where they are, and it is reset
+        // (or dropped) only after the rows are gone; the rows are made `'static` below.
         let text: &'static [u8] = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
         let mut rows = Vec::new();
         let mut lossy = Vec::new();
@@ -95,7 +116,7 @@ impl Batch {
                     unsafe { &*ptr }
                 }
             };
-            let mut row = rows::decode_str(line, pos, dialect);
+            let mut row = rows::decode_in(line, pos, dialect, Some(&arena));
             // Work the fold would do, done here: the digest of each tool result (not for v0,
             // whose legacy normalization may still rewrite the event).
             if let Row::Events(cands, _) = &mut row
@@ -114,10 +135,13 @@ impl Batch {
             });
             at += n + 1;
         }
+        // SAFETY: see above; only the lifetime of the arena's borrow changes.
+        let rows = unsafe { std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows) };
         Batch {
             rows,
             grave: Vec::new(),
             _lossy: lossy,
+            arena,
             block,
         }
     }
@@ -262,7 +286,7 @@ pub(super) fn run<R: BufRead + Send>(
         // Input that fits one block needs no other thread.
         fold(
             pass,
-            &mut Batch::parse(first, len, start, dialect),
+            &mut Batch::parse(first, Box::default(), len, start, dialect),
             first_no,
         )
     } else {
@@ -278,32 +302,47 @@ pub(super) fn run<R: BufRead + Send>(
                 let reading = &reading;
                 scope.spawn(move || {
                     let _alarm = Alarm(&done_tx);
-                    // Buffers of this worker's freed batches, read into again.
-                    let mut spare: Vec<Vec<u8>> = Vec::new();
+                    // Buffers and arenas of this worker's freed batches, used again.
+                    let mut spare: Vec<(Vec<u8>, Box<Bump>)> = Vec::new();
                     for job in jobs {
-                        let (index, block, start, len, eof) = match job {
-                            Job::Parse { block, len, start } => (0, block, start, len, false),
+                        let (index, block, arena, start, len, eof) = match job {
+                            Job::Parse { block, len, start } => {
+                                (0, block, Box::default(), start, len, false)
+                            }
                             Job::Read => {
-                                let mut block = spare.pop().unwrap_or_default();
+                                let (mut block, arena) = spare.pop().unwrap_or_default();
                                 let (index, start, len, eof) = reading
                                     .lock()
                                     .unwrap_or_else(std::sync::PoisonError::into_inner)
                                     .next_block(block_size, &mut block);
-                                (index, block, start, len, eof)
+                                (index, block, arena, start, len, eof)
                             }
                             Job::Free(batch) => {
-                                let Batch { block, .. } = batch;
+                                let Batch {
+                                    rows,
+                                    grave,
+                                    _lossy,
+                                    mut arena,
+                                    block,
+                                } = batch;
+                                // What borrows from the arena goes first.
+                                drop((rows, grave));
+                                arena.reset();
                                 // A worker reads one block per batch it frees, so two spare
                                 // buffers are plenty; one that grew around a long line is not
-                                // kept. (Keeping up to six of up to four blocks each had cost
-                                // ~0.5 MB of peak RSS, and could cost several.)
-                                if block.len() <= 2 * block_size && spare.len() < 2 {
-                                    spare.push(block);
+                                // kept, nor an arena that did. (Keeping up to six of up to
+                                // four blocks each had cost ~0.5 MB of peak RSS, and could
+                                // cost several.)
+                                if block.len() <= 2 * block_size
+                                    && arena.allocated_bytes() <= ARENA_KEPT * block_size
+                                    && spare.len() < 2
+                                {
+                                    spare.push((block, arena));
                                 }
                                 continue;
                             }
                         };
-                        let batch = Batch::parse(block, len, start, dialect);
+                        let batch = Batch::parse(block, arena, len, start, dialect);
                         let done = Done::Parsed {
                             index,
                             worker,
