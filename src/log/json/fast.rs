@@ -194,10 +194,18 @@ impl<'a> Parser<'a> {
         let j = scan(self.s, start);
         if self.s.get(j) == Some(&b'"') {
             self.i = j + 1;
-            // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
-            return self.src.get(start..j).map(Cow::Borrowed);
+            return Some(Cow::Borrowed(self.between_quotes(start, j)));
         }
         self.string().map(JStr::into_cow)
+    }
+
+    /// The text from `start` (just past an opening quote) to `end` (at the closing quote).
+    #[inline]
+    fn between_quotes(&self, start: usize, end: usize) -> &'a str {
+        debug_assert!(self.s[start - 1] == b'"' && self.s[end] == b'"' && start <= end);
+        // SAFETY: `src` is a `str`, and quotes are ASCII, so the bytes just after one and at
+        // another are char boundaries; both are in bounds (the callers found the quotes).
+        unsafe { self.src.get_unchecked(start..end) }
     }
 
     /// At an opening quote. The plain case is inlined; escapes go to [`Self::escaped`].
@@ -208,8 +216,7 @@ impl<'a> Parser<'a> {
         match self.s.get(j)? {
             b'"' => {
                 self.i = j + 1;
-                // Quotes are ASCII: both ends are char boundaries of valid UTF-8.
-                Some(JStr::from(self.src.get(start..j)?))
+                Some(JStr::from(self.between_quotes(start, j)))
             }
             b'\\' => self.escaped(start, j),
             _ => None,
@@ -225,7 +232,7 @@ impl<'a> Parser<'a> {
             match self.s.get(j)? {
                 b'"' => {
                     self.i = j + 1;
-                    let raw = self.src.get(start..j)?;
+                    let raw = self.between_quotes(start, j);
                     return Some(match self.arena {
                         Some(arena) => JStr::escaped_in(raw, arena),
                         None => JStr::escaped(raw),
@@ -249,10 +256,14 @@ impl<'a> Parser<'a> {
             i += 1;
         }
         let int_start = i;
+        // The integer part's value, read as it is scanned (it wraps past 19 digits, and is
+        // then not used).
+        let mut v = 0u64;
         match s.get(i)? {
             b'0' => i += 1,
             b'1'..=b'9' => {
-                while s.get(i).is_some_and(u8::is_ascii_digit) {
+                while let Some(d) = s.get(i).filter(|d| d.is_ascii_digit()) {
+                    v = v.wrapping_mul(10).wrapping_add(u64::from(d - b'0'));
                     i += 1;
                 }
             }
@@ -286,22 +297,20 @@ impl<'a> Parser<'a> {
             }
         }
         self.i = i;
-        let n = if plain && int_end - int_start <= 18 {
-            let v = s[int_start..int_end]
-                .iter()
-                .fold(0u64, |acc, d| acc * 10 + u64::from(d - b'0'));
-            match (negative, v) {
+        if plain && int_end - int_start <= 18 {
+            return Some(match (negative, v) {
                 (false, v) => Num::U(v),
                 // serde_json reads `-0` as the double -0.0.
-                (true, 0) => Num::F(-0.0),
+                (true, 0) => {
+                    self.audit.negative_zero = true;
+                    Num::F(-0.0)
+                }
                 (true, v) => Num::I(-(v as i64)),
-            }
-        } else {
-            // Fractions, exponents and long integers: exactly as serde_json reads them.
-            match super::parse_exact(self.src.get(start..i)?) {
-                Ok(Json::Num(n)) => n,
-                _ => return None,
-            }
+            });
+        }
+        // Fractions, exponents and long integers: exactly as serde_json reads them.
+        let Ok(Json::Num(n)) = super::parse_exact(self.src.get(start..i)?) else {
+            return None;
         };
         if n.is_neg_zero() {
             self.audit.negative_zero = true;
