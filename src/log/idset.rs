@@ -42,9 +42,7 @@ impl IdSet {
     fn in_sorted(&self, key: u64) -> bool {
         let b = (key >> (64 - BUCKET_BITS)) as usize;
         match (self.starts.get(b), self.starts.get(b + 1)) {
-            (Some(&from), Some(&to)) => self.sorted[from..to]
-                .binary_search(&key)
-                .is_ok(),
+            (Some(&from), Some(&to)) => self.sorted[from..to].binary_search(&key).is_ok(),
             _ => false,
         }
     }

@@ -669,14 +669,17 @@ fn line_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
 impl Pass<'_, '_> {
     /// Check and fold one complete line (its row decoded from the text at `pos`, the line
     /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
-    /// Folded events go to `grave` when given (see [`fold_candidate`]).
+    /// The row's (emptied) list of events goes to `grave` when given, to be freed by the
+    /// thread that allocated it: a block freed by another thread is slower to free and to
+    /// reuse (the events themselves hold nothing from that thread but in rare lines: their
+    /// trees are in the block's arena).
     fn line<'r>(
         &mut self,
         pos: Pos,
         end: u64,
         utf8_ok: bool,
         row: Row<'r>,
-        mut grave: Option<&mut Vec<Event<'r>>>,
+        grave: Option<&mut Vec<Vec<Candidate<'r>>>>,
     ) -> bool {
         // Is this a bad row (§6.1), and does it hold a turn end?
         let expected = self.state.surface.next_seq();
@@ -768,7 +771,7 @@ impl Pass<'_, '_> {
         }
 
         // Fold what the row holds (in the committed state, or speculatively).
-        if let Row::Events(cands, audit) = row {
+        if let Row::Events(mut cands, audit) = row {
             let speculative = self.spec.is_some();
             let sink: &mut dyn Sink = match &mut self.spec {
                 Some(s) => &mut s.held,
@@ -807,20 +810,16 @@ impl Pass<'_, '_> {
                     "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
                 ));
             }
-            for cand in cands {
+            for cand in cands.drain(..) {
                 if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
                     && seq > stop
                 {
                     break;
                 }
-                fold_candidate(
-                    &mut self.ctx,
-                    &mut self.state,
-                    cand,
-                    speculative,
-                    sink,
-                    grave.as_deref_mut(),
-                );
+                fold_candidate(&mut self.ctx, &mut self.state, cand, speculative, sink);
+            }
+            if let Some(grave) = grave {
+                grave.push(cands);
             }
         }
         if let Some(f) = self.ctx.draft.take() {
@@ -919,16 +918,12 @@ fn classify_row(
 }
 
 /// One decoded event slot through every check and the fold.
-///
-/// A folded event goes to `grave` when given, to be freed elsewhere (by the thread that
-/// allocated it, which is cheaper than freeing it here).
-fn fold_candidate<'a>(
+fn fold_candidate(
     ctx: &mut Ctx<'_>,
     state: &mut FoldState,
-    cand: Candidate<'a>,
+    cand: Candidate<'_>,
     speculative: bool,
     sink: &mut dyn Sink,
-    grave: Option<&mut Vec<Event<'a>>>,
 ) {
     let d = ctx.dialect;
     let expected = state.surface.next_seq();
@@ -1087,9 +1082,6 @@ fn fold_candidate<'a>(
         },
         state,
     );
-    if let Some(grave) = grave {
-        grave.push(ev);
-    }
 }
 
 /// End-of-log rules on the committed prefix.

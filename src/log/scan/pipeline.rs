@@ -24,7 +24,7 @@ use super::{Pass, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
 use crate::log::input::LineReader;
-use crate::log::rows::{self, Event, Row};
+use crate::log::rows::{self, Candidate, Row};
 use crate::log::surface;
 
 /// Bytes read per block (whole lines: a block ends at a `\n`).
@@ -58,8 +58,9 @@ struct Parsed<'a> {
 struct Batch {
     // Declared first, so dropped before the text and the arena they borrow.
     rows: Vec<Parsed<'static>>,
-    /// The folded events, sent back to the worker to be freed where they were allocated.
-    grave: Vec<Event<'static>>,
+    /// The rows' emptied event lists, sent back to the worker to be freed where they were
+    /// allocated.
+    grave: Vec<Vec<Candidate<'static>>>,
     /// Only held: rows borrow from these.
     _lossy: Vec<String>,
     /// Boxed: escaped strings read during the fold are unescaped into it through references
@@ -87,7 +88,9 @@ impl Batch {
         // the arena: it stays in its box, its chunks stay where they are, and it is reset
         // (or dropped) only after the rows are gone; the rows are made `'static` below.
         let text: &'static [u8] = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
-        let mut rows = Vec::new();
+        // Sized for the block's lines (a guess from its size, at ~450 bytes a line, grown
+        // if need be): growing from empty copied the rows several times into fresh pages.
+        let mut rows = Vec::with_capacity(len / 256 + 16);
         let mut lossy = Vec::new();
         let mut at = 0;
         let mut no = 0;
@@ -153,9 +156,9 @@ impl Batch {
 }
 
 /// Fold a batch's lines in order, the first being line `first_no`; the torn final piece, if
-/// the batch ends with one. The folded events stay in the batch (`grave`).
+/// the batch ends with one. The rows' event lists stay in the batch (`grave`).
 fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<TornTail> {
-    let mut grave = Vec::new();
+    let mut grave = Vec::with_capacity(batch.rows.len());
     let mut torn = None;
     for mut p in batch.rows() {
         p.pos.line += first_no;
@@ -184,9 +187,11 @@ fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<Tor
             Some(&mut grave),
         );
     }
-    // SAFETY: the events borrow from the batch's text, and go back into the batch, which
-    // drops them before that text (see [`Batch::parse`]).
-    batch.grave = unsafe { std::mem::transmute::<Vec<Event<'_>>, Vec<Event<'static>>>(grave) };
+    // SAFETY: the lists are empty (only their buffers are kept), and go back into the batch,
+    // which drops them before its text and arena (see [`Batch::parse`]).
+    batch.grave = unsafe {
+        std::mem::transmute::<Vec<Vec<Candidate<'_>>>, Vec<Vec<Candidate<'static>>>>(grave)
+    };
     torn
 }
 
