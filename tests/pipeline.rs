@@ -174,7 +174,7 @@ fn parsing_threads_see_what_one_thread_sees() {
     assert!(compared > 400);
 }
 
-/// A log that takes the threaded path (format 0 keeps one thread): many lines of format 3.
+/// A log with many lines (of format 3), so the threaded path sees many blocks.
 fn threaded_log() -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/v3/nested-replace.jsonl");
     let bytes = std::fs::read(path).expect("testdata");

@@ -378,7 +378,9 @@ impl<R: BufRead> LineReader<R> {
                 }
                 searched = len;
             }
-            let want = len + (min - len.min(min)).max(READ_BUFFER);
+            // Up to `min` bytes; past a line longer than that, a read buffer's worth at a
+            // time (no more than `min`, but at least 4 KiB).
+            let want = len + (min - len.min(min)).max(READ_BUFFER.min(min.max(4096)));
             grow(buf, want);
             match self.reader.read(&mut buf[len..want]) {
                 Ok(0) => {

@@ -160,7 +160,8 @@ impl Batch {
 fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<TornTail> {
     let mut grave = Vec::with_capacity(batch.rows.len());
     let mut torn = None;
-    for mut p in batch.rows() {
+    let mut rows = batch.rows();
+    for mut p in rows.drain(..) {
         p.pos.line += first_no;
         if let Some((_, Row::Events(cands, _))) = &mut p.row {
             for c in cands {
@@ -187,11 +188,18 @@ fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<Tor
             Some(&mut grave),
         );
     }
-    // SAFETY: the lists are empty (only their buffers are kept), and go back into the batch,
-    // which drops them before its text and arena (see [`Batch::parse`]).
-    batch.grave = unsafe {
-        std::mem::transmute::<Vec<Vec<Candidate<'_>>>, Vec<Vec<Candidate<'static>>>>(grave)
+    // The emptied row vector goes back too (its buffer was allocated on the worker).
+    // SAFETY: the vectors are empty (only their buffers are kept; the lists in `grave` are
+    // empty too), so only the lifetime of the batch's borrow changes; they go back into the
+    // batch, which drops them before its text and arena (see [`Batch::parse`]).
+    let (rows, grave) = unsafe {
+        (
+            std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows),
+            std::mem::transmute::<Vec<Vec<Candidate<'_>>>, Vec<Vec<Candidate<'static>>>>(grave),
+        )
     };
+    batch.rows = rows;
+    batch.grave = grave;
     torn
 }
 
