@@ -67,7 +67,7 @@ pub type Member<'a> = (Cow<'a, str>, Json<'a>);
 /// An object's members being built (see [`List`] for the stored form).
 pub type Members<'a> = Vec<Member<'a>>;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, PartialEq)]
 pub enum Json<'a> {
     Null,
     Bool(bool),
@@ -75,6 +75,35 @@ pub enum Json<'a> {
     Str(JStr<'a>),
     Arr(List<'a, Json<'a>>),
     Obj(List<'a, Member<'a>>),
+}
+
+/// Written out so the common copies (scalars, borrowed strings, arena lists: a packed row
+/// copies its turn, step and index into every member) are inlined where they are made; only
+/// owned values call out.
+impl Clone for Json<'_> {
+    #[inline]
+    fn clone(&self) -> Self {
+        match self {
+            Json::Null => Json::Null,
+            Json::Bool(b) => Json::Bool(*b),
+            Json::Num(n) => Json::Num(*n),
+            Json::Str(s) => Json::Str(s.clone()),
+            Json::Arr(a) => Json::Arr(a.clone()),
+            Json::Obj(m) => Json::Obj(m.clone()),
+        }
+    }
+}
+
+impl Clone for JStr<'_> {
+    #[inline]
+    fn clone(&self) -> Self {
+        JStr(match &self.0 {
+            Repr::Text(Cow::Borrowed(t)) => Repr::Text(Cow::Borrowed(t)),
+            Repr::InArena(raw, lazy) => Repr::InArena(raw, lazy),
+            Repr::Text(Cow::Owned(t)) => Repr::Text(Cow::Owned(t.clone())),
+            Repr::Escaped(raw, cooked) => Repr::Escaped(raw, cooked.clone()),
+        })
+    }
 }
 
 /// The items of an array or the members of an object.
@@ -121,6 +150,7 @@ impl<T: Clone> List<'_, T> {
 }
 
 impl<T: Clone> Clone for List<'_, T> {
+    #[inline]
     fn clone(&self) -> Self {
         match self {
             List::Arena(s) => List::Arena(s),
@@ -210,10 +240,8 @@ impl<'a, T: Clone> IntoIterator for List<'a, T> {
 /// A JSON string value. One without escapes is borrowed from the line; one with escapes is
 /// kept as its raw (already validated) text and unescaped the first time it is read, so the
 /// big tool outputs no rule looks inside cost one scan and no allocation.
-#[derive(Clone)]
 pub struct JStr<'a>(Repr<'a>);
 
-#[derive(Clone)]
 enum Repr<'a> {
     Text(Cow<'a, str>),
     /// The body between the quotes, escapes validated by the parser; unescaped on demand.
