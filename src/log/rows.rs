@@ -160,7 +160,7 @@ pub fn decode_in<'a>(
     text: &'a str,
     pos: Pos,
     dialect: &Dialect,
-    arena: Option<&'a Bump>,
+    arena: Option<&'a json::Arena>,
 ) -> Row<'a> {
     let (value, audit) = match json::parse_audited_in(text, arena) {
         Ok(parsed) => parsed,
@@ -220,7 +220,7 @@ pub fn decode_in<'a>(
                 members,
             });
         }
-        return match expand_packed(tag, value, pos, arena) {
+        return match expand_packed(tag, value, pos, arena.map(json::Arena::bump)) {
             Ok(events) => Row::Events(events, audit),
             Err(why) => Row::Bad(BadRow {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
@@ -749,7 +749,7 @@ mod tests {
     }
 
     /// Every event's data, as text, decoded with or without an arena.
-    fn event_texts(line: &str, arena: Option<&Bump>) -> Vec<String> {
+    fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
         let Row::Events(evs, _) = decode_in(line, pos(), &DIALECTS[0], arena) else {
             panic!("bad row: {line}")
         };
@@ -771,7 +771,7 @@ mod tests {
             r#"{"type":"user/message","seq":3,"time":1,"data":{"id":"u\u0031","content":[{"type":"text","text":"a\tb"}]}}"#,
         ];
         for line in lines {
-            let arena = Bump::new();
+            let arena = json::Arena::default();
             assert_eq!(event_texts(line, Some(&arena)), event_texts(line, None));
         }
     }

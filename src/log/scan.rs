@@ -508,7 +508,7 @@ pub fn scan_framed(
         result.torn = pipeline::run(&mut lines, &mut pass, block, threads)?;
     } else {
         // Each line's JSON lists go into this arena, emptied (and kept) for the next line.
-        let mut arena = bumpalo::Bump::new();
+        let mut arena = crate::log::json::Arena::default();
         while let Some(line) = lines.next_line()? {
             arena.reset();
             if !line.terminated {

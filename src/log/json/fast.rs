@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use bumpalo::Bump;
 
-use super::{Audit, JStr, Json, List, Members, Num, first_duplicate};
+use super::{Arena, Audit, JStr, Json, List, Members, Num, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -24,10 +24,13 @@ const MAX_DEPTH: u32 = 100;
 /// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.
 /// With an arena, every list goes into it, and an escaped string is unescaped into it when
 /// first read (see [`List`]); without, the tree owns its lists and unescaped strings.
-pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Bump>) -> Option<(Json<'a>, Audit)> {
-    let (members, items) = scratch::take();
+pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Arena>) -> Option<(Json<'a>, Audit)> {
+    let (members, items) = match arena {
+        Some(a) => a.take_stacks(),
+        None => (Vec::with_capacity(32), Vec::with_capacity(32)),
+    };
     let mut p = Parser {
-        arena,
+        arena: arena.map(Arena::bump),
         src: text,
         s: text.as_bytes(),
         i: 0,
@@ -42,49 +45,11 @@ pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Bump>) -> Option<(Json<
     let v = p.value();
     p.ws();
     let whole = p.i == p.s.len();
-    scratch::give(p.members, p.items);
+    if let Some(a) = arena {
+        a.give_stacks(p.members, p.items);
+    }
     let v = v.filter(|_| whole)?;
     Some((v, p.audit))
-}
-
-/// The parser's two scratch stacks, kept (empty) by each thread from one line to the next:
-/// allocating them for every line cost ~2 % of a pass (each was the only block on its
-/// allocator page, so every line also retired and took back a page).
-mod scratch {
-    use std::cell::Cell;
-
-    use super::{Json, Members};
-
-    thread_local! {
-        static MEMBERS: Cell<Members<'static>> = const { Cell::new(Vec::new()) };
-        static ITEMS: Cell<Vec<Json<'static>>> = const { Cell::new(Vec::new()) };
-    }
-
-    pub(super) fn take<'a>() -> (Members<'a>, Vec<Json<'a>>) {
-        (MEMBERS.take(), ITEMS.take())
-    }
-
-    pub(super) fn give(members: Members<'_>, items: Vec<Json<'_>>) {
-        MEMBERS.set(forget_lifetime(members));
-        ITEMS.set(forget_lifetime(items));
-    }
-
-    /// `v`'s buffer, emptied, as a vector of `'static` values.
-    fn forget_lifetime<T: Retype<U>, U: 'static>(mut v: Vec<T>) -> Vec<U> {
-        v.clear();
-        let mut v = std::mem::ManuallyDrop::new(v);
-        // SAFETY: `T` and `U` are one type but for its lifetime (see `Retype`), so one
-        // layout; the vector is empty, so no value of the shorter lifetime survives.
-        unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<U>(), 0, v.capacity()) }
-    }
-
-    /// `Self` is `U` with a shorter lifetime.
-    trait Retype<U> {}
-    impl Retype<(std::borrow::Cow<'static, str>, Json<'static>)>
-        for (std::borrow::Cow<'_, str>, Json<'_>)
-    {
-    }
-    impl Retype<Json<'static>> for Json<'_> {}
 }
 
 struct Parser<'a> {
@@ -505,7 +470,7 @@ mod tests {
             assert_eq!(fast_audit, audit(&careful), "{text}");
         }
         // In an arena: the same tree and audit, and nothing in it owns memory.
-        let arena = bumpalo::Bump::new();
+        let arena = super::super::Arena::default();
         let in_arena = super::parse(text, Some(&arena));
         assert_eq!(
             format!("{in_arena:?}"),

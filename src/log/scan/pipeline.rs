@@ -18,12 +18,11 @@ use std::io::{self, BufRead};
 use std::sync::mpsc;
 use std::thread;
 
-use bumpalo::Bump;
-
 use super::{Pass, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
 use crate::log::input::LineReader;
+use crate::log::json::Arena;
 use crate::log::rows::{self, Candidate, Row};
 use crate::log::surface;
 
@@ -65,22 +64,29 @@ struct Batch {
     _lossy: Vec<String>,
     /// Boxed: escaped strings read during the fold are unescaped into it through references
     /// the rows hold, so it must not move.
-    arena: Box<Bump>,
+    arena: Box<Arena>,
     block: Vec<u8>,
 }
 
 // SAFETY: a batch is Send but for one thing: its rows hold shared references into its own
 // arena (`&[Json]`, and to the arena itself, for strings unescaped on demand), which are Send
-// only for `Sync` targets, and neither `Bump` nor a lazily unescaped string (a `OnceCell`)
-// is `Sync`. Those references never leave the batch (see [`Batch::parse`]) and the batch
+// only for `Sync` targets, and neither the arena's `Bump` nor a lazily unescaped string (a
+// `OnceCell`) is `Sync` (the arena's scratch stacks, empty between lines, hold such strings
+// too). Those references never leave the batch (see [`Batch::parse`]) and the batch
 // only ever moves whole from one thread to another, so one thread at a time can reach what
 // they point to: nothing is shared.
 unsafe impl Send for Batch {}
 
 impl Batch {
     /// Split and parse `block[..len]`, whose first byte is at offset `start`, into `arena`
-    /// (empty: a new one or one [`Bump::reset`]).
-    fn parse(block: Vec<u8>, arena: Box<Bump>, len: usize, start: u64, dialect: &Dialect) -> Batch {
+    /// (empty: a new one or one [`Arena::reset`]).
+    fn parse(
+        block: Vec<u8>,
+        arena: Box<Arena>,
+        len: usize,
+        start: u64,
+        dialect: &Dialect,
+    ) -> Batch {
         // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
         // never written, reallocated or freed while the rows exist: the batch owns both,
         // drops the rows first, and lends them out only for the duration of a borrow of
@@ -316,7 +322,7 @@ pub(super) fn run<R: BufRead + Send>(
                 scope.spawn(move || {
                     let _alarm = Alarm(&done_tx);
                     // Buffers and arenas of this worker's freed batches, used again.
-                    let mut spare: Vec<(Vec<u8>, Box<Bump>)> = Vec::new();
+                    let mut spare: Vec<(Vec<u8>, Box<Arena>)> = Vec::new();
                     for job in jobs {
                         let (index, block, arena, start, len, eof) = match job {
                             Job::Parse { block, len, start } => {
