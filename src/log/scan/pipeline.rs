@@ -94,8 +94,8 @@ impl Batch {
         // the arena: it stays in its box, its chunks stay where they are, and it is reset
         // (or dropped) only after the rows are gone; the rows are made `'static` below.
         let text: &'static [u8] = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
-        // Sized for the block's lines (a guess from its size, at ~450 bytes a line, grown
-        // if need be): growing from empty copied the rows several times into fresh pages.
+        // Sized for the block's lines up front (a slot per 256 bytes; log lines are longer on
+        // average): growing from empty copied the rows several times into fresh pages.
         let mut rows = Vec::with_capacity(len / 256 + 16);
         let mut lossy = Vec::new();
         let mut at = 0;
