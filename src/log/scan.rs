@@ -79,6 +79,9 @@ fn auto_threads(from_pipe: bool) -> usize {
     cores.clamp(1, MAX_THREADS)
 }
 
+/// The largest line arena the one-line pass keeps for the next line (bytes).
+const KEPT_LINE_ARENA: usize = 4 << 20;
+
 /// The whole fold state. Cloned once when a bad row starts a speculation.
 #[derive(Debug, Clone)]
 pub struct FoldState {
@@ -507,9 +510,13 @@ pub fn scan_framed(
         };
         result.torn = pipeline::run(&mut lines, &mut pass, block, threads)?;
     } else {
-        // Each line's JSON lists go into this arena, emptied (and kept) for the next line.
+        // Each line's JSON lists go into this arena, emptied (and kept) for the next line;
+        // one that grew around a huge line is dropped, not kept for the rest of the pass.
         let mut arena = crate::log::json::Arena::default();
         while let Some(line) = lines.next_line()? {
+            if arena.allocated_bytes() > KEPT_LINE_ARENA {
+                arena = crate::log::json::Arena::default();
+            }
             arena.reset();
             if !line.terminated {
                 result.torn = Some(TornTail {
