@@ -818,7 +818,8 @@ impl Pass<'_, '_> {
                     "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
                 ));
             }
-            for cand in cands.drain(..) {
+            // Folded in place (an event is 200 bytes: moving each out cost two copies).
+            for cand in &mut cands {
                 if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
                     && seq > stop
                 {
@@ -827,6 +828,7 @@ impl Pass<'_, '_> {
                 fold_candidate(&mut self.ctx, &mut self.state, cand, speculative, sink);
             }
             if let Some(grave) = grave {
+                cands.clear();
                 grave.push(cands);
             }
         }
@@ -929,13 +931,13 @@ fn classify_row(
 fn fold_candidate(
     ctx: &mut Ctx<'_>,
     state: &mut FoldState,
-    cand: Candidate<'_>,
+    cand: &mut Candidate<'_>,
     speculative: bool,
     sink: &mut dyn Sink,
 ) {
     let d = ctx.dialect;
     let expected = state.surface.next_seq();
-    let mut ev = match cand.event {
+    let ev = match &mut cand.event {
         Err(bad) => {
             let seq = cand.seq.unwrap_or(expected);
             let at = Reporter {
@@ -975,7 +977,7 @@ fn fold_candidate(
     if d.legacy_v0 {
         // A Cow clone: free for the usual borrowed type name.
         let original_type = ev.ty.clone();
-        let outcome = legacy::normalize(&mut ev, &ctx.session_id, &state.surface);
+        let outcome = legacy::normalize(ev, &ctx.session_id, &state.surface);
         let at = Reporter {
             version: Some(d.version),
             pos: ev.pos,
@@ -1036,7 +1038,7 @@ fn fold_candidate(
     if d.version == 4
         && !ctx.muted
         && ctx.draft.is_none()
-        && let Some(signal) = payload::v4_draft_signal(&ev)
+        && let Some(signal) = payload::v4_draft_signal(ev)
     {
         ctx.draft = Some(at.finding(
                 Code::FormatV4Draft,
@@ -1052,7 +1054,7 @@ fn fold_candidate(
     } else {
         sink
     };
-    let payload_findings = payload::check(d, &ev, class, &at);
+    let payload_findings = payload::check(d, ev, class, &at);
     let refused_admission = d.admission_in_fold
         && payload_findings
             .iter()
@@ -1063,16 +1065,16 @@ fn fold_candidate(
     let open_turn = state.lifecycle.open_turn();
     state
         .compaction
-        .observe(&ev, open_turn, &state.surface, sink);
+        .observe(ev, open_turn, &state.surface, sink);
     let accepted = if refused_admission {
         // v4: the message failed admission inside the fold; it stays off the surface.
         state.surface.skip(ev.seq);
         false
     } else {
-        state.surface.fold(&ev, class, sink)
+        state.surface.fold(ev, class, sink)
     };
-    state.lifecycle.observe(&ev, class, sink);
-    state.closers.observe(&ev);
+    state.lifecycle.observe(ev, class, sink);
+    state.closers.observe(ev);
     match ev.ty.as_ref() {
         "turn/start" => state.last_turn_start = Some((ev.pos, ev.seq)),
         "session/end-seed" if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
@@ -1083,7 +1085,7 @@ fn fold_candidate(
     state.events += 1;
     ctx.observer.event(
         &super::scan::EventInfo {
-            event: &ev,
+            event: ev,
             class,
             accepted,
             speculative,
