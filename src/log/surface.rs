@@ -239,6 +239,8 @@ pub struct SurfaceManager {
     replacements: Option<Vec<Replacement>>,
     /// The endpoints of the replacement nodes now on the surface (bounded by the surface).
     live_ranges: HashMap<u64, (u64, u64), SeqHash>,
+    /// The highest seq ever linked: no node has a higher one.
+    top: Option<u64>,
     headers: HeaderTools,
 }
 
@@ -253,6 +255,7 @@ impl SurfaceManager {
             generation: 0,
             replacements: None,
             live_ranges: HashMap::default(),
+            top: None,
             headers: HeaderTools::default(),
         }
     }
@@ -440,8 +443,9 @@ impl SurfaceManager {
         }
         // A scan resynchronises on the observed seq after a gap (§6.3), which in damaged
         // input can go back to a seq already on the surface: folding it would link the node
-        // twice (found by fuzzing, testdata/fuzz/repeated-seq-on-surface).
-        if self.nodes.contains_key(&ev.seq) {
+        // twice (found by fuzzing, testdata/fuzz/repeated-seq-on-surface). Only a seq no
+        // higher than the highest ever linked can be on it: the lookup is skipped otherwise.
+        if self.top.is_some_and(|t| ev.seq <= t) && self.nodes.contains_key(&ev.seq) {
             return Err(at.finding(
                 Code::SeqNotContiguous,
                 format!(
@@ -894,6 +898,7 @@ impl SurfaceManager {
                 let seq = node.seq;
                 node.prev = prev;
                 node.next = next;
+                self.top = self.top.max(Some(seq));
                 self.nodes.insert(seq, node);
                 match prev {
                     NIL => self.head = seq,
@@ -933,6 +938,7 @@ impl SurfaceManager {
             self.link_mut(tail).next = seq;
         }
         self.tail = seq;
+        self.top = self.top.max(Some(seq));
         self.nodes.insert(seq, node);
     }
 }
