@@ -301,7 +301,7 @@ enum Repr<'a> {
 }
 
 /// Where an escaped string of a tree in an arena is unescaped to, the first time it is read.
-pub(crate) struct Lazy<'a> {
+struct Lazy<'a> {
     /// The unescaped text, in `arena`. (A pointer, not a `&'a str`: a reference in a cell
     /// would make every tree invariant in `'a`.)
     text: std::cell::OnceCell<std::ptr::NonNull<str>>,
@@ -552,18 +552,11 @@ fn restore_infinity(v: Json<'static>) -> Json<'static> {
         Json::Num(Num::F(f)) if f.abs() == INFINITY_STAND_IN => {
             Json::Num(Num::F(f.signum() * f64::INFINITY))
         }
-        Json::Arr(items) => Json::Arr(
-            items
-                .into_iter()
-                .map(restore_infinity)
-                .collect::<Vec<_>>()
-                .into(),
-        ),
+        Json::Arr(items) => Json::Arr(items.into_iter().map(restore_infinity).collect()),
         Json::Obj(m) => Json::Obj(
             m.into_iter()
                 .map(|(k, v)| (k, restore_infinity(v)))
-                .collect::<Vec<_>>()
-                .into(),
+                .collect(),
         ),
         other => other,
     }
@@ -778,19 +771,12 @@ impl<'a> Json<'a> {
             Json::Bool(b) => Json::Bool(b),
             Json::Num(n) => Json::Num(n),
             Json::Str(s) => Json::Str(s.into_owned()),
-            Json::Arr(a) => Json::Arr(
-                a.iter()
-                    .cloned()
-                    .map(Json::into_owned)
-                    .collect::<Vec<_>>()
-                    .into(),
-            ),
+            Json::Arr(a) => Json::Arr(a.iter().cloned().map(Json::into_owned).collect()),
             Json::Obj(m) => Json::Obj(
                 m.iter()
                     .cloned()
                     .map(|(k, v)| (Cow::Owned(k.into_owned()), v.into_owned()))
-                    .collect::<Vec<_>>()
-                    .into(),
+                    .collect(),
             ),
         }
     }
