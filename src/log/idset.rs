@@ -6,9 +6,7 @@
 //! and twice that while it grows); here the bulk of the digests sit in one sorted vector and
 //! only the most recent ones in a small hash set, merged in batches.
 
-use std::collections::HashSet;
-
-use super::surface::SeqHash;
+use super::surface::SeqSet;
 
 /// Recent digests kept unsorted before a merge.
 const RECENT: usize = 4096;
@@ -25,7 +23,7 @@ pub struct IdSet {
     /// `sorted[starts[b]..starts[b + 1]]` holds the digests of bucket `b` (empty before the
     /// first merge).
     starts: Vec<usize>,
-    recent: HashSet<u64, SeqHash>,
+    recent: SeqSet,
 }
 
 /// The digest of an id (XXH3, 64 bits: two distinct ids of one session share one with a

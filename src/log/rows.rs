@@ -581,7 +581,7 @@ impl SeqList {
         }
         // The fold's seq hasher: std's keyed SipHash cost 1.3 % of a format 3 pass (a log
         // built to collide would only be slower).
-        let set: std::collections::HashSet<u64, super::surface::SeqHash> = self.iter().collect();
+        let set: super::surface::SeqSet = self.iter().collect();
         wanted
             .iter()
             .copied()
@@ -716,8 +716,8 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
                 }
             }
         } else {
-            let mut seen: std::collections::HashSet<u64, super::surface::SeqHash> =
-                std::collections::HashSet::with_capacity_and_hasher(runs.len(), Default::default());
+            let mut seen =
+                super::surface::SeqSet::with_capacity_and_hasher(runs.len(), Default::default());
             if let Some(r) = runs.iter().find(|r| !seen.insert(r.0)) {
                 return Err(SourceError::Duplicate(r.0));
             }

@@ -213,6 +213,9 @@ impl Hasher for SeqHasher {
 
 pub type SeqHash = BuildHasherDefault<SeqHasher>;
 
+/// A set of seqs (or seq-like digests) with [`SeqHash`].
+pub type SeqSet = std::collections::HashSet<u64, SeqHash>;
+
 /// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
 /// blanked (a prune may rewrite only that, §12).
 pub fn result_digest(dialect: &Dialect, data: &Json<'_>) -> u64 {
