@@ -122,6 +122,12 @@ impl CloserPlanner {
         }
     }
 
+    /// Events that change nothing here went by, the last at `seq` and `time` (what
+    /// [`CloserPlanner::observe`] does with an `assistant/chunk`).
+    pub fn passed(&mut self, seq: u64, time: i64) {
+        self.last = Some((seq, time));
+    }
+
     /// The committed prefix ends inside an open turn: the closers are not empty.
     pub fn is_open(&self) -> bool {
         self.open_turn.is_some() && self.last.is_some()

@@ -13,8 +13,6 @@ use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 mod fast;
 
-pub(crate) use fast::move_into;
-
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).
 pub const MAX_SAFE: u64 = (1 << 53) - 1;
 
@@ -77,9 +75,8 @@ pub enum Json<'a> {
     Obj(List<'a, Member<'a>>),
 }
 
-/// Written out so the common copies (scalars, borrowed strings, arena lists: a packed row
-/// copies its turn, step and index into every member) are inlined where they are made; only
-/// owned values call out.
+/// Written out so the common copies (scalars, borrowed strings, arena lists) are inlined
+/// where they are made; only owned values call out.
 impl Clone for Json<'_> {
     #[inline]
     fn clone(&self) -> Self {

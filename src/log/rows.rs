@@ -8,9 +8,8 @@ use std::borrow::Cow;
 use super::codes::Code;
 use super::dialect::Dialect;
 use super::finding::Pos;
-use bumpalo::Bump;
 
-use super::json::{self, Json, List, MAX_SAFE};
+use super::json::{self, Json, MAX_SAFE};
 
 /// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
 #[derive(Debug, Clone)]
@@ -119,6 +118,9 @@ pub struct BadRow {
 pub enum Row<'a> {
     /// One event, or the members of a packed row; `audit` covers the whole line.
     Events(Vec<Candidate<'a>>, json::Audit),
+    /// A packed chunk row, its members not built (only [`decode_in`] with an arena returns
+    /// one; [`decode_str`] returns its members as `Events`).
+    Packed(Packed<'a>, json::Audit),
     Bad(BadRow),
 }
 
@@ -220,8 +222,9 @@ pub fn decode_in<'a>(
                 members,
             });
         }
-        return match expand_packed(tag, value, pos, arena.map(json::Arena::bump)) {
-            Ok(events) => Row::Events(events, audit),
+        return match packed(tag, value, pos) {
+            Ok(p) if arena.is_some() => Row::Packed(p, audit),
+            Ok(p) => Row::Events(p.members().collect(), audit),
             Err(why) => Row::Bad(BadRow {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
                 why: format!("malformed {tag} storage row: {why}"),
@@ -355,12 +358,104 @@ fn describe_value(v: &Json<'_>) -> String {
     }
 }
 
-fn expand_packed<'a>(
-    tag: &str,
-    value: Json<'a>,
-    pos: Pos,
-    arena: Option<&'a Bump>,
-) -> Result<Vec<Candidate<'a>>, String> {
+/// A valid packed chunk row (§5.2): `type`, `seq0`, `time0` and `data` checked, its members
+/// not built. Each member is an `assistant/chunk` event; [`Packed::members`] builds them in
+/// order, which the scan does only when it needs them (see `scan::fold_packed`): a format 0
+/// log holds about four times as many members as lines, and building each one's event was a
+/// sixth of a pass.
+#[derive(Debug)]
+pub struct Packed<'a> {
+    pub pos: Pos,
+    pub seq0: u64,
+    pub time0: i64,
+    /// The running time of the last member.
+    pub last_time: i64,
+    /// `tool-call-chunks` (members carry `id`, an optional `name` and `argumentsDelta`).
+    tool: bool,
+    /// The chunk type of the members.
+    delta: &'static str,
+    /// The row's `data` (its last occurrence, as JavaScript keeps it).
+    data: Json<'a>,
+    len: usize,
+}
+
+impl<'a> Packed<'a> {
+    /// How many events the row holds (never 0).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The seq of the last member.
+    pub fn last_seq(&self) -> u64 {
+        self.seq0 + self.len as u64 - 1
+    }
+
+    /// The members' events, in order, each with its own (owned) `data` tree.
+    pub fn members(&self) -> impl Iterator<Item = Candidate<'a>> + '_ {
+        let field = |k: &str| self.data.get(k).cloned();
+        let (turn, step, index) = (field("turn"), field("step"), field("index"));
+        let (id, name) = (field("id"), field("name"));
+        let pieces = self
+            .data
+            .get(if self.tool { "args" } else { "texts" })
+            .and_then(Json::as_arr)
+            .unwrap_or_default();
+        let dt = self
+            .data
+            .get("dt")
+            .and_then(Json::as_arr)
+            .unwrap_or_default();
+        let mut time = self.time0;
+        pieces.iter().enumerate().map(move |(k, piece)| {
+            if k > 0 {
+                // Checked when the row was read: every running time is a safe integer.
+                time = time.saturating_add(dt.get(k - 1).and_then(Json::safe_int).unwrap_or(0));
+            }
+            let mut chunk: json::Members<'a> = Vec::with_capacity(if self.tool { 5 } else { 3 });
+            chunk.push((Cow::Borrowed("type"), Json::Str(self.delta.into())));
+            chunk.push((Cow::Borrowed("index"), index.clone().unwrap_or(Json::Null)));
+            if self.tool {
+                chunk.push((Cow::Borrowed("id"), id.clone().unwrap_or(Json::Null)));
+                if let Some(n) = &name {
+                    chunk.push((Cow::Borrowed("name"), n.clone()));
+                }
+                chunk.push((Cow::Borrowed("argumentsDelta"), piece.clone()));
+            } else {
+                chunk.push((Cow::Borrowed("text"), piece.clone()));
+            }
+            let data = vec![
+                (Cow::Borrowed("turn"), turn.clone().unwrap_or(Json::Null)),
+                (Cow::Borrowed("step"), step.clone().unwrap_or(Json::Null)),
+                (Cow::Borrowed("chunk"), Json::Obj(chunk.into())),
+            ];
+            let seq = self.seq0 + k as u64;
+            Candidate {
+                seq: Some(seq),
+                event: Ok(Event {
+                    pos: self.pos,
+                    seq,
+                    time,
+                    ty: Cow::Borrowed("assistant/chunk"),
+                    data: Json::Obj(data.into()),
+                    surface_op: None,
+                    source_seqs: None,
+                    ignorable: false,
+                    packed: true,
+                    normalized: false,
+                    result_digest: None,
+                }),
+                is_turn_end: false,
+            }
+        })
+    }
+}
+
+/// Check a packed row (§5.2).
+fn packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Packed<'a>, String> {
     let keys = value.keys();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
@@ -414,9 +509,6 @@ fn expand_packed<'a>(
             return Err("data.name must be a string".into());
         }
     }
-    // A line the fast parser left to serde_json has an owned tree, whose parts must not go
-    // into an arena list (nothing there is dropped: see [`json::List`]).
-    let arena = arena.filter(|_| matches!(value, Json::Obj(List::Arena(_))));
     let list_key = if tool { "args" } else { "texts" };
     let pieces = data
         .get(list_key)
@@ -435,107 +527,43 @@ fn expand_packed<'a>(
             pieces.len() - 1
         ));
     }
-    let last = seq0 + pieces.len() as u64 - 1;
-    if last > MAX_SAFE {
+    let len = pieces.len();
+    if seq0 + len as u64 - 1 > MAX_SAFE {
         return Err("seq0 + members − 1 is not a safe integer".into());
     }
-    let mut times = Vec::with_capacity(pieces.len());
-    let mut t = time0;
-    times.push(t);
+    let mut last_time = time0;
     for d in dt {
         let step = d.safe_int().ok_or("data.dt must hold safe integers")?;
-        t = t
+        last_time = last_time
             .checked_add(step)
             .filter(|v| v.unsigned_abs() <= MAX_SAFE)
             .ok_or("a running time is not a safe integer")?;
-        times.push(t);
     }
     let Json::Obj(members) = value else {
         return Err("not an object".into());
     };
-    let mut data = members
+    // The last occurrence, as `get` read it above. An arena list is only referred to.
+    let data = members
         .into_iter()
         .rev()
         .find(|(k, _)| k == "data")
         .map(|(_, v)| v)
         .ok_or("data must be an object")?;
-    let turn = data.get("turn").cloned().unwrap_or(Json::Null);
-    let step = data.get("step").cloned().unwrap_or(Json::Null);
-    let index = data.get("index").cloned().unwrap_or(Json::Null);
-    let id = data.get("id").cloned();
-    let name = data.get("name").cloned();
     let delta = match tag {
         "text-chunks" => "text-delta",
         "reasoning-chunks" => "reasoning-delta",
         _ => "tool-call-delta",
     };
-    // The last occurrence wins, as `get` read it above. An owned list is moved out; an arena
-    // list is only referred to.
-    let pieces = match arena {
-        Some(_) => data.get(list_key).cloned(),
-        None => data.take(list_key),
-    };
-    let Some(Json::Arr(pieces)) = pieces else {
-        return Err(format!("data.{list_key} must be an array"));
-    };
-    // Sized for the longest chunk (type, index, id, name, argumentsDelta): no regrowth. In an
-    // arena, one buffer serves every member.
-    let chunk_capacity = if tool { 5 } else { 3 };
-    let mut chunk: json::Members<'a> = Vec::with_capacity(chunk_capacity);
-    let out = pieces
-        .into_iter()
-        .zip(times)
-        .enumerate()
-        .map(|(k, (piece, time))| {
-            chunk.push((Cow::Borrowed("type"), Json::Str(delta.into())));
-            chunk.push((Cow::Borrowed("index"), index.clone()));
-            if tool {
-                chunk.push((Cow::Borrowed("id"), id.clone().unwrap_or(Json::Null)));
-                if let Some(n) = &name {
-                    chunk.push((Cow::Borrowed("name"), n.clone()));
-                }
-                chunk.push((Cow::Borrowed("argumentsDelta"), piece));
-            } else {
-                chunk.push((Cow::Borrowed("text"), piece));
-            }
-            let chunk_list = match arena {
-                Some(arena) => List::Arena(json::move_into(arena, &mut chunk, 0)),
-                None => List::Owned(std::mem::replace(
-                    &mut chunk,
-                    Vec::with_capacity(chunk_capacity),
-                )),
-            };
-            let data = [
-                (Cow::Borrowed("turn"), turn.clone()),
-                (Cow::Borrowed("step"), step.clone()),
-                (Cow::Borrowed("chunk"), Json::Obj(chunk_list)),
-            ];
-            let data = Json::Obj(match arena {
-                Some(arena) => List::Arena(arena.alloc_slice_fill_iter(data)),
-                None => List::Owned(data.into()),
-            });
-            debug_assert!(arena.is_none() || data.arena_only());
-            let seq = seq0 + k as u64;
-            Candidate {
-                seq: Some(seq),
-                event: Ok(Event {
-                    pos,
-                    seq,
-                    time,
-                    ty: Cow::Borrowed("assistant/chunk"),
-                    data,
-                    surface_op: None,
-                    source_seqs: None,
-                    ignorable: false,
-                    packed: true,
-                    normalized: false,
-                    result_digest: None,
-                }),
-                is_turn_end: false,
-            }
-        })
-        .collect();
-    Ok(out)
+    Ok(Packed {
+        pos,
+        seq0,
+        time0,
+        last_time,
+        tool,
+        delta,
+        data,
+        len,
+    })
 }
 
 /// A decoded `sourceEventSeqs`: inclusive runs in list order (a plain element is a run of one).
@@ -750,8 +778,10 @@ mod tests {
 
     /// Every event's data, as text, decoded with or without an arena.
     fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
-        let Row::Events(evs, _) = decode_in(line, pos(), &DIALECTS[0], arena) else {
-            panic!("bad row: {line}")
+        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena) {
+            Row::Events(evs, _) => evs,
+            Row::Packed(p, _) => p.members().collect(),
+            Row::Bad(_) => panic!("bad row: {line}"),
         };
         evs.iter()
             .map(|c| {
@@ -938,6 +968,7 @@ mod tests {
     fn envelope_rules() {
         let bad = |s: &str| match decode(s.as_bytes(), pos(), &DIALECTS[3]) {
             Row::Events(c, _) => c[0].event.as_ref().err().map(|e| e.why.clone()),
+            Row::Packed(..) => panic!("decode does not return a packed row"),
             Row::Bad(b) => panic!("unexpected bad row {b:?}"),
         };
         assert!(bad(r#"{"type":"a/b","seq":0,"time":0,"data":{}}"#).is_none());

@@ -22,7 +22,7 @@ use super::json::Json;
 use super::legacy::{self, Legacy};
 use super::lifecycle::Lifecycle;
 use super::payload;
-use super::rows::{self, BadKind, Candidate, Event, Row};
+use super::rows::{self, BadKind, Candidate, Event, Packed, Row};
 use super::surface::{self, SurfaceManager};
 use super::vocab::{KnownTypes, TypeClass, Vocabulary};
 
@@ -145,6 +145,11 @@ pub struct Unusable<'r> {
 /// Consumers that need every event (stats, show) without a second parser.
 pub trait Observer {
     fn event(&mut self, _info: &EventInfo<'_, '_>, _state: &FoldState) {}
+    /// Whether [`Observer::event`] must see every event. When not, the members of a packed
+    /// row (format 0) after the first may be folded together, unseen (see `fold_packed`).
+    fn wants_each_event(&self) -> bool {
+        true
+    }
     /// A row or event slot that is never folded (see [`Unusable`]).
     fn unusable(&mut self, _row: &Unusable<'_>) {}
     /// A bad row started a speculation: take a snapshot of anything accumulated.
@@ -154,7 +159,11 @@ pub trait Observer {
     fn speculation_ended(&mut self, _committed: bool) {}
 }
 
-impl Observer for () {}
+impl Observer for () {
+    fn wants_each_event(&self) -> bool {
+        false
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -501,10 +510,11 @@ pub fn scan_framed(
     let threads = opts.parse_threads();
     if opts.stop_after.is_none() && threads > 1 {
         let block = match opts.block_bytes {
-            // Format 0's packed rows expand into ~4 events a line (~40 in a long row), so a
-            // block in flight weighs more: quarter-size blocks keep peak RSS at 11-16 MB from
-            // 100 MB to 4 GB (18.5 MB on 1 GiB with full blocks), for ~3 % of speed.
-            0 if dialect.legacy_v0 => pipeline::BLOCK / 4,
+            // A format 0 block weighs more in flight (many small rows, and the generated
+            // 4 GB log has 400 KB lines): half-size blocks keep peak RSS at 10-15 MB from
+            // 100 MB to 4 GB (up to 16.8 MB on 4 GB with full blocks), for ~8 % of speed;
+            // quarter-size ones cost another 12 %.
+            0 if dialect.legacy_v0 => pipeline::BLOCK / 2,
             0 => pipeline::BLOCK,
             n => n,
         };
@@ -775,11 +785,16 @@ impl Pass<'_, '_> {
                 self.resync_pending = false;
             }
             Row::Bad(_) => self.resync_pending = true,
-            Row::Events(..) => self.resync_pending = false,
+            Row::Events(..) | Row::Packed(..) => self.resync_pending = false,
         }
 
         // Fold what the row holds (in the committed state, or speculatively).
-        if let Row::Events(mut cands, audit) = row {
+        let (first_seq, audit) = match &row {
+            Row::Events(cands, audit) => (cands.first().and_then(|c| c.seq), Some(audit)),
+            Row::Packed(packed, audit) => (Some(packed.seq0), Some(audit)),
+            Row::Bad(_) => (None, None),
+        };
+        if let Some(audit) = audit {
             let speculative = self.spec.is_some();
             let sink: &mut dyn Sink = match &mut self.spec {
                 Some(s) => &mut s.held,
@@ -788,7 +803,7 @@ impl Pass<'_, '_> {
             let line_at = Reporter {
                 version: Some(self.ctx.dialect.version),
                 pos,
-                seq: cands.first().and_then(|c| c.seq),
+                seq: first_seq,
                 event_type: None,
             };
             if !utf8_ok {
@@ -818,18 +833,26 @@ impl Pass<'_, '_> {
                     "the event contains a number too large for JavaScript (it parses to Infinity, which DSH's lossless-JSON check refuses)",
                 ));
             }
-            // Folded in place (an event is 200 bytes: moving each out cost two copies).
-            for cand in &mut cands {
-                if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
-                    && seq > stop
-                {
-                    break;
+            match row {
+                Row::Events(mut cands, _) => {
+                    // Folded in place (an event is 200 bytes: moving each out cost two copies).
+                    for cand in &mut cands {
+                        if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
+                            && seq > stop
+                        {
+                            break;
+                        }
+                        fold_candidate(&mut self.ctx, &mut self.state, cand, speculative, sink);
+                    }
+                    if let Some(grave) = grave {
+                        cands.clear();
+                        grave.push(cands);
+                    }
                 }
-                fold_candidate(&mut self.ctx, &mut self.state, cand, speculative, sink);
-            }
-            if let Some(grave) = grave {
-                cands.clear();
-                grave.push(cands);
+                Row::Packed(packed, _) => {
+                    fold_packed(&mut self.ctx, &mut self.state, &packed, speculative, sink);
+                }
+                Row::Bad(_) => {}
             }
         }
         if let Some(f) = self.ctx.draft.take() {
@@ -894,23 +917,25 @@ fn classify_row(
             };
             return (Some(info), b.is_turn_end);
         }
+        // Packed rows exist only in formats 0 and 1, which have no canonical envelope.
+        Row::Packed(packed, _) => {
+            let gap = seq_gap(Some(packed.seq0), expected, resync_pending, || {
+                Some("assistant/chunk".to_owned())
+            });
+            return (gap, false);
+        }
         Row::Events(cands, _) => cands,
     };
     let turn_end = cands.iter().any(|c| c.is_turn_end);
     let first = cands.first().and_then(|c| c.seq);
-    let silent_resync = resync_pending && first.is_some_and(|s| s > expected);
-    if first != Some(expected) && !silent_resync {
-        let got = first.map_or_else(|| "no usable seq".to_owned(), |s| s.to_string());
-        let info = BadRowInfo {
-            code: Code::CommittedSeqGap,
-            why: format!("seq gap (expected {expected}, got {got})"),
-            seq: first,
-            ty: cands
-                .first()
-                .and_then(|c| c.event.as_ref().ok())
-                .map(|e| e.ty.to_string()),
-        };
-        return (Some(info), turn_end);
+    let gap = seq_gap(first, expected, resync_pending, || {
+        cands
+            .first()
+            .and_then(|c| c.event.as_ref().ok())
+            .map(|e| e.ty.to_string())
+    });
+    if gap.is_some() {
+        return (gap, turn_end);
     }
     // Canonical-envelope violations exist from format 3 on (both checks answer None before;
     // skipping them spares a type lookup per event on formats 0-2).
@@ -927,6 +952,95 @@ fn classify_row(
         })
     });
     (canonical, turn_end)
+}
+
+/// A row whose first seq is not the one expected (unless it follows a bad row, after which
+/// the scan continues from the observed seq, §6.3): `ty` names its first event.
+fn seq_gap(
+    first: Option<u64>,
+    expected: u64,
+    resync_pending: bool,
+    ty: impl FnOnce() -> Option<String>,
+) -> Option<BadRowInfo> {
+    let silent_resync = resync_pending && first.is_some_and(|s| s > expected);
+    if first == Some(expected) || silent_resync {
+        return None;
+    }
+    let got = first.map_or_else(|| "no usable seq".to_owned(), |s| s.to_string());
+    Some(BadRowInfo {
+        code: Code::CommittedSeqGap,
+        why: format!("seq gap (expected {expected}, got {got})"),
+        seq: first,
+        ty: ty(),
+    })
+}
+
+/// Counts what goes through it to `inner`.
+struct Counted<'s> {
+    inner: &'s mut dyn Sink,
+    pushed: usize,
+}
+
+impl Sink for Counted<'_> {
+    fn push(&mut self, finding: Finding) {
+        self.pushed += 1;
+        self.inner.push(finding);
+    }
+}
+
+/// The members of a packed row through the fold. The first is folded like any event. The
+/// others are `assistant/chunk` events identical to it but for their seq, time and text, and
+/// for such an event every rule is a check of what they share (its turn and step against the
+/// open step, no surface metadata) and the fold only moves on (the next seq; the last seq and
+/// time, for closers): so when the first drew no finding, neither would they, and they are
+/// counted instead of built and folded one by one. They are folded one by one when an
+/// observer wants to see each event, when the pass stops inside the row (`--at`), when the
+/// first drew a finding, and in damaged input that went back over seqs already on the
+/// surface (each member is checked for a repeated seq). `packed_members_fold_like_events`
+/// (scan tests) compares both ways over logs that exercise each of these.
+fn fold_packed(
+    ctx: &mut Ctx<'_>,
+    state: &mut FoldState,
+    packed: &Packed<'_>,
+    speculative: bool,
+    sink: &mut dyn Sink,
+) {
+    let mut members = packed.members();
+    let last = packed.last_seq();
+    let stop = ctx.stop_after;
+    if !ctx.observer.wants_each_event() && stop.is_none_or(|s| last <= s) && !packed.is_empty() {
+        let Some(mut first) = members.next() else {
+            return;
+        };
+        let mut counted = Counted {
+            inner: sink,
+            pushed: 0,
+        };
+        fold_candidate(ctx, state, &mut first, speculative, &mut counted);
+        let clean = counted.pushed == 0
+            && first
+                .event
+                .as_ref()
+                .is_ok_and(|e| e.ty == "assistant/chunk" && !e.normalized)
+            && state.surface.next_seq() == packed.seq0 + 1
+            && state.surface.top().is_none_or(|t| t <= packed.seq0);
+        if clean || packed.len() == 1 {
+            if packed.len() > 1 {
+                state.surface.skip(last);
+                state.closers.passed(last, packed.last_time);
+                state.events += packed.len() as u64 - 1;
+            }
+            return;
+        }
+    }
+    for mut cand in members {
+        if let (Some(stop), Some(seq)) = (stop, cand.seq)
+            && seq > stop
+        {
+            break;
+        }
+        fold_candidate(ctx, state, &mut cand, speculative, sink);
+    }
 }
 
 /// One decoded event slot through every check and the fold.

@@ -305,6 +305,11 @@ impl SurfaceManager {
         self.next_seq = seq.saturating_add(1);
     }
 
+    /// The highest seq ever linked onto the surface.
+    pub fn top(&self) -> Option<u64> {
+        self.top
+    }
+
     pub fn contains(&self, seq: u64) -> bool {
         self.nodes.contains_key(&seq)
     }

@@ -332,7 +332,7 @@ impl<'a> Parser<'a> {
 }
 
 /// Move `stack[from..]` into `arena` (one copy of the bytes, like `Vec::split_off`).
-pub(crate) fn move_into<'a, T>(arena: &'a Bump, stack: &mut Vec<T>, from: usize) -> &'a [T] {
+fn move_into<'a, T>(arena: &'a Bump, stack: &mut Vec<T>, from: usize) -> &'a [T] {
     let n = stack.len() - from;
     let Ok(layout) = std::alloc::Layout::array::<T>(n) else {
         unreachable!("{n} values fit in memory: the stack holds them")

@@ -169,13 +169,17 @@ fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<Tor
     let mut rows = batch.rows();
     for mut p in rows.drain(..) {
         p.pos.line += first_no;
-        if let Some((_, Row::Events(cands, _))) = &mut p.row {
-            for c in cands {
-                match &mut c.event {
-                    Ok(e) => e.pos.line += first_no,
-                    Err(bad) => bad.pos.line += first_no,
+        match &mut p.row {
+            Some((_, Row::Events(cands, _))) => {
+                for c in cands {
+                    match &mut c.event {
+                        Ok(e) => e.pos.line += first_no,
+                        Err(bad) => bad.pos.line += first_no,
+                    }
                 }
             }
+            Some((_, Row::Packed(packed, _))) => packed.pos.line += first_no,
+            _ => {}
         }
         let Some((utf8_ok, row)) = p.row else {
             torn = Some(TornTail {

@@ -645,6 +645,154 @@ fn v0_packed_rows_count_as_all_their_members() {
     }
 }
 
+/// An observer that sees every event, so packed rows are folded member by member.
+struct EveryEvent;
+
+impl Observer for EveryEvent {}
+
+/// What a pass concluded, for comparing two ways of folding the same log.
+fn outcome(text: &str, opts: &ScanOptions, observer: &mut dyn Observer) -> String {
+    let mut findings = Vec::new();
+    let s = scan(text.as_bytes(), None, opts, &mut findings, observer).unwrap();
+    let state = s.state.as_ref().unwrap();
+    format!(
+        "{:?} events {} bytes {} closers {:?} next {} surface {:?}\n{findings:#?}",
+        s.status(),
+        s.events(),
+        s.committed_bytes,
+        state.closers.last(),
+        state.surface.next_seq(),
+        state.surface.seqs()
+    )
+}
+
+#[test]
+fn packed_members_fold_like_events() {
+    let text = |seq0: u64, turn: u64, step: u64| {
+        format!(
+            r#"{{"type":"text-chunks","seq0":{seq0},"time0":10,"data":{{"turn":{turn},"step":{step},"index":0,"dt":[5,-2],"texts":["a","b","c"]}}}}"#
+        )
+    };
+    let tool = |seq0: u64| {
+        format!(
+            r#"{{"type":"tool-call-chunks","seq0":{seq0},"time0":10,"data":{{"turn":1,"step":1,"index":1,"id":"c1","name":"bash","dt":[1],"args":["{{","}}"]}}}}"#
+        )
+    };
+    let step = |seq: u64, ty: &str| ev(seq, ty, r#"{"turn":1,"step":1}"#);
+    let logs: Vec<(&str, Vec<String>)> = vec![
+        (
+            "clean",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                text(2, 1, 1),
+                tool(5),
+                step(7, "step/end"),
+                end(8, 1),
+            ],
+        ),
+        // The first member draws a finding: so does every other one.
+        (
+            "outside a step",
+            vec![start(0, 1), text(1, 1, 1), end(4, 1)],
+        ),
+        (
+            "another step",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                text(2, 1, 2),
+                step(5, "step/end"),
+                end(6, 1),
+            ],
+        ),
+        (
+            "another turn",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                text(2, 7, 1),
+                step(5, "step/end"),
+                end(6, 1),
+            ],
+        ),
+        // Damaged: the row goes back to seq 1, and its later members land on seqs already on
+        // the surface (its first does not).
+        (
+            "back over the surface",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                user(2),
+                user(3),
+                text(1, 1, 1),
+                step(4, "step/end"),
+                end(5, 1),
+            ],
+        ),
+        // After a bad row: folded speculatively, then committed by the turn end...
+        (
+            "speculative, committed",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                "not json".into(),
+                text(3, 1, 1),
+                step(6, "step/end"),
+                end(7, 1),
+            ],
+        ),
+        // ...or dropped with the crash tail.
+        (
+            "speculative, dropped",
+            vec![
+                start(0, 1),
+                step(1, "step/start"),
+                "not json".into(),
+                text(3, 1, 1),
+            ],
+        ),
+        (
+            "a single member",
+            vec![start(0, 1), step(1, "step/start"), {
+                r#"{"type":"reasoning-chunks","seq0":2,"time0":3,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["x"]}}"#.to_owned()
+            }],
+        ),
+    ];
+    for v in [0, 1] {
+        for (what, lines) in &logs {
+            let log = log(v, lines);
+            for stop_after in [None, Some(2), Some(3), Some(4)] {
+                let opts = |threads, block_bytes| ScanOptions {
+                    stop_after,
+                    threads,
+                    block_bytes,
+                    ..ScanOptions::default()
+                };
+                // Member by member, one line at a time.
+                let expected = outcome(&log, &opts(1, 0), &mut EveryEvent);
+                for (threads, block_bytes) in [(1, 0), (2, 64)] {
+                    assert_eq!(
+                        outcome(&log, &opts(threads, block_bytes), &mut ()),
+                        expected,
+                        "v{v} {what}, stop after {stop_after:?}, {threads} threads"
+                    );
+                }
+            }
+        }
+    }
+    // The rows above draw the findings they are meant to.
+    let opts = ScanOptions::default();
+    let (_, f) = run_opts(&log(0, &logs[1].1), &opts);
+    assert_eq!(codes(&f), ["event-outside-open-step"; 3]);
+    let (_, f) = run_opts(&log(0, &logs[4].1), &opts);
+    let repeated = f.iter().filter(|f| f.message.contains("repeats the seq"));
+    assert_eq!(
+        repeated.map(|f| f.seq).collect::<Vec<_>>(),
+        [Some(2), Some(3)]
+    );
+}
+
 #[test]
 fn packed_tags_are_malformed_rows_from_v2_on() {
     let packed = r#"{"type":"text-chunks","seq0":3,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#;

@@ -249,6 +249,7 @@ impl H {
                 let ev = evs.remove(0).event.expect("valid envelope");
                 owned(ev)
             }
+            Row::Packed(..) => panic!("decode does not return a packed row"),
             Row::Bad(b) => panic!("v{}: storage rejects {text}: {}", self.v, b.why),
         }
     }
