@@ -223,8 +223,9 @@ fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
 
 #[test]
 fn a_reader_that_panics_on_a_worker_ends_the_pass_with_that_panic_not_a_hang() {
-    // Workers read: a panic inside a read happens on a worker, while the folding thread waits
-    // for that worker's block. It must come back as a panic of the scan.
+    // Every parsing thread reads: a panic inside a read happens on a worker (while the folding
+    // thread waits for that worker's block) or on the folding thread itself (while workers wait
+    // for work). Either way it must come back as a panic of the scan.
     let bytes = threaded_log();
     for threads in [2, 3] {
         let (tx, rx) = std::sync::mpsc::channel();

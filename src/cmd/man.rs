@@ -34,7 +34,7 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "DSHS_THREADS",
-        "Worker threads that read and parse a log while one thread folds it (default: one per core, at most 4, one fewer for a pipe; 1: one thread does everything).",
+        "Threads that read and parse a log, the one that folds it included (default: one per core, at most 4, one fewer for a pipe; 1: one thread reads, parses and folds line by line).",
     ),
     (
         "DSHS_MAX_LINE_BYTES",

@@ -36,10 +36,11 @@ pub struct ScanOptions {
     pub stop_after: Option<u64>,
     /// Keep every replacement (for `surface --format json`).
     pub record_replacements: bool,
-    /// Threads that parse lines while this one folds them (plain input read to the end).
-    /// 0: the machine's parallelism (at most [`MAX_THREADS`]) or `DSHS_THREADS`; 1: one line
-    /// at a time on this thread, consumed from the reader only when it is folded (for a
-    /// reader that watches consumption, like `show`'s tap, and for logs checked in parallel).
+    /// Threads that parse lines, this one included (it folds them, and parses a block while
+    /// it waits for the next to fold), for plain input read to the end. 0: the machine's
+    /// parallelism (at most [`MAX_THREADS`]) or `DSHS_THREADS`; 1: one line at a time on this
+    /// thread, consumed from the reader only when it is folded (for a reader that watches
+    /// consumption, like `show`'s tap, and for logs checked in parallel).
     pub threads: usize,
     /// Bytes per parsed block (0: the default); small blocks let tests cross many blocks.
     pub block_bytes: usize,
@@ -510,11 +511,6 @@ pub fn scan_framed(
     let threads = opts.parse_threads();
     if opts.stop_after.is_none() && threads > 1 {
         let block = match opts.block_bytes {
-            // A format 0 block weighs more in flight (many small rows, and the generated
-            // 4 GB log has 400 KB lines): half-size blocks keep peak RSS at 10-15 MB from
-            // 100 MB to 4 GB (up to 16.8 MB on 4 GB with full blocks), for ~8 % of speed;
-            // quarter-size ones cost another 12 %.
-            0 if dialect.legacy_v0 => pipeline::BLOCK / 2,
             0 => pipeline::BLOCK,
             n => n,
         };
