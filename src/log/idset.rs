@@ -17,6 +17,9 @@ const RECENT: usize = 4096;
 /// first probes were a cache miss each (~3 % of a format 3 pass).
 const BUCKET_BITS: u32 = 12;
 
+/// Steps [`IdSet::in_sorted`] walks from its guess before it searches.
+const WALK: usize = 8;
+
 #[derive(Debug, Clone, Default)]
 pub struct IdSet {
     sorted: Vec<u64>,
@@ -39,9 +42,33 @@ impl IdSet {
 
     fn in_sorted(&self, key: u64) -> bool {
         let b = (key >> (64 - BUCKET_BITS)) as usize;
-        match (self.starts.get(b), self.starts.get(b + 1)) {
-            (Some(&from), Some(&to)) => self.sorted[from..to].binary_search(&key).is_ok(),
-            _ => false,
+        let (Some(&from), Some(&to)) = (self.starts.get(b), self.starts.get(b + 1)) else {
+            return false;
+        };
+        let bucket = &self.sorted[from..to];
+        if bucket.is_empty() {
+            return false;
+        }
+        // Digests are uniform, so a key sits about as far into its bucket as its low bits are
+        // into the bucket's range: the search starts there and walks a few steps, usually
+        // within one cache line (a binary search took three or four dependent cache misses,
+        // 70 % of this set's time on a 1 GiB log). Keys that are not spread evenly (or a walk
+        // that goes on) fall back to a binary search of the side the key is on.
+        let share = u128::from(key << BUCKET_BITS);
+        let mut i = ((share * bucket.len() as u128) >> 64) as usize;
+        for _ in 0..WALK {
+            match bucket[i].cmp(&key) {
+                std::cmp::Ordering::Equal => return true,
+                std::cmp::Ordering::Less if i + 1 < bucket.len() && bucket[i + 1] <= key => i += 1,
+                std::cmp::Ordering::Greater if i > 0 && bucket[i - 1] >= key => i -= 1,
+                // The key lies between two neighbours (or past an end): absent.
+                _ => return false,
+            }
+        }
+        if bucket[i] < key {
+            bucket[i..].binary_search(&key).is_ok()
+        } else {
+            bucket[..=i].binary_search(&key).is_ok()
         }
     }
 
@@ -105,7 +132,8 @@ mod tests {
                 let key = ((n * 7919) % 20_011).wrapping_mul(spread);
                 assert_eq!(set.insert(key), reference.insert(key), "insert {key}");
             }
-            for k in 0..20_011u64 {
+            // Every key inserted, and as many that never were (between and beyond them).
+            for k in 0..40_022u64 {
                 let key = k.wrapping_mul(spread);
                 assert_eq!(
                     set.contains(key),
