@@ -330,12 +330,49 @@ impl<'a> JStr<'a> {
     }
 
     fn cooked(raw: &str, lazy: &Lazy<'a>) -> &'a str {
-        let text = lazy
-            .text
-            .get_or_init(|| std::ptr::NonNull::from(&*lazy.arena.alloc_str(&fast::unescape(raw))));
+        let text = lazy.text.get_or_init(|| {
+            let mut text = bumpalo::collections::String::with_capacity_in(raw.len(), lazy.arena);
+            fast::unescape_into(raw, &mut text);
+            std::ptr::NonNull::from(text.into_bump_str())
+        });
         // SAFETY: the text was put in the arena, which lives for `'a` and never moves or
         // frees what it holds before it is reset or dropped, which `'a` outlasts.
         unsafe { text.as_ref() }
+    }
+
+    /// A 64-bit digest (XXH3) of the text in its escaped JSON form (`"`, `\` and control
+    /// characters escaped: with `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`, else `\u00xx`):
+    /// two texts have the same digest exactly when they are equal (but for a collision, about
+    /// 2⁻⁶⁴). A stored string whose escapes are all short ones is already in that form, so
+    /// it is hashed as stored, not unescaped first: most tool-call arguments (JSON text full of
+    /// `\"`) are compared this way.
+    pub fn digest(&self) -> u64 {
+        let stored = match &self.0 {
+            Repr::Escaped(raw, _) | Repr::InArena(raw, _) => Some(*raw),
+            Repr::Text(_) => None,
+        };
+        if let Some(raw) = stored.filter(|raw| short_escapes_only(raw)) {
+            return xxhash_rust::xxh3::xxh3_64(raw.as_bytes());
+        }
+        let text = self.as_str();
+        if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
+            return xxhash_rust::xxh3::xxh3_64(text.as_bytes());
+        }
+        let mut escaped = String::with_capacity(text.len() + 8);
+        for c in text.chars() {
+            match c {
+                '"' => escaped.push_str("\\\""),
+                '\\' => escaped.push_str("\\\\"),
+                '\u{8}' => escaped.push_str("\\b"),
+                '\u{c}' => escaped.push_str("\\f"),
+                '\n' => escaped.push_str("\\n"),
+                '\r' => escaped.push_str("\\r"),
+                '\t' => escaped.push_str("\\t"),
+                c if c < ' ' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
+                c => escaped.push(c),
+            }
+        }
+        xxhash_rust::xxh3::xxh3_64(escaped.as_bytes())
     }
 
     pub fn into_cow(self) -> Cow<'a, str> {
@@ -358,6 +395,25 @@ impl<'a> JStr<'a> {
     pub fn into_owned(self) -> JStr<'static> {
         JStr(Repr::Text(Cow::Owned(self.into_cow().into_owned())))
     }
+}
+
+/// A string body (escapes validated) whose escapes are all `\"`, `\\`, `\b`, `\f`, `\n`, `\r`
+/// or `\t`: the escaped form [`JStr::digest`] hashes.
+fn short_escapes_only(raw: &str) -> bool {
+    // A plain loop: these strings are short and dense with escapes (memchr per escape cost
+    // more than reading every byte).
+    let mut bytes = raw.bytes();
+    while let Some(b) = bytes.next() {
+        if b == b'\\'
+            && !matches!(
+                bytes.next(),
+                Some(b'"' | b'\\' | b'b' | b'f' | b'n' | b'r' | b't')
+            )
+        {
+            return false;
+        }
+    }
+    true
 }
 
 impl std::ops::Deref for JStr<'_> {
@@ -748,6 +804,14 @@ impl<'a> Json<'a> {
                 .iter()
                 .all(|(k, v)| matches!(k, Cow::Borrowed(_)) && v.arena_only()),
             Json::Arr(List::Owned(_)) | Json::Obj(List::Owned(_)) => false,
+        }
+    }
+
+    /// A string's [`JStr::digest`]; `None` for any other value.
+    pub fn text_digest(&self) -> Option<u64> {
+        match self {
+            Json::Str(s) => Some(s.digest()),
+            _ => None,
         }
     }
 

@@ -22,7 +22,7 @@ pub const OUTCOME_UNKNOWN_TEXT: &str = "The tool call was interrupted after it w
 struct Advertised {
     id: String,
     name: Option<String>,
-    /// Only compared, never shown: its digest (tool arguments can be long).
+    /// Only compared, never shown: its digest ([`Json::text_digest`]; arguments can be long).
     arguments: Option<u64>,
     started: bool,
     settled: bool,
@@ -300,7 +300,7 @@ impl Lifecycle {
             self.calls.push(Advertised {
                 id: id.to_owned(),
                 name: b.get("name").and_then(Json::as_str).map(str::to_owned),
-                arguments: b.get("arguments").and_then(Json::as_str).map(idset::digest),
+                arguments: b.get("arguments").and_then(Json::text_digest),
                 started: false,
                 settled: false,
             });
@@ -316,7 +316,7 @@ impl Lifecycle {
             return;
         }
         let name = ev.data.get("name").and_then(Json::as_str);
-        let arguments = ev.data.get("arguments").and_then(Json::as_str);
+        let arguments = ev.data.get("arguments").and_then(Json::text_digest);
         // The first unsettled call with this id that has not started yet (else the first
         // unsettled one): the same order `tool_result` settles in, so a repeated id (already
         // reported as duplicate-call-id) does not cascade into tool-result-before-start.
@@ -345,7 +345,7 @@ impl Lifecycle {
                         quote(name),
                         quote(c.name.as_deref())
                     ))
-                } else if c.arguments != arguments.map(idset::digest) {
+                } else if c.arguments != arguments {
                     Some(format!(
                         "tool/call \"{}\" does not repeat the advertised arguments exactly",
                         crate::log::text::clip(&c.id, 80)

@@ -370,10 +370,40 @@ fn escape_end(s: &[u8], j: usize) -> Option<usize> {
     }
 }
 
+/// What [`unescape_into`] writes to.
+pub(super) trait Text {
+    fn push_str(&mut self, s: &str);
+    fn push(&mut self, c: char);
+}
+
+impl Text for String {
+    fn push_str(&mut self, s: &str) {
+        String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        String::push(self, c);
+    }
+}
+
+impl Text for bumpalo::collections::String<'_> {
+    fn push_str(&mut self, s: &str) {
+        bumpalo::collections::String::push_str(self, s);
+    }
+    fn push(&mut self, c: char) {
+        bumpalo::collections::String::push(self, c);
+    }
+}
+
 /// Unescape a string body [`escape_end`] has validated (so every escape is well formed).
 pub(super) fn unescape(raw: &str) -> String {
-    let s = raw.as_bytes();
     let mut out = String::with_capacity(raw.len());
+    unescape_into(raw, &mut out);
+    out
+}
+
+/// [`unescape`] into `out` (an arena's string: no heap allocation and copy).
+pub(super) fn unescape_into(raw: &str, out: &mut impl Text) {
+    let s = raw.as_bytes();
     let (mut run, mut j) = (0, 0);
     while let Some(k) = memchr::memchr(b'\\', &s[j..]) {
         let at = j + k;
@@ -404,7 +434,6 @@ pub(super) fn unescape(raw: &str) -> String {
         run = j;
     }
     out.push_str(&raw[run..]);
-    out
 }
 
 fn hex4(s: &[u8], at: usize) -> Option<u32> {
@@ -577,7 +606,61 @@ mod tests {
         })
     }
 
+    /// `text` as a JSON string with every character as a `\u` escape (surrogate pairs beyond
+    /// the BMP), and with only `/` escaped on top of serde_json's escapes.
+    fn other_escapings(text: &str) -> [String; 2] {
+        let mut all = String::from("\"");
+        for unit in text.encode_utf16() {
+            all.push_str(&format!("\\u{unit:04X}"));
+        }
+        all.push('"');
+        let slash = serde_json::to_string(text)
+            .unwrap_or_default()
+            .replace('/', "\\/");
+        [all, slash]
+    }
+
+    /// The digest of the string a line holds, parsed every way a string can be held: borrowed
+    /// or escaped by the fast path, in an arena or not, unescaped by the careful path.
+    fn digests(line: &str) -> Vec<u64> {
+        let arena = super::super::Arena::default();
+        let mut out = Vec::new();
+        for v in [
+            super::parse(line, None).map(|(v, _)| v),
+            super::parse(line, Some(&arena)).map(|(v, _)| v),
+            parse_careful(line).ok(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            out.push(v.text_digest().expect("a string"));
+        }
+        out
+    }
+
     proptest! {
+        #[test]
+        fn a_string_digest_is_that_of_its_text_however_it_was_escaped(
+            text in "[a-z\\\\\"/\u{0}-\u{1f}\u{7f}\u{e9}\u{2028}\u{1F600} ]{0,24}",
+            other in "[a-z\\\\\"\n]{0,6}",
+        ) {
+            // serde_json writes the escaped form the digest is defined on.
+            let canonical = serde_json::to_string(&text).unwrap_or_default();
+            let expected = xxhash_rust::xxh3::xxh3_64(&canonical.as_bytes()[1..canonical.len() - 1]);
+            let [all, slash] = other_escapings(&text);
+            for line in [&canonical, &all, &slash] {
+                let got = digests(line);
+                prop_assert!(got.len() >= 2, "{line}: {got:?}");
+                for d in got {
+                    prop_assert_eq!(d, expected, "{}", line);
+                }
+            }
+            if other != text {
+                let other = serde_json::to_string(&other).unwrap_or_default();
+                prop_assert!(digests(&other).iter().all(|&d| d != expected));
+            }
+        }
+
         #[test]
         fn fast_and_careful_paths_agree(text in json_text()) {
             agrees(&text);

@@ -68,3 +68,32 @@ fn a_repeated_call_id_does_not_cascade_into_other_findings() {
     let codes: Vec<Code> = run(3, &refs).iter().map(|f| f.code).collect();
     assert_eq!(codes, vec![Code::DuplicateCallId]);
 }
+
+#[test]
+fn a_tool_call_repeats_the_advertised_arguments_by_text_not_by_escaping() {
+    // Advertised as `{"cmd":"ls"}` with `\"` escapes; the tool/call writes the same text with
+    // `\u0022` and `\/`-free escapes, then with a different text.
+    let asst = r#"{"type":"assistant/message","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"tool-call","id":"c1","name":"x","arguments":"{\"cmd\":\"ls\"}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#;
+    let run_with = |arguments: &str| {
+        let call = format!(
+            r#"{{"type":"tool/call","seq":3,"time":0,"data":{{"turn":1,"step":1,"callId":"c1","name":"x","arguments":"{arguments}"}}}}"#
+        );
+        let lines = [
+            r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+            r#"{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}"#,
+            asst,
+            &call,
+        ];
+        run(3, &lines).iter().map(|f| f.code).collect::<Vec<_>>()
+    };
+    assert_eq!(run_with(r#"{\"cmd\":\"ls\"}"#), vec![]);
+    assert_eq!(run_with(r#"{\u0022cmd\u0022:\"l\u0073\"}"#), vec![]);
+    assert_eq!(
+        run_with(r#"{\"cmd\":\"ls -l\"}"#),
+        vec![Code::ToolCallMismatch]
+    );
+    assert_eq!(
+        run_with(r#"{\"cmd\":\"ls\"} "#),
+        vec![Code::ToolCallMismatch]
+    );
+}
