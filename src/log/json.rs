@@ -358,20 +358,12 @@ impl<'a> JStr<'a> {
         if !text.bytes().any(|b| b == b'"' || b == b'\\' || b < 0x20) {
             return xxhash_rust::xxh3::xxh3_64(text.as_bytes());
         }
-        let mut escaped = String::with_capacity(text.len() + 8);
-        for c in text.chars() {
-            match c {
-                '"' => escaped.push_str("\\\""),
-                '\\' => escaped.push_str("\\\\"),
-                '\u{8}' => escaped.push_str("\\b"),
-                '\u{c}' => escaped.push_str("\\f"),
-                '\n' => escaped.push_str("\\n"),
-                '\r' => escaped.push_str("\\r"),
-                '\t' => escaped.push_str("\\t"),
-                c if c < ' ' => escaped.push_str(&format!("\\u{:04x}", u32::from(c))),
-                c => escaped.push(c),
-            }
-        }
+        // serde_json writes exactly that form (between the quotes it adds).
+        let quoted = serde_json::to_string(text).unwrap_or_default();
+        let escaped = quoted
+            .strip_prefix('"')
+            .and_then(|q| q.strip_suffix('"'))
+            .unwrap_or(&quoted);
         xxhash_rust::xxh3::xxh3_64(escaped.as_bytes())
     }
 
