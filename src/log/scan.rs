@@ -1004,7 +1004,7 @@ fn fold_packed(
     let mut members = packed.members();
     let last = packed.last_seq();
     let stop = ctx.stop_after;
-    if !ctx.observer.wants_each_event() && stop.is_none_or(|s| last <= s) && !packed.is_empty() {
+    if !ctx.observer.wants_each_event() && stop.is_none_or(|s| last <= s) {
         let Some(mut first) = members.next() else {
             return;
         };
@@ -1020,12 +1020,10 @@ fn fold_packed(
                 .is_ok_and(|e| e.ty == "assistant/chunk" && !e.normalized)
             && state.surface.next_seq() == packed.seq0 + 1
             && state.surface.top().is_none_or(|t| t <= packed.seq0);
-        if clean || packed.len() == 1 {
-            if packed.len() > 1 {
-                state.surface.skip(last);
-                state.closers.passed(last, packed.last_time);
-                state.events += packed.len() as u64 - 1;
-            }
+        if clean {
+            state.surface.skip(last);
+            state.closers.passed(last, packed.last_time);
+            state.events += packed.len() as u64 - 1;
             return;
         }
     }
