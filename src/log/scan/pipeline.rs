@@ -101,6 +101,10 @@ impl Batch {
         // average): growing from empty copied the rows several times into fresh pages.
         let mut rows = Vec::with_capacity(len / 256 + 16);
         let mut lossy = Vec::new();
+        // The whole block checked at once (a line at a time, the check's set-up cost more than
+        // the check): a block of whole lines is UTF-8 exactly when each of its lines is, since
+        // no multi-byte sequence spans a `\n`. Only a block that is not is checked line by line.
+        let whole = simdutf8::basic::from_utf8(text).ok();
         let mut at = 0;
         let mut no = 0;
         while at < text.len() {
@@ -117,7 +121,10 @@ impl Batch {
                 });
                 break;
             };
-            let (cow, utf8_ok) = line_text(&text[at..at + n]);
+            let (cow, utf8_ok) = match whole.and_then(|w| w.get(at..at + n)) {
+                Some(line) => (Cow::Borrowed(line), true),
+                None => line_text(&text[at..at + n]),
+            };
             let line: &'static str = match cow {
                 Cow::Borrowed(s) => s,
                 Cow::Owned(s) => {
