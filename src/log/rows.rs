@@ -8,6 +8,7 @@ use std::borrow::Cow;
 use super::codes::Code;
 use super::dialect::Dialect;
 use super::finding::Pos;
+use super::vocab::TypeClass;
 
 use super::json::{self, Json, MAX_SAFE};
 
@@ -90,6 +91,9 @@ pub struct Candidate<'a> {
     pub seq: Option<u64>,
     pub event: Result<Event<'a>, BadEnvelope>,
     pub is_turn_end: bool,
+    /// The event's type class, when a parsing thread already looked it up (formats 1 on:
+    /// format 0's legacy normalization may still rename the type); `None`: the fold does.
+    pub class: Option<TypeClass>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,6 +261,7 @@ pub fn decode_in<'a>(
             seq,
             event,
             is_turn_end,
+            class: None,
         }],
         audit,
     )
@@ -449,6 +454,7 @@ impl<'a> Packed<'a> {
                     result_digest: None,
                 }),
                 is_turn_end: false,
+                class: None,
             }
         })
     }

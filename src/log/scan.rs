@@ -937,7 +937,9 @@ fn classify_row(
     // skipping them spares a type lookup per event on formats 0-2).
     let canonical = cands.iter().filter(|_| dialect.canonical).find_map(|c| {
         let ev = c.event.as_ref().ok()?;
-        let class = vocab.classify(&ev.ty, ev.ignorable);
+        let class = c
+            .class
+            .unwrap_or_else(|| vocab.classify(&ev.ty, ev.ignorable));
         let code = surface::canonical_violation(dialect, ev, class)
             .or_else(|| payload::canonical_violation(dialect, ev, class))?;
         Some(BadRowInfo {
@@ -1047,6 +1049,7 @@ fn fold_candidate(
 ) {
     let d = ctx.dialect;
     let expected = state.surface.next_seq();
+    let known_class = cand.class;
     let ev = match &mut cand.event {
         Err(bad) => {
             let seq = cand.seq.unwrap_or(expected);
@@ -1118,7 +1121,9 @@ fn fold_candidate(
             }
         }
     }
-    let class = class.unwrap_or_else(|| ctx.vocab.classify(&ev.ty, ev.ignorable));
+    let class = class
+        .or(known_class)
+        .unwrap_or_else(|| ctx.vocab.classify(&ev.ty, ev.ignorable));
     let at = Reporter {
         version: Some(d.version),
         pos: ev.pos,

@@ -28,6 +28,7 @@ use crate::log::input::LineReader;
 use crate::log::json::Arena;
 use crate::log::rows::{self, Candidate, Row};
 use crate::log::surface;
+use crate::log::vocab::Vocabulary;
 
 /// Bytes read per block (whole lines: a block ends at a `\n`).
 pub(super) const BLOCK: usize = 128 * 1024;
@@ -89,6 +90,7 @@ impl Batch {
         len: usize,
         start: u64,
         dialect: &Dialect,
+        vocab: &Vocabulary,
     ) -> Batch {
         // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
         // never written, reallocated or freed while the rows exist: the batch owns both,
@@ -136,12 +138,17 @@ impl Batch {
                 }
             };
             let mut row = rows::decode_in(line, pos, dialect, Some(&arena));
-            // Work the fold would do, done here: the digest of each tool result (not for v0,
-            // whose legacy normalization may still rewrite the event).
+            // Work the fold would do, done here: each event's type class and the digest of
+            // each tool result (not for v0, whose legacy normalization may still rewrite the
+            // event).
             if let Row::Events(cands, _) = &mut row
                 && !dialect.legacy_v0
             {
-                for ev in cands.iter_mut().filter_map(|c| c.event.as_mut().ok()) {
+                for c in cands.iter_mut() {
+                    let Ok(ev) = &mut c.event else {
+                        continue;
+                    };
+                    c.class = Some(vocab.classify(&ev.ty, ev.ignorable));
                     if ev.ty == "tool/result" {
                         ev.result_digest = Some(surface::result_digest(dialect, &ev.data));
                     }
@@ -321,6 +328,8 @@ pub(super) fn run<R: BufRead + Send>(
     threads: usize,
 ) -> io::Result<Option<TornTail>> {
     let dialect = pass.ctx.dialect;
+    // A copy the parsing threads share while the fold holds the pass (a few dozen entries).
+    let vocab = &pass.ctx.vocab.clone();
     let workers = threads.max(2) - 1;
     let first_no = lines.next_line_no();
     let mut reading = Reading {
@@ -337,7 +346,7 @@ pub(super) fn run<R: BufRead + Send>(
         // Input that fits one block needs no other thread.
         fold(
             pass,
-            &mut Batch::parse(first, Box::default(), len, start, dialect),
+            &mut Batch::parse(first, Box::default(), len, start, dialect, vocab),
             first_no,
         )
     } else {
@@ -349,7 +358,11 @@ pub(super) fn run<R: BufRead + Send>(
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .next_block(block_size, &mut block);
-            (index, Batch::parse(block, arena, len, start, dialect), eof)
+            (
+                index,
+                Batch::parse(block, arena, len, start, dialect, vocab),
+                eof,
+            )
         };
         thread::scope(|scope| {
             let (done_tx, done) = mpsc::channel::<Done>();
@@ -375,7 +388,7 @@ pub(super) fn run<R: BufRead + Send>(
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
                             .next_block(block_size, &mut block);
-                        let batch = Batch::parse(block, arena, len, start, dialect);
+                        let batch = Batch::parse(block, arena, len, start, dialect, vocab);
                         let done = Done::Parsed {
                             index,
                             worker,
@@ -403,7 +416,7 @@ pub(super) fn run<R: BufRead + Send>(
                 0,
                 (
                     None,
-                    Batch::parse(first, Box::default(), len, start, dialect),
+                    Batch::parse(first, Box::default(), len, start, dialect, vocab),
                     false,
                 ),
             );
