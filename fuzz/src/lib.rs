@@ -120,6 +120,39 @@ pub fn scan_target(data: &[u8]) {
     };
     let (s, findings) = scan_bytes(&input.log, &opts);
     check_scan(&input.log, &s, &findings, input.stop_after.is_none());
+    // Without an observer that sees each event (packed rows then fold their members
+    // together), and on one thread reading line by line (no block-wide UTF-8 check, types
+    // classified in the fold), the pass concludes exactly the same.
+    for (threads, observed) in [(0, false), (1, true)] {
+        let opts = ScanOptions {
+            threads,
+            ..opts.clone()
+        };
+        let mut again = Vec::new();
+        let observer: &mut dyn Observer = if observed { &mut Touch } else { &mut () };
+        let s2 = scan::scan(&input.log[..], None, &opts, &mut again, observer)
+            .expect("reading memory");
+        assert_eq!(
+            outcome(&s2, &again),
+            outcome(&s, &findings),
+            "threads {threads}, observed {observed}"
+        );
+    }
+}
+
+/// What a pass concluded: its verdict, counts, fold state and findings.
+fn outcome(s: &Scan, findings: &[Finding]) -> String {
+    let state = s.state.as_ref();
+    format!(
+        "{:?} events {} bytes {}/{} closers {:?} next {:?} surface {:?}\n{findings:#?}",
+        s.status(),
+        s.events(),
+        s.committed_bytes,
+        s.total_bytes,
+        state.map(|st| st.closers.last()),
+        state.map(|st| st.surface.next_seq()),
+        state.map(|st| st.surface.seqs()),
+    )
 }
 
 /// Target `repair`: repair planning on arbitrary logs. Whenever a plan is made and verified
