@@ -130,8 +130,8 @@ pub fn scan_target(data: &[u8]) {
         };
         let mut again = Vec::new();
         let observer: &mut dyn Observer = if observed { &mut Touch } else { &mut () };
-        let s2 = scan::scan(&input.log[..], None, &opts, &mut again, observer)
-            .expect("reading memory");
+        let s2 =
+            scan::scan(&input.log[..], None, &opts, &mut again, observer).expect("reading memory");
         assert_eq!(
             outcome(&s2, &again),
             outcome(&s, &findings),
