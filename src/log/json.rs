@@ -380,6 +380,7 @@ impl<'a> JStr<'a> {
     }
 
     /// Borrowed text (no unescaped copy to own, now or later).
+    #[cfg(test)]
     fn is_borrowed(&self) -> bool {
         matches!(self.0, Repr::Text(Cow::Borrowed(_)) | Repr::InArena(..))
     }
@@ -786,8 +787,10 @@ impl<'a> Json<'a> {
     }
 
     /// Nothing in this value owns memory: every string is borrowed and every list is in an
-    /// arena (checked all the way down). What may be put in an arena list (see [`List`]).
-    pub fn arena_only(&self) -> bool {
+    /// arena (checked all the way down). What may be put in an arena list (see [`List`]); the
+    /// parser's tests check every tree it puts in an arena.
+    #[cfg(test)]
+    pub(crate) fn arena_only(&self) -> bool {
         match self {
             Json::Null | Json::Bool(_) | Json::Num(_) => true,
             Json::Str(s) => s.is_borrowed(),

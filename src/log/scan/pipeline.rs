@@ -33,8 +33,9 @@ use crate::log::vocab::Vocabulary;
 /// Bytes read per block (whole lines: a block ends at a `\n`).
 pub(super) const BLOCK: usize = 128 * 1024;
 
-/// Blocks each worker is asked to read ahead: with one worker (two cores), three had it
-/// waiting for work a fifth as often as two, for 0.7 MB of peak RSS.
+/// Blocks each worker is asked to read ahead: with one worker (two cores), three rather than
+/// two halved the thread switches (1,400-1,600 per GiB instead of 2,800-3,100) and saved ~5 %
+/// of the time on format 3, for 0.7 MB of peak RSS.
 const JOBS_PER_WORKER: usize = 3;
 
 /// Blocks the folding thread parses itself while it waits for the next one to fold (the first
