@@ -372,7 +372,7 @@ fn describe_value(v: &Json<'_>) -> String {
 pub struct Packed<'a> {
     pub pos: Pos,
     pub seq0: u64,
-    pub time0: i64,
+    time0: i64,
     /// The running time of the last member.
     pub last_time: i64,
     /// `tool-call-chunks` (members carry `id`, an optional `name` and `argumentsDelta`).
