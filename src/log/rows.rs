@@ -29,7 +29,7 @@ pub struct Event<'a> {
     /// Set when v0 legacy normalization rewrote this event in memory (§16).
     pub normalized: bool,
     /// A `tool/result`'s [`surface::result_digest`](super::surface::result_digest), computed
-    /// ahead on a parsing thread; None: computed when the fold needs it.
+    /// when the line was decoded (formats 1 on); None: computed when the fold needs it.
     pub result_digest: Option<u64>,
 }
 
@@ -255,7 +255,17 @@ pub fn decode_in<'a>(
             members: 1,
         });
     }
-    let event = envelope(&value, seq, pos);
+    let mut event = envelope(&value, seq, pos);
+    // A tool result's digest is taken here, where the audit tells whether any key repeats
+    // (and, in the pipeline, on a parsing thread), not in the fold. Not for v0, whose
+    // legacy normalization may still rewrite the event.
+    if let Ok(ev) = &mut event
+        && !dialect.legacy_v0
+        && ev.ty == "tool/result"
+    {
+        let unique = audit.duplicate_key.is_none();
+        ev.result_digest = Some(super::surface::result_digest(dialect, &ev.data, unique));
+    }
     Row::Events(
         vec![Candidate {
             seq,

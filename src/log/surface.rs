@@ -217,8 +217,9 @@ pub type SeqHash = BuildHasherDefault<SeqHasher>;
 pub type SeqSet = std::collections::HashSet<u64, SeqHash>;
 
 /// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
-/// blanked (a prune may rewrite only that, §12).
-pub fn result_digest(dialect: &Dialect, data: &Json<'_>) -> u64 {
+/// blanked (a prune may rewrite only that, §12). `keys_unique`: as for
+/// [`json::canonical_hash`].
+pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u64 {
     let blank: &[Seg] = match dialect.tool_result_shape {
         ToolResultShape::Wrapped => &[
             Seg::Key("message"),
@@ -228,7 +229,7 @@ pub fn result_digest(dialect: &Dialect, data: &Json<'_>) -> u64 {
         ],
         ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
     };
-    json::canonical_hash(data, Some(blank))
+    json::canonical_hash(data, Some(blank), keys_unique)
 }
 
 #[derive(Debug, Clone)]
@@ -842,7 +843,7 @@ impl SurfaceManager {
         };
         let result_shape = if kind == SurfaceKind::ToolResult {
             ev.result_digest
-                .unwrap_or_else(|| result_digest(self.dialect, &ev.data))
+                .unwrap_or_else(|| result_digest(self.dialect, &ev.data, false))
         } else {
             0
         };

@@ -27,7 +27,6 @@ use crate::log::finding::Pos;
 use crate::log::input::LineReader;
 use crate::log::json::Arena;
 use crate::log::rows::{self, Candidate, Row};
-use crate::log::surface;
 use crate::log::vocab::Vocabulary;
 
 /// Bytes read per block (whole lines: a block ends at a `\n`).
@@ -139,19 +138,14 @@ impl Batch {
                 }
             };
             let mut row = rows::decode_in(line, pos, dialect, Some(&arena));
-            // Work the fold would do, done here: each event's type class and the digest of
-            // each tool result (not for v0, whose legacy normalization may still rewrite the
-            // event).
+            // Work the fold would do, done here: each event's type class (not for v0, whose
+            // legacy normalization may still rename the type).
             if let Row::Events(cands, _) = &mut row
                 && !dialect.legacy_v0
             {
                 for c in cands.iter_mut() {
-                    let Ok(ev) = &mut c.event else {
-                        continue;
-                    };
-                    c.class = Some(vocab.classify(&ev.ty, ev.ignorable));
-                    if ev.ty == "tool/result" {
-                        ev.result_digest = Some(surface::result_digest(dialect, &ev.data));
+                    if let Ok(ev) = &c.event {
+                        c.class = Some(vocab.classify(&ev.ty, ev.ignorable));
                     }
                 }
             }

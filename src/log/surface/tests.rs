@@ -1122,6 +1122,34 @@ fn key_order_and_number_spelling_do_not_count_as_a_change() {
     }
 }
 
+/// A repeated key in a result's data counts once, with its last value (JavaScript's
+/// `JSON.parse`), in the original and in its replacement: the decoder digests a line whose
+/// keys it saw repeat the careful way.
+#[test]
+fn repeated_keys_in_a_tool_result_count_with_their_last_value() {
+    let repeat = (r#""step":1"#, r#""step":9,"step":1"#);
+    for v in ALL {
+        let mut h = H::new(v);
+        h.users(1);
+        h.ok(h.assistant(&["c1", "c2"]).append());
+        h.ok(h.result("c1").edit(repeat.0, repeat.1).append());
+        h.ok(h.result("c2").append());
+        h.ok(prune(&h, &[(r#""text":"out""#, r#""text":"[pruned]""#)]));
+        h.ok(h
+            .result("c1")
+            .replace(v, 4, 4)
+            .src("[4]")
+            .edit(repeat.0, repeat.1));
+        // The losing value still counts as a change when it is the last one.
+        let last = h.result("c1").replace(v, 5, 5).src("[5]");
+        assert_eq!(
+            h.rejects(last.edit(repeat.0, r#""step":1,"step":9"#)),
+            Code::ToolResultReplaceChangesMore,
+            "v{v}"
+        );
+    }
+}
+
 #[test]
 fn tool_result_replacement_that_changes_more_than_content_is_rejected() {
     for v in ALL {
