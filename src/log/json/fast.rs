@@ -236,7 +236,22 @@ impl<'a> Parser<'a> {
     /// the way to the closing quote and keep the raw body; it is unescaped only if a rule
     /// reads it (most big strings are never read).
     #[inline(never)]
-    fn escaped(&mut self, start: usize, mut j: usize) -> Option<JStr<'a>> {
+    fn escaped(&mut self, start: usize, j: usize) -> Option<JStr<'a>> {
+        // Sixty-four bytes at a time while they last (most escaped strings are long tool
+        // outputs with an escape every few dozen bytes); the rest, and any `\u` escape,
+        // one escape at a time.
+        let mut j = match escaped_windows(self.s, j) {
+            Windows::End(end) => {
+                self.i = end + 1;
+                let raw = self.between_quotes(start, end);
+                return Some(match self.arena {
+                    Some(arena) => JStr::escaped_in(raw, arena),
+                    None => JStr::escaped(raw),
+                });
+            }
+            Windows::Invalid => return None,
+            Windows::Rest(at) => at,
+        };
         loop {
             match self.s.get(j)? {
                 b'"' => {
@@ -346,6 +361,112 @@ fn move_into<'a, T>(arena: &'a Bump, stack: &mut Vec<T>, from: usize) -> &'a [T]
         std::ptr::copy_nonoverlapping(stack.as_ptr().add(from), to.as_ptr(), n);
         stack.set_len(from);
         std::slice::from_raw_parts(to.as_ptr(), n)
+    }
+}
+
+/// Where [`escaped_windows`] stopped.
+#[derive(Debug, PartialEq)]
+enum Windows {
+    /// At the closing quote, every escape before it valid.
+    End(usize),
+    /// A control character or an invalid escape before the closing quote.
+    Invalid,
+    /// Go on one escape at a time from this index, a backslash or an unescaped quote or
+    /// control character (fewer than 64 bytes were left, or a `\u` escape needs its
+    /// digits read).
+    Rest(usize),
+}
+
+/// Scan a string body from `j` (a backslash that is not itself escaped) in windows of 64
+/// bytes: one mask per window each for quotes, backslashes and control characters, the
+/// escaped bytes found from the backslash runs without a branch per escape (simdjson's
+/// method, with the carry of a run that crosses windows), and each escaped byte checked
+/// against the table of valid escapes.
+fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    // Whether the first byte of the window is escaped by a backslash ending the last one.
+    let mut carry = 0u64;
+    while let Some(window) = s.get(j..j + 64) {
+        let (quote, backslash, control) = masks64(window);
+        // Backslashes escaped by the run before them start nothing.
+        let backslash = backslash & !carry;
+        let follows = (backslash << 1) | carry;
+        let odd_starts = backslash & !EVEN & !follows;
+        let (runs, overflow) = odd_starts.overflowing_add(backslash);
+        let escaped = (EVEN ^ (runs << 1)) & follows;
+        let ends = quote & !escaped;
+        let before = if ends == 0 {
+            u64::MAX
+        } else {
+            (ends & ends.wrapping_neg()) - 1
+        };
+        if control & before != 0 {
+            return Windows::Invalid;
+        }
+        let mut check = escaped & before;
+        while check != 0 {
+            let at = check.trailing_zeros() as usize;
+            match window[at] {
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => {}
+                // Its backslash, one byte back (in this window or ending the last).
+                b'u' => return Windows::Rest(j + at - 1),
+                _ => return Windows::Invalid,
+            }
+            check &= check - 1;
+        }
+        if ends != 0 {
+            return Windows::End(j + ends.trailing_zeros() as usize);
+        }
+        // A run of backslashes at the window's end escapes the next window's first byte
+        // when it is odd (computed from where the runs started).
+        carry = u64::from(overflow);
+        j += 64;
+    }
+    // Fewer than 64 bytes left: from the escaping backslash, or from the next byte that
+    // ends a plain run.
+    Windows::Rest(if carry != 0 { j - 1 } else { scan(s, j) })
+}
+
+/// Masks of the quotes, backslashes and control characters in a 64-byte window (bit `i`:
+/// byte `i`).
+#[inline]
+fn masks64(window: &[u8]) -> (u64, u64, u64) {
+    debug_assert_eq!(window.len(), 64);
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_max_epu8, _mm_movemask_epi8,
+            _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is always available on x86_64; each load reads 16 bytes of the
+        // 64-byte `window` (checked by the slicing below), unaligned loads are allowed.
+        unsafe {
+            let quote = _mm_set1_epi8(b'"' as i8);
+            let backslash = _mm_set1_epi8(b'\\' as i8);
+            let control = _mm_set1_epi8(0x1f);
+            let (mut q, mut b, mut c) = (0u64, 0u64, 0u64);
+            for k in 0..4 {
+                let chunk = &window[k * 16..k * 16 + 16];
+                let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+                let shift = 16 * k;
+                q |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, quote)) as u16) << shift;
+                b |= u64::from(_mm_movemask_epi8(_mm_cmpeq_epi8(v, backslash)) as u16) << shift;
+                // max(b, 0x1f) == 0x1f exactly when b <= 0x1f (unsigned).
+                let low = _mm_cmpeq_epi8(_mm_max_epu8(v, control), control);
+                c |= u64::from(_mm_movemask_epi8(low) as u16) << shift;
+            }
+            (q, b, c)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let (mut q, mut b, mut c) = (0u64, 0u64, 0u64);
+        for (i, &x) in window.iter().enumerate() {
+            q |= u64::from(x == b'"') << i;
+            b |= u64::from(x == b'\\') << i;
+            c |= u64::from(x < 0x20) << i;
+        }
+        (q, b, c)
     }
 }
 
@@ -638,7 +759,55 @@ mod tests {
         out
     }
 
+    /// The one-escape-at-a-time scan of a string body from a backslash at `j`: the closing
+    /// quote's index, or `None`.
+    fn scalar_end(s: &[u8], mut j: usize) -> Option<usize> {
+        loop {
+            match s.get(j)? {
+                b'"' => return Some(j),
+                b'\\' => j = super::scan(s, super::escape_end(s, j)?),
+                _ => return None,
+            }
+        }
+    }
+
+    /// [`super::escaped_windows`], finished one escape at a time as the parser does.
+    fn windowed_end(s: &[u8], j: usize) -> Option<usize> {
+        match super::escaped_windows(s, j) {
+            super::Windows::End(e) => Some(e),
+            super::Windows::Invalid => None,
+            super::Windows::Rest(at) => scalar_end(s, at),
+        }
+    }
+
+    #[test]
+    fn windows_carry_backslash_runs_across_their_edges() {
+        // A run of backslashes ending exactly at a window's end, odd and even.
+        for run in 1..6 {
+            for pad in 58..66 {
+                let body = format!("\\n{}{}\"x\"", "a".repeat(pad), "\\".repeat(run));
+                let s = body.as_bytes();
+                assert_eq!(windowed_end(s, 0), scalar_end(s, 0), "{body}");
+            }
+        }
+    }
+
     proptest! {
+        #[test]
+        fn escape_windows_end_strings_where_one_escape_at_a_time_does(
+            pieces in prop::collection::vec(
+                prop::sample::select(vec![
+                    "a", "bcdefgh", "日本", "\\\\", "\\\"", "\\n", "\\/", "\\u00e9",
+                    "\\ud83d\\ude00", "\\ud800", "\\x", "\\", "\"", "\t", "\u{1}", " ",
+                ]),
+                0..160,
+            ),
+        ) {
+            let body = format!("\\n{}\"", pieces.concat());
+            let s = body.as_bytes();
+            prop_assert_eq!(windowed_end(s, 0), scalar_end(s, 0), "{}", body);
+        }
+
         #[test]
         fn a_string_digest_is_that_of_its_text_however_it_was_escaped(
             text in "[a-z\\\\\"/\u{0}-\u{1f}\u{7f}\u{e9}\u{2028}\u{1F600} ]{0,24}",
