@@ -381,7 +381,7 @@ enum Windows {
 /// bytes: one mask per window each for quotes, backslashes and control characters, the
 /// escaped bytes found from the backslash runs without a branch per escape (simdjson's
 /// method, with the carry of a run that crosses windows), and each escaped byte checked
-/// against the table of valid escapes.
+/// against the valid escapes.
 fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
     const EVEN: u64 = 0x5555_5555_5555_5555;
     // Whether the first byte of the window is escaped by a backslash ending the last one.
