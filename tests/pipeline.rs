@@ -2,6 +2,8 @@
 //! one-line-at-a-time pass sees: the same findings with the same lines and offsets, the same
 //! committed prefix, torn tail, crash tail and surface. Small reads and one-byte blocks make
 //! every fixture cross many blocks, so each line boundary is a block boundary somewhere.
+//! Each comparison runs twice: with no observer, the pass moves between the threads (each
+//! folds the blocks it parsed); with one that watches each event, one thread folds them all.
 
 mod common;
 
@@ -11,7 +13,7 @@ use std::path::Path;
 use dshs::log::Finding;
 use dshs::log::input::ZSTD_MAGIC;
 use dshs::log::input::zstd::ZstdReader;
-use dshs::log::scan::{ScanOptions, scan_framed};
+use dshs::log::scan::{EventInfo, FoldState, Observer, ScanOptions, Unusable, scan_framed};
 
 /// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny;
 /// at the end of its bytes it reports the end, fails, or panics once (`end`; then the end).
@@ -49,6 +51,39 @@ impl Read for Chunky<'_> {
     }
 }
 
+/// An observer that must see each event (so the pass stays on one thread): what it saw.
+#[derive(Debug, Default, PartialEq)]
+struct Watch {
+    /// Seq, accepted, speculative of each event; the line of each unusable row; the
+    /// speculations' ends.
+    seen: Vec<String>,
+}
+
+impl Observer for Watch {
+    fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
+        self.seen.push(format!(
+            "{} {} {}",
+            info.event.seq, info.accepted, info.speculative
+        ));
+    }
+    fn unusable(&mut self, row: &Unusable<'_>) {
+        self.seen.push(format!("unusable line {}", row.pos.line));
+    }
+    fn speculation_ended(&mut self, committed: bool) {
+        self.seen
+            .push(format!("speculation committed: {committed}"));
+    }
+}
+
+/// Which observer a pass runs with.
+#[derive(Clone, Copy, Debug)]
+enum Seen {
+    /// `()`: inert.
+    Nothing,
+    /// [`Watch`].
+    Each,
+}
+
 /// What a pass concluded, in comparable form.
 #[derive(Debug, PartialEq)]
 struct Outcome {
@@ -63,15 +98,26 @@ struct Outcome {
     crash: Option<String>,
     /// A zstd log's framing at the end.
     zstd: Option<String>,
+    /// What a [`Watch`] saw (with [`Seen::Each`]).
+    watched: Option<Watch>,
 }
 
 fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
+    outcome_seen(bytes, threads, step, Seen::Nothing)
+}
+
+fn outcome_seen(bytes: &[u8], threads: usize, step: usize, seen: Seen) -> Outcome {
     let opts = ScanOptions {
         threads,
         block_bytes: 1,
         ..ScanOptions::default()
     };
     let mut findings = Vec::new();
+    let mut watch = Watch::default();
+    let observer: &mut dyn Observer = match seen {
+        Seen::Nothing => &mut (),
+        Seen::Each => &mut watch,
+    };
     let reader = Chunky {
         bytes,
         step,
@@ -80,10 +126,10 @@ fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
     let s = if bytes.starts_with(&ZSTD_MAGIC) {
         let (z, framing) = ZstdReader::new(BufReader::with_capacity(4, reader)).expect("zstd");
         let z = BufReader::with_capacity(4, z);
-        scan_framed(z, Some(&framing), None, &opts, &mut findings, &mut ())
+        scan_framed(z, Some(&framing), None, &opts, &mut findings, observer)
     } else {
         let reader = BufReader::with_capacity(4, reader);
-        scan_framed(reader, None, None, &opts, &mut findings, &mut ())
+        scan_framed(reader, None, None, &opts, &mut findings, observer)
     }
     .expect("in memory");
     Outcome {
@@ -108,6 +154,10 @@ fn outcome(bytes: &[u8], threads: usize, step: usize) -> Outcome {
             }
             format!("{z:?}")
         }),
+        watched: match seen {
+            Seen::Nothing => None,
+            Seen::Each => Some(watch),
+        },
     }
 }
 
@@ -160,18 +210,20 @@ fn parsing_threads_see_what_one_thread_sees() {
     let mut compared = 0;
     for (name, bytes) in logs() {
         for (v, log) in variants(&bytes).iter().enumerate() {
-            let one = outcome(log, 1, 1 << 20);
-            for (threads, step) in [(2, 1), (2, 7), (3, 64), (4, 4096)] {
-                let many = outcome(log, threads, step);
-                assert_eq!(
-                    one, many,
-                    "{name} (variant {v}): {threads} threads reading {step} bytes at a time"
-                );
-                compared += 1;
+            for seen in [Seen::Nothing, Seen::Each] {
+                let one = outcome_seen(log, 1, 1 << 20, seen);
+                for (threads, step) in [(2, 1), (2, 7), (3, 64), (4, 4096)] {
+                    let many = outcome_seen(log, threads, step, seen);
+                    assert_eq!(
+                        one, many,
+                        "{name} (variant {v}): {threads} threads reading {step} bytes at a time, observer {seen:?}"
+                    );
+                    compared += 1;
+                }
             }
         }
     }
-    assert!(compared > 400);
+    assert!(compared > 800);
 }
 
 /// A log with many lines (of format 3), so the threaded path sees many blocks.
@@ -194,7 +246,15 @@ fn threaded_log() -> Vec<u8> {
 fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
     // The whole lines read before the error count; the error is returned.
     let bytes = threaded_log();
-    for threads in [1, 2, 3] {
+    for (threads, seen) in [1, 2, 3]
+        .into_iter()
+        .flat_map(|t| [(t, Seen::Nothing), (t, Seen::Each)])
+    {
+        let mut watch = Watch::default();
+        let observer: &mut dyn Observer = match seen {
+            Seen::Nothing => &mut (),
+            Seen::Each => &mut watch,
+        };
         let opts = ScanOptions {
             threads,
             block_bytes: 1,
@@ -213,11 +273,15 @@ fn a_reader_that_fails_midway_ends_the_pass_like_one_thread() {
             None,
             &opts,
             &mut Vec::new(),
-            &mut (),
+            observer,
         ) else {
-            panic!("the read error surfaces ({threads} threads)");
+            panic!("the read error surfaces ({threads} threads, observer {seen:?})");
         };
-        assert_eq!(err.to_string(), "disk on fire", "{threads} threads");
+        assert_eq!(
+            err.to_string(),
+            "disk on fire",
+            "{threads} threads, observer {seen:?}"
+        );
     }
 }
 
@@ -227,11 +291,19 @@ fn a_reader_that_panics_on_a_worker_ends_the_pass_with_that_panic_not_a_hang() {
     // thread waits for that worker's block) or on the folding thread itself (while workers wait
     // for work). Either way it must come back as a panic of the scan.
     let bytes = threaded_log();
-    for threads in [2, 3] {
+    for (threads, seen) in [2, 3]
+        .into_iter()
+        .flat_map(|t| [(t, Seen::Nothing), (t, Seen::Each)])
+    {
         let (tx, rx) = std::sync::mpsc::channel();
         let bytes = bytes.clone();
         std::thread::spawn(move || {
             let outcome = std::panic::catch_unwind(|| {
+                let mut watch = Watch::default();
+                let observer: &mut dyn Observer = match seen {
+                    Seen::Nothing => &mut (),
+                    Seen::Each => &mut watch,
+                };
                 let opts = ScanOptions {
                     threads,
                     block_bytes: 1,
@@ -248,7 +320,7 @@ fn a_reader_that_panics_on_a_worker_ends_the_pass_with_that_panic_not_a_hang() {
                     None,
                     &opts,
                     &mut Vec::new(),
-                    &mut (),
+                    observer,
                 );
             });
             let _ = tx.send(outcome.is_err());
@@ -256,9 +328,14 @@ fn a_reader_that_panics_on_a_worker_ends_the_pass_with_that_panic_not_a_hang() {
         let panicked = rx
             .recv_timeout(std::time::Duration::from_secs(60))
             .unwrap_or_else(|_| {
-                panic!("the scan hung after a worker panicked ({threads} threads)")
+                panic!(
+                    "the scan hung after a worker panicked ({threads} threads, observer {seen:?})"
+                )
             });
-        assert!(panicked, "the panic surfaces ({threads} threads)");
+        assert!(
+            panicked,
+            "the panic surfaces ({threads} threads, observer {seen:?})"
+        );
     }
 }
 

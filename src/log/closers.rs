@@ -3,7 +3,7 @@
 //! the lines it produces.
 
 use super::dialect::{Dialect, ToolResultShape};
-use super::json::{Json, write_js_str};
+use super::json::{Json, OwnedJson, write_js_str};
 use super::lifecycle::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT};
 use super::rows::Event;
 
@@ -12,7 +12,7 @@ struct Pending {
     call_id: String,
     /// `data.step` of the advertising message; `None` when absent (JavaScript `undefined`:
     /// the key is then left out of the closer, as `JSON.stringify` does).
-    step: Option<Json<'static>>,
+    step: Option<OwnedJson>,
     call_seq: Option<u64>,
 }
 
@@ -39,8 +39,8 @@ pub struct Closer {
 #[derive(Debug, Clone)]
 pub struct CloserPlanner {
     dialect: &'static Dialect,
-    open_turn: Option<Json<'static>>,
-    open_step: Option<Json<'static>>,
+    open_turn: Option<OwnedJson>,
+    open_step: Option<OwnedJson>,
     /// Unanswered advertised calls, in insertion order.
     pending: Vec<Pending>,
     /// Seq and time of the last committed event of any type.
@@ -82,7 +82,7 @@ impl CloserPlanner {
                 self.open_step = None;
             }
             "assistant/message" => {
-                let step = d.get("step").cloned().map(Json::into_owned);
+                let step = d.get("step").cloned().map(OwnedJson::new);
                 for b in ev.tool_call_blocks() {
                     let Some(id) = b.get("id").and_then(Json::as_str) else {
                         continue;
@@ -135,7 +135,7 @@ impl CloserPlanner {
 
     /// The turn number left open, for messages.
     pub fn open_turn(&self) -> Option<String> {
-        self.open_turn.as_ref().map(Json::to_js_string)
+        self.open_turn.as_ref().map(|t| t.to_js_string())
     }
 
     /// Seq and time of the last committed event.
@@ -226,10 +226,8 @@ impl CloserPlanner {
 }
 
 /// A member that JavaScript would see as a value: absent and `null` are both "none".
-fn present(v: Option<&Json<'_>>) -> Option<Json<'static>> {
-    v.filter(|v| **v != Json::Null)
-        .cloned()
-        .map(Json::into_owned)
+fn present(v: Option<&Json<'_>>) -> Option<OwnedJson> {
+    v.filter(|v| **v != Json::Null).cloned().map(OwnedJson::new)
 }
 
 #[cfg(test)]

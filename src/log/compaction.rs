@@ -4,16 +4,16 @@
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind};
 use super::finding::{Finding, Pos, Reporter, Sink};
-use super::json::{self, Json};
+use super::json::{self, Json, OwnedJson};
 use super::rows::Event;
 use super::surface::{RangeError, SurfaceManager};
 use super::text::seq_list;
 
 #[derive(Debug, Clone)]
 struct Active {
-    id: Json<'static>,
-    source_command: Option<Json<'static>>,
-    turn: Json<'static>,
+    id: OwnedJson,
+    source_command: Option<OwnedJson>,
+    turn: OwnedJson,
     summaries: u32,
     pos: Pos,
     seq: u64,
@@ -75,13 +75,9 @@ impl CompactionTracker {
                     self.check_turn(d, open_turn, &at, sink);
                 }
                 self.active = Some(Active {
-                    id: d
-                        .get("compactionId")
-                        .cloned()
-                        .unwrap_or(Json::Null)
-                        .into_owned(),
-                    source_command: d.get("sourceCommandId").cloned().map(Json::into_owned),
-                    turn: d.get("turn").cloned().unwrap_or(Json::Null).into_owned(),
+                    id: OwnedJson::new(d.get("compactionId").cloned().unwrap_or(Json::Null)),
+                    source_command: d.get("sourceCommandId").cloned().map(OwnedJson::new),
+                    turn: OwnedJson::new(d.get("turn").cloned().unwrap_or(Json::Null)),
                     summaries: 0,
                     pos: ev.pos,
                     seq: ev.seq,

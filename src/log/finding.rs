@@ -34,6 +34,12 @@ pub trait Sink {
     fn push(&mut self, finding: Finding);
 }
 
+impl<T: Sink + ?Sized> Sink for &mut T {
+    fn push(&mut self, finding: Finding) {
+        (**self).push(finding);
+    }
+}
+
 impl Sink for Vec<Finding> {
     fn push(&mut self, finding: Finding) {
         Vec::push(self, finding);

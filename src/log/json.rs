@@ -75,6 +75,41 @@ pub enum Json<'a> {
     Obj(List<'a, Member<'a>>),
 }
 
+/// A value made by [`Json::into_owned`], kept past its line (the open turn and step of the
+/// closers, a running compaction's ids). Unlike a `Json` in general it may move to another
+/// thread with the fold state (see `scan::pipeline`): it holds only owned strings and owned
+/// lists, never an arena list, a string unescaped on demand (a cell, into an arena) or
+/// anything borrowed. Only [`OwnedJson::new`] makes one, and it is never changed in place.
+#[derive(Debug, PartialEq)]
+pub struct OwnedJson(Json<'static>);
+
+// SAFETY: what keeps `Json` from being `Send` are its variants that refer to an arena (`&[T]`
+// lists, `&Lazy` strings: references to non-`Sync` data) and the `OnceCell` of a lazily
+// unescaped string, which `Json::into_owned` never produces (strings become `Cow::Owned`
+// text, lists `List::Owned`) and `Clone` keeps as they are; the field is private and only
+// read, so no other value can get in. What remains (`String`, `Vec`, numbers) is `Send`.
+unsafe impl Send for OwnedJson {}
+
+impl OwnedJson {
+    pub fn new(v: Json<'_>) -> Self {
+        OwnedJson(v.into_owned())
+    }
+}
+
+impl Clone for OwnedJson {
+    fn clone(&self) -> Self {
+        // Cloning owned strings and lists makes owned ones (see the `Send` impl).
+        OwnedJson(self.0.clone())
+    }
+}
+
+impl std::ops::Deref for OwnedJson {
+    type Target = Json<'static>;
+    fn deref(&self) -> &Json<'static> {
+        &self.0
+    }
+}
+
 /// Written out so the common copies (scalars, borrowed strings, arena lists) are inlined
 /// where they are made; only owned values call out.
 impl Clone for Json<'_> {

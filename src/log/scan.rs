@@ -158,11 +158,40 @@ pub trait Observer {
     /// The speculation ended: `committed` (fatal damage, the events count) or rolled back
     /// (a crash tail: forget what was observed since it started).
     fn speculation_ended(&mut self, _committed: bool) {}
+    /// Whether every method above is a no-op, so the pass may go on without this observer
+    /// (the fold then moves between threads, see `pipeline`).
+    fn inert(&self) -> bool {
+        false
+    }
 }
 
 impl Observer for () {
     fn wants_each_event(&self) -> bool {
         false
+    }
+    fn inert(&self) -> bool {
+        true
+    }
+}
+
+impl<T: Observer + ?Sized> Observer for &mut T {
+    fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
+        (**self).event(info, state);
+    }
+    fn wants_each_event(&self) -> bool {
+        (**self).wants_each_event()
+    }
+    fn unusable(&mut self, row: &Unusable<'_>) {
+        (**self).unusable(row);
+    }
+    fn speculation_started(&mut self) {
+        (**self).speculation_started();
+    }
+    fn speculation_ended(&mut self, committed: bool) {
+        (**self).speculation_ended(committed);
+    }
+    fn inert(&self) -> bool {
+        (**self).inert()
     }
 }
 
@@ -260,14 +289,16 @@ impl Tally {
     }
 }
 
-struct Counting<'s> {
-    inner: &'s mut dyn Sink,
+/// `S`: the sink the findings go to (`&mut dyn Sink`, or a buffer while the pass is folded on
+/// other threads, see `pipeline`).
+struct Counting<S> {
+    inner: S,
     tally: Tally,
     /// After a V4-draft refusal checking stops: later findings are dropped.
     muted: bool,
 }
 
-impl Sink for Counting<'_> {
+impl<S: Sink> Sink for Counting<S> {
     fn push(&mut self, f: Finding) {
         if self.muted {
             return;
@@ -368,8 +399,9 @@ fn survives_rollback(f: &Finding) -> bool {
         && f.code.info().area == Area::Messages)
 }
 
-/// Everything constant for one pass.
-struct Ctx<'o> {
+/// Everything constant for one pass. `O`: the observer (`&mut dyn Observer`, or `()` while the
+/// pass is folded on other threads, see `pipeline`).
+struct Ctx<O> {
     dialect: &'static Dialect,
     vocab: Vocabulary,
     session_id: String,
@@ -378,7 +410,7 @@ struct Ctx<'o> {
     /// the fold goes on, so the summary still describes the whole log.
     draft: Option<Finding>,
     muted: bool,
-    observer: &'o mut dyn Observer,
+    observer: O,
 }
 
 /// Run the pass over `reader`. `path` (when the log is a file) enables the name and
@@ -514,7 +546,9 @@ pub fn scan_framed(
             0 => pipeline::BLOCK,
             n => n,
         };
-        result.torn = pipeline::run(&mut lines, &mut pass, block, threads)?;
+        let (folded, torn) = pipeline::run(&mut lines, pass, block, threads);
+        pass = folded;
+        result.torn = torn?;
     } else {
         // Each line's JSON lists go into this arena, emptied (and kept) for the next line;
         // one that grew around a huge line is dropped, not kept for the rest of the pass.
@@ -660,9 +694,9 @@ pub fn scan_framed(
 }
 
 /// The fold's side of the pass: everything one line changes.
-struct Pass<'o, 's> {
-    ctx: Ctx<'o>,
-    out: Counting<'s>,
+struct Pass<O, S> {
+    ctx: Ctx<O>,
+    out: Counting<S>,
     state: FoldState,
     spec: Option<Speculation>,
     /// After a bad row whose events cannot be counted, the next usable seq re-synchronises
@@ -680,7 +714,56 @@ fn line_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
     }
 }
 
-impl Pass<'_, '_> {
+impl<O, S> Pass<O, S> {
+    /// The same pass with another observer and sink; the ones it had.
+    fn swap<O2, S2>(self, observer: O2, sink: S2) -> (Pass<O2, S2>, O, S) {
+        let Pass {
+            ctx,
+            out,
+            state,
+            spec,
+            resync_pending,
+            committed_bytes,
+        } = self;
+        let Ctx {
+            dialect,
+            vocab,
+            session_id,
+            stop_after,
+            draft,
+            muted,
+            observer: had_observer,
+        } = ctx;
+        let Counting {
+            inner: had_sink,
+            tally,
+            muted: out_muted,
+        } = out;
+        let pass = Pass {
+            ctx: Ctx {
+                dialect,
+                vocab,
+                session_id,
+                stop_after,
+                draft,
+                muted,
+                observer,
+            },
+            out: Counting {
+                inner: sink,
+                tally,
+                muted: out_muted,
+            },
+            state,
+            spec,
+            resync_pending,
+            committed_bytes,
+        };
+        (pass, had_observer, had_sink)
+    }
+}
+
+impl<O: Observer, S: Sink> Pass<O, S> {
     /// Check and fold one complete line (its row decoded from the text at `pos`, the line
     /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
     /// The row's (emptied) list of events goes to `grave` when given, to be freed by the
@@ -879,7 +962,7 @@ impl Pass<'_, '_> {
 }
 
 /// Whether the pass stopped early for `--at` (the rest of the file is not read).
-fn reached_stop_early(ctx: &Ctx<'_>, state: &FoldState) -> bool {
+fn reached_stop_early<O>(ctx: &Ctx<O>, state: &FoldState) -> bool {
     ctx.stop_after
         .is_some_and(|stop| state.surface.next_seq() > stop)
 }
@@ -997,7 +1080,7 @@ impl Sink for Counted<'_> {
 /// surface (each member is checked for a repeated seq). `packed_members_fold_like_events`
 /// (scan tests) compares both ways over logs that exercise each of these.
 fn fold_packed(
-    ctx: &mut Ctx<'_>,
+    ctx: &mut Ctx<impl Observer>,
     state: &mut FoldState,
     packed: &Packed<'_>,
     speculative: bool,
@@ -1041,7 +1124,7 @@ fn fold_packed(
 
 /// One decoded event slot through every check and the fold.
 fn fold_candidate(
-    ctx: &mut Ctx<'_>,
+    ctx: &mut Ctx<impl Observer>,
     state: &mut FoldState,
     cand: &mut Candidate<'_>,
     speculative: bool,

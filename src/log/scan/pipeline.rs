@@ -1,29 +1,38 @@
-//! The pass on several threads: the threads take turns reading the next block of whole
-//! lines from the shared reader (numbering the blocks in file order as they take them), split
-//! it into lines, check their UTF-8 and parse their rows; this thread folds the blocks back in
-//! block order, so lines, offsets, rows and their order are exactly those of the
-//! one-line-at-a-time pass: the fold ([`Pass::line`]) is the same code and runs on this
-//! thread, in file order. A folded batch is freed by the thread that parsed it (by the
+//! The pass on several threads. The threads take turns reading the next block of whole lines
+//! from the shared reader (numbering the blocks in file order as they take them), split it
+//! into lines, check their UTF-8 and parse their rows; the blocks are folded in block order,
+//! so lines, offsets, rows and their order are exactly those of the one-line-at-a-time pass:
+//! the fold ([`Pass::line`]) is the same code, run on one block at a time, in file order.
+//!
+//! Two ways to share the fold:
+//!
+//! - [`relay`], when the observer is inert (`validate`): each thread folds the blocks it
+//!   parsed, when their turn comes; the pass (its state, and a buffer for the findings, which
+//!   this thread hands to the sink) moves from thread to thread with the turn. Each block's
+//!   trees are read by the core that built them moments before: folding them on another core
+//!   had cost ~20 % more CPU time in all than one thread spends. At most one block per thread
+//!   is out at once.
+//! - [`gather`], for an observer that must see each event (the observer stays on this
+//!   thread): this thread folds every block, and parses one itself whenever the next block to
+//!   fold is not ready instead of waiting; workers parse the rest. On a 2-vCPU VM that is one
+//!   worker and this thread, each busy, rather than two workers and a folding thread taking
+//!   turns on two cores. At most [`JOBS_PER_WORKER`] blocks per worker and [`OWN_BLOCKS`] of
+//!   this thread's are out at once.
+//!
+//! Either way memory stays bounded by a few blocks and their trees (and the longest line),
+//! whatever the size of the log. A folded batch is freed by the thread that parsed it (by the
 //! allocator that made it), and its buffer is that thread's next block.
-//!
-//! The fold is about a quarter of the work, so this thread also parses: whenever the next
-//! block to fold is not ready, it reads and parses one itself instead of waiting. On a 2-vCPU
-//! VM that is one worker and this thread, each busy, rather than two workers and a folding
-//! thread taking turns on two cores: a third of the thread switches, 13 % less time on a 1 GiB
-//! format 3 log and 16 % on format 0, and less memory.
-//!
-//! At most [`JOBS_PER_WORKER`] blocks per worker and [`OWN_BLOCKS`] of this thread's are out
-//! at once, so memory stays bounded by a few blocks and their trees (and the longest line),
-//! whatever the size of the log.
 
 use std::borrow::Cow;
 use std::io::{self, BufRead};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, mpsc};
 use std::thread;
 
-use super::{Pass, TornTail, line_text};
+use super::{Observer, Pass, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
+use crate::log::finding::{Finding, Sink};
 use crate::log::input::LineReader;
 use crate::log::json::Arena;
 use crate::log::rows::{self, Candidate, Row};
@@ -175,7 +184,11 @@ impl Batch {
 
 /// Fold a batch's lines in order, the first being line `first_no`; the torn final piece, if
 /// the batch ends with one. The rows' event lists stay in the batch (`grave`).
-fn fold(pass: &mut Pass<'_, '_>, batch: &mut Batch, first_no: u64) -> Option<TornTail> {
+fn fold<O: Observer, S: Sink>(
+    pass: &mut Pass<O, S>,
+    batch: &mut Batch,
+    first_no: u64,
+) -> Option<TornTail> {
     let mut grave = Vec::with_capacity(batch.rows.len());
     let mut torn = None;
     let mut rows = batch.rows();
@@ -312,13 +325,29 @@ impl<R: BufRead> Reading<'_, R> {
     }
 }
 
-/// The rest of the input after the header, through `pass`, parsed by `threads` threads: this
-/// one (which folds, and parses a block whenever it would otherwise wait) and `threads - 1`
-/// workers. The torn final line if any. A read error ends the pass after the whole lines
+/// The rest of the input after the header, through `pass`, on `threads` threads; the pass
+/// back, and the torn final line if any. A read error ends the pass after the whole lines
 /// read before it, like the one-line-at-a-time pass.
-pub(super) fn run<R: BufRead + Send>(
+pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     lines: &mut LineReader<R>,
-    pass: &mut Pass<'_, '_>,
+    mut pass: Pass<O, S>,
+    block_size: usize,
+    threads: usize,
+) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
+    if pass.ctx.observer.inert() {
+        relay(lines, pass, block_size, threads)
+    } else {
+        let torn = gather(lines, &mut pass, block_size, threads);
+        (pass, torn)
+    }
+}
+
+/// The pipeline for an observer that must see each event: parsed by `threads` threads, this
+/// one (which folds, and parses a block whenever it would otherwise wait) and `threads - 1`
+/// workers, and folded here.
+fn gather<R: BufRead + Send, O: Observer, S: Sink>(
+    lines: &mut LineReader<R>,
+    pass: &mut Pass<O, S>,
     block_size: usize,
     threads: usize,
 ) -> io::Result<Option<TornTail>> {
@@ -479,5 +508,204 @@ pub(super) fn run<R: BufRead + Send>(
     match reading.failed {
         Some(e) => Err(e),
         None => Ok(torn),
+    }
+}
+
+/// The fold's turn, handed from thread to thread in block order by [`relay`].
+struct Turn<P> {
+    pass: P,
+    /// The block to fold next.
+    next: usize,
+    /// The number of its first line.
+    line_no: u64,
+    torn: Option<TornTail>,
+    /// The last block is folded, or a thread panicked: every thread stops.
+    over: bool,
+    /// Threads asleep until their turn.
+    asleep: usize,
+}
+
+/// How long a thread whose block is parsed spins for its turn before it sleeps: the turn
+/// usually comes within the other thread's fold of one block (tens of µs), and on a VM
+/// sleeping and being woken cost as much.
+const SPIN: std::time::Duration = std::time::Duration::from_micros(100);
+
+/// Wakes every thread waiting for its turn if the thread holding it unwinds, so none waits
+/// for a block that will never be folded.
+struct Stop<'t, P> {
+    turn: &'t Mutex<Turn<P>>,
+    bell: &'t Condvar,
+}
+
+impl<P> Drop for Stop<'_, P> {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            lock(self.turn).over = true;
+            self.bell.notify_all();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// The pipeline for an inert observer (validate): every thread reads a block, parses it, and
+/// folds it itself when its turn comes, the pass moving from thread to thread in block order.
+/// A block's trees are read by the core that just built them (folding them on another core
+/// cost ~20 % more CPU time than one thread spends), and no thread only waits to fold.
+/// Findings go to `sink` from this thread, in order, whenever it holds the turn.
+fn relay<R: BufRead + Send, O: Observer, S: Sink>(
+    lines: &mut LineReader<R>,
+    pass: Pass<O, S>,
+    block_size: usize,
+    threads: usize,
+) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
+    let dialect = pass.ctx.dialect;
+    let vocab = &pass.ctx.vocab.clone();
+    let first_no = lines.next_line_no();
+    let mut reading = Reading {
+        lines,
+        next: 0,
+        eof: false,
+        failed: None,
+    };
+    let mut first = Vec::new();
+    let (_, start, len, eof) = reading.next_block(block_size, &mut first);
+    // The observer does nothing and the findings wait in a buffer: what the other threads
+    // touch is the pass's own state.
+    let (relayed, observer, mut sink) = pass.swap((), Vec::<Finding>::new());
+    let turn = Mutex::new(Turn {
+        pass: relayed,
+        next: 0,
+        line_no: first_no,
+        torn: None,
+        over: false,
+        asleep: 0,
+    });
+    let bell = Condvar::new();
+    // The block whose turn it is, for threads spinning without the lock.
+    let baton = AtomicUsize::new(0);
+    if len == 0 {
+        // Nothing after the header.
+    } else if eof {
+        // Input that fits one block needs no other thread.
+        let mut t = lock(&turn);
+        let mut batch = Batch::parse(first, Box::default(), len, start, dialect, vocab);
+        t.torn = fold(&mut t.pass, &mut batch, first_no);
+    } else {
+        let legs = Legs {
+            reading: Mutex::new(&mut reading),
+            turn: &turn,
+            bell: &bell,
+            baton: &baton,
+            // Spinning only while every thread has a core of its own.
+            spin: threads <= thread::available_parallelism().map_or(1, |n| n.get()),
+            block_size,
+            dialect,
+            vocab,
+        };
+        let first = (first, start, len, eof);
+        thread::scope(|scope| {
+            for _ in 1..threads.max(2) {
+                scope.spawn(|| legs.run(None, |_| {}));
+            }
+            legs.run(Some(first), |pass| {
+                for f in pass.out.inner.drain(..) {
+                    sink.push(f);
+                }
+            });
+        });
+    }
+    let Turn { pass, torn, .. } = turn.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let (mut pass, (), rest) = pass.swap(observer, sink);
+    // Counted when they were pushed.
+    for f in rest {
+        pass.out.inner.push(f);
+    }
+    let torn = match reading.failed {
+        Some(e) => Err(e),
+        None => Ok(torn),
+    };
+    (pass, torn)
+}
+
+/// What the threads of [`relay`] share.
+struct Legs<'r, 'l, R, P> {
+    reading: Mutex<&'r mut Reading<'l, R>>,
+    turn: &'r Mutex<Turn<P>>,
+    bell: &'r Condvar,
+    baton: &'r AtomicUsize,
+    spin: bool,
+    block_size: usize,
+    dialect: &'r Dialect,
+    vocab: &'r Vocabulary,
+}
+
+impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
+    /// One thread: read, parse and fold blocks until the input ends (`first`: block 0,
+    /// already read). `on_turn` runs after each fold, with the turn held.
+    fn run(
+        &self,
+        mut first: Option<(Vec<u8>, u64, usize, bool)>,
+        mut on_turn: impl FnMut(&mut Pass<O, S>),
+    ) {
+        let _stop = Stop {
+            turn: self.turn,
+            bell: self.bell,
+        };
+        let mut spare = Vec::new();
+        loop {
+            let (index, block, arena, start, len, eof) = match first.take() {
+                Some((block, start, len, eof)) => (0, block, Box::default(), start, len, eof),
+                None => {
+                    let (mut block, arena) = spare.pop().unwrap_or_default();
+                    let (index, start, len, eof) =
+                        lock(&self.reading).next_block(self.block_size, &mut block);
+                    (index, block, arena, start, len, eof)
+                }
+            };
+            let mut batch = Batch::parse(block, arena, len, start, self.dialect, self.vocab);
+            if self.spin && self.baton.load(Ordering::Acquire) != index {
+                let since = std::time::Instant::now();
+                'spin: while since.elapsed() < SPIN {
+                    for _ in 0..64 {
+                        if self.baton.load(Ordering::Acquire) == index {
+                            break 'spin;
+                        }
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            let mut t = lock(self.turn);
+            while t.next != index && !t.over {
+                t.asleep += 1;
+                t = self.bell.wait(t).unwrap_or_else(PoisonError::into_inner);
+                t.asleep -= 1;
+            }
+            if t.over {
+                // The input ended in an earlier block (this one is empty), or a thread
+                // panicked.
+                break;
+            }
+            let no = t.line_no;
+            t.line_no += batch.rows.len() as u64;
+            if let Some(torn) = fold(&mut t.pass, &mut batch, no) {
+                t.torn = Some(torn);
+            }
+            on_turn(&mut t.pass);
+            t.next += 1;
+            t.over = eof;
+            self.baton.store(t.next, Ordering::Release);
+            let asleep = t.asleep > 0;
+            drop(t);
+            if asleep {
+                self.bell.notify_all();
+            }
+            recycle(batch, &mut spare, self.block_size);
+            if eof {
+                break;
+            }
+        }
     }
 }
