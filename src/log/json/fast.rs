@@ -96,6 +96,17 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A value inside a container: strings and numbers (most values) parsed here, without
+    /// the call to [`Self::value`] (whose entry and exit were ~3 % of a format 3 pass).
+    #[inline(always)]
+    fn member_value(&mut self) -> Option<Json<'a>> {
+        match self.peek()? {
+            b'"' => self.string().map(Json::Str),
+            b'-' | b'0'..=b'9' => self.number().map(Json::Num),
+            _ => self.value(),
+        }
+    }
+
     fn literal(&mut self, word: &[u8], v: Json<'a>) -> Option<Json<'a>> {
         if self.s[self.i..].starts_with(word) {
             self.i += word.len();
@@ -129,7 +140,7 @@ impl<'a> Parser<'a> {
                 }
                 self.i += 1;
                 self.ws();
-                let v = self.value()?;
+                let v = self.member_value()?;
                 self.members.push((k, v));
                 self.ws();
                 match self.peek()? {
@@ -171,7 +182,7 @@ impl<'a> Parser<'a> {
             self.i += 1;
         } else {
             loop {
-                let v = self.value()?;
+                let v = self.member_value()?;
                 self.items.push(v);
                 self.ws();
                 match self.peek()? {
