@@ -84,6 +84,11 @@ pub struct BadEnvelope {
     pub why: String,
 }
 
+/// A row's event slots: one, held inline, for every row but a packed row decoded without an
+/// arena (a heap list per line had cost an allocation, a free and, in the pipeline, freshly
+/// faulted pages for every line).
+pub type Candidates<'a> = smallvec::SmallVec<[Candidate<'a>; 1]>;
+
 /// One decoded event slot: its seq (when the row states a usable one) and the event.
 #[derive(Debug)]
 pub struct Candidate<'a> {
@@ -121,7 +126,7 @@ pub struct BadRow {
 #[derive(Debug)]
 pub enum Row<'a> {
     /// One event, or the members of a packed row; `audit` covers the whole line.
-    Events(Vec<Candidate<'a>>, json::Audit),
+    Events(Candidates<'a>, json::Audit),
     /// A packed chunk row, its members not built (only [`decode_in`] with an arena returns
     /// one; [`decode_str`] returns its members as `Events`).
     Packed(Packed<'a>, json::Audit),
@@ -267,7 +272,7 @@ pub fn decode_in<'a>(
         ev.result_digest = Some(super::surface::result_digest(dialect, &ev.data, unique));
     }
     Row::Events(
-        vec![Candidate {
+        smallvec::smallvec![Candidate {
             seq,
             event,
             is_turn_end,
@@ -795,7 +800,7 @@ mod tests {
     /// Every event's data, as text, decoded with or without an arena.
     fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
         let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena) {
-            Row::Events(evs, _) => evs,
+            Row::Events(evs, _) => evs.into_vec(),
             Row::Packed(p, _) => p.members().collect(),
             Row::Bad(_) => panic!("bad row: {line}"),
         };

@@ -573,7 +573,7 @@ pub fn scan_framed(
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
             let row = rows::decode_in(&text, pos, dialect, Some(&arena));
-            if pass.line(pos, end, utf8_ok, row, None) {
+            if pass.line(pos, end, utf8_ok, row) {
                 reached_stop = true;
                 break;
             }
@@ -766,18 +766,7 @@ impl<O, S> Pass<O, S> {
 impl<O: Observer, S: Sink> Pass<O, S> {
     /// Check and fold one complete line (its row decoded from the text at `pos`, the line
     /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
-    /// The row's (emptied) list of events goes to `grave` when given, to be freed by the
-    /// thread that allocated it: a block freed by another thread is slower to free and to
-    /// reuse (the events themselves hold nothing from that thread but in rare lines: their
-    /// trees are in the block's arena).
-    fn line<'r>(
-        &mut self,
-        pos: Pos,
-        end: u64,
-        utf8_ok: bool,
-        row: Row<'r>,
-        grave: Option<&mut Vec<Vec<Candidate<'r>>>>,
-    ) -> bool {
+    fn line(&mut self, pos: Pos, end: u64, utf8_ok: bool, row: Row<'_>) -> bool {
         // Is this a bad row (§6.1), and does it hold a turn end?
         let expected = self.state.surface.next_seq();
         let (bad, turn_end) = classify_row(
@@ -922,10 +911,6 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                             break;
                         }
                         fold_candidate(&mut self.ctx, &mut self.state, cand, speculative, sink);
-                    }
-                    if let Some(grave) = grave {
-                        cands.clear();
-                        grave.push(cands);
                     }
                 }
                 Row::Packed(packed, _) => {

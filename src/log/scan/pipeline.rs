@@ -35,7 +35,7 @@ use crate::log::finding::Pos;
 use crate::log::finding::{Finding, Sink};
 use crate::log::input::LineReader;
 use crate::log::json::Arena;
-use crate::log::rows::{self, Candidate, Row};
+use crate::log::rows::{self, Row};
 use crate::log::vocab::Vocabulary;
 
 /// Bytes read per block (whole lines: a block ends at a `\n`).
@@ -70,9 +70,6 @@ struct Parsed<'a> {
 struct Batch {
     // Declared first, so dropped before the text and the arena they borrow.
     rows: Vec<Parsed<'static>>,
-    /// The rows' emptied event lists, sent back to the worker to be freed where they were
-    /// allocated.
-    grave: Vec<Vec<Candidate<'static>>>,
     /// Only held: rows borrow from these.
     _lossy: Vec<String>,
     /// Boxed: escaped strings read during the fold are unescaped into it through references
@@ -93,24 +90,22 @@ unsafe impl Send for Batch {}
 impl Batch {
     /// Split and parse `block[..len]`, whose first byte is at offset `start`, into `arena`
     /// (empty: a new one or one [`Arena::reset`]).
-    fn parse(
-        block: Vec<u8>,
-        arena: Box<Arena>,
-        len: usize,
-        start: u64,
-        dialect: &Dialect,
-        vocab: &Vocabulary,
-    ) -> Batch {
+    fn parse(spare: Spare, len: usize, start: u64, dialect: &Dialect, vocab: &Vocabulary) -> Batch {
         // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
         // never written, reallocated or freed while the rows exist: the batch owns both,
         // drops the rows first, and lends them out only for the duration of a borrow of
         // itself ([`Batch::rows`]). Moving a `Vec` does not move its buffer. Likewise for
         // the arena: it stays in its box, its chunks stay where they are, and it is reset
         // (or dropped) only after the rows are gone; the rows are made `'static` below.
+        let Spare { block, arena, rows } = spare;
+        debug_assert!(rows.is_empty());
+        // SAFETY: the vector is empty: only the lifetime it is declared with changes.
+        let mut rows =
+            unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) };
         let text: &'static [u8] = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
         // Sized for the block's lines up front (a slot per 256 bytes; log lines are longer on
         // average): growing from empty copied the rows several times into fresh pages.
-        let mut rows = Vec::with_capacity(len / 256 + 16);
+        rows.reserve(len / 256 + 16);
         let mut lossy = Vec::new();
         // The whole block checked at once (a line at a time, the check's set-up cost more than
         // the check): a block of whole lines is UTF-8 exactly when each of its lines is, since
@@ -169,7 +164,6 @@ impl Batch {
         let rows = unsafe { std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows) };
         Batch {
             rows,
-            grave: Vec::new(),
             _lossy: lossy,
             arena,
             block,
@@ -178,18 +172,20 @@ impl Batch {
 
     /// The rows, borrowing from the batch.
     fn rows(&mut self) -> Vec<Parsed<'_>> {
-        std::mem::take(&mut self.rows)
+        let rows = std::mem::take(&mut self.rows);
+        // SAFETY: only the lifetime changes, to that of the borrow of the batch, which
+        // outlives the rows (see [`Batch::parse`]).
+        unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) }
     }
 }
 
 /// Fold a batch's lines in order, the first being line `first_no`; the torn final piece, if
-/// the batch ends with one. The rows' event lists stay in the batch (`grave`).
+/// the batch ends with one. The emptied row vector stays in the batch, for the next block.
 fn fold<O: Observer, S: Sink>(
     pass: &mut Pass<O, S>,
     batch: &mut Batch,
     first_no: u64,
 ) -> Option<TornTail> {
-    let mut grave = Vec::with_capacity(batch.rows.len());
     let mut torn = None;
     let mut rows = batch.rows();
     for mut p in rows.drain(..) {
@@ -215,50 +211,56 @@ fn fold<O: Observer, S: Sink>(
             break;
         };
         // Without a stop seq the pass never ends early.
-        pass.line(
-            p.pos,
-            p.pos.byte + p.len as u64 + 1,
-            utf8_ok,
-            row,
-            Some(&mut grave),
-        );
+        pass.line(p.pos, p.pos.byte + p.len as u64 + 1, utf8_ok, row);
     }
-    // The emptied row vector goes back too (its buffer was allocated on the worker).
-    // SAFETY: the vectors are empty (only their buffers are kept; the lists in `grave` are
-    // empty too), so only the lifetime of the batch's borrow changes; they go back into the
-    // batch, which drops them before its text and arena (see [`Batch::parse`]).
-    let (rows, grave) = unsafe {
-        (
-            std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows),
-            std::mem::transmute::<Vec<Vec<Candidate<'_>>>, Vec<Vec<Candidate<'static>>>>(grave),
-        )
-    };
-    batch.rows = rows;
-    batch.grave = grave;
+    // SAFETY: the vector is empty (`drain` took every row, even when the loop broke off), so
+    // only the lifetime of the batch's borrow changes.
+    batch.rows = unsafe { std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows) };
     torn
 }
 
-/// Free a folded batch (its trees go first, then its arena is reset) and keep its buffer and
-/// arena in `spare` for a later block.
-fn recycle(batch: Batch, spare: &mut Vec<(Vec<u8>, Box<Arena>)>, block_size: usize) {
+/// A buffer, an arena and a row vector for a block, all empty.
+#[derive(Default)]
+struct Spare {
+    block: Vec<u8>,
+    arena: Box<Arena>,
+    rows: Vec<Parsed<'static>>,
+}
+
+impl Spare {
+    /// A new arena and row vector for `block`.
+    fn with(block: Vec<u8>) -> Spare {
+        Spare {
+            block,
+            ..Spare::default()
+        }
+    }
+}
+
+/// Free a folded batch (its trees go first, then its arena is reset) and keep its buffer,
+/// arena and row vector in `spare` for a later block.
+fn recycle(batch: Batch, spare: &mut Vec<Spare>, block_size: usize) {
     let Batch {
-        rows,
-        grave,
+        mut rows,
         _lossy,
         mut arena,
         block,
     } = batch;
     // What borrows from the arena goes first.
-    drop((rows, grave));
+    rows.clear();
     arena.reset();
     // One block is read per batch freed, so two spare buffers are plenty; one that grew
-    // around a long line is not kept, nor an arena that did. (Keeping up to six of up to four
-    // blocks each had cost ~0.5 MB of peak RSS, and could cost several.)
+    // around a long line is not kept, nor an arena that did, nor a row vector that grew for
+    // a block of very short lines. (Keeping up to six of up to four blocks each had cost
+    // ~0.5 MB of peak RSS, and could cost several.)
     if block.len() <= 2 * block_size
         && arena.allocated_bytes() <= ARENA_KEPT * block_size
+        && rows.capacity() <= 4 * (block_size / 256 + 16)
         && spare.len() < 2
     {
-        spare.push((block, arena));
+        // SAFETY: the vector is empty: only the lifetime it is declared with changes.
+        let rows = unsafe { std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows) };
+        spare.push(Spare { block, arena, rows });
     }
 }
 
@@ -370,23 +372,19 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
         // Input that fits one block needs no other thread.
         fold(
             pass,
-            &mut Batch::parse(first, Box::default(), len, start, dialect, vocab),
+            &mut Batch::parse(Spare::with(first), len, start, dialect, vocab),
             first_no,
         )
     } else {
         let reading = std::sync::Mutex::new(&mut reading);
         // The next block, read and parsed on this thread.
-        let read_here = |spare: &mut Vec<(Vec<u8>, Box<Arena>)>| {
-            let (mut block, arena) = spare.pop().unwrap_or_default();
+        let read_here = |spare: &mut Vec<Spare>| {
+            let mut into = spare.pop().unwrap_or_default();
             let (index, start, len, eof) = reading
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next_block(block_size, &mut block);
-            (
-                index,
-                Batch::parse(block, arena, len, start, dialect, vocab),
-                eof,
-            )
+                .next_block(block_size, &mut into.block);
+            (index, Batch::parse(into, len, start, dialect, vocab), eof)
         };
         thread::scope(|scope| {
             let (done_tx, done) = mpsc::channel::<Done>();
@@ -399,9 +397,9 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                 scope.spawn(move || {
                     let _alarm = Alarm(&done_tx);
                     // Buffers and arenas of this worker's freed batches, used again.
-                    let mut spare: Vec<(Vec<u8>, Box<Arena>)> = Vec::new();
+                    let mut spare: Vec<Spare> = Vec::new();
                     for job in jobs {
-                        let (mut block, arena) = match job {
+                        let mut into = match job {
                             Job::Read => spare.pop().unwrap_or_default(),
                             Job::Free(batch) => {
                                 recycle(batch, &mut spare, block_size);
@@ -411,8 +409,8 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                         let (index, start, len, eof) = reading
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .next_block(block_size, &mut block);
-                        let batch = Batch::parse(block, arena, len, start, dialect, vocab);
+                            .next_block(block_size, &mut into.block);
+                        let batch = Batch::parse(into, len, start, dialect, vocab);
                         let done = Done::Parsed {
                             index,
                             worker,
@@ -440,7 +438,7 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                 0,
                 (
                     None,
-                    Batch::parse(first, Box::default(), len, start, dialect, vocab),
+                    Batch::parse(Spare::with(first), len, start, dialect, vocab),
                     false,
                 ),
             );
@@ -591,7 +589,7 @@ fn relay<R: BufRead + Send, O: Observer, S: Sink>(
     } else if eof {
         // Input that fits one block needs no other thread.
         let mut t = lock(&turn);
-        let mut batch = Batch::parse(first, Box::default(), len, start, dialect, vocab);
+        let mut batch = Batch::parse(Spare::with(first), len, start, dialect, vocab);
         t.torn = fold(&mut t.pass, &mut batch, first_no);
     } else {
         let legs = Legs {
@@ -656,16 +654,16 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
         };
         let mut spare = Vec::new();
         loop {
-            let (index, block, arena, start, len, eof) = match first.take() {
-                Some((block, start, len, eof)) => (0, block, Box::default(), start, len, eof),
+            let (index, into, start, len, eof) = match first.take() {
+                Some((block, start, len, eof)) => (0, Spare::with(block), start, len, eof),
                 None => {
-                    let (mut block, arena) = spare.pop().unwrap_or_default();
+                    let mut into: Spare = spare.pop().unwrap_or_default();
                     let (index, start, len, eof) =
-                        lock(&self.reading).next_block(self.block_size, &mut block);
-                    (index, block, arena, start, len, eof)
+                        lock(&self.reading).next_block(self.block_size, &mut into.block);
+                    (index, into, start, len, eof)
                 }
             };
-            let mut batch = Batch::parse(block, arena, len, start, self.dialect, self.vocab);
+            let mut batch = Batch::parse(into, len, start, self.dialect, self.vocab);
             if self.spin && self.baton.load(Ordering::Acquire) != index {
                 let since = std::time::Instant::now();
                 'spin: while since.elapsed() < SPIN {
