@@ -9,11 +9,14 @@ mod common;
 
 use std::io::{self, BufReader, Read};
 use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use dshs::log::Finding;
 use dshs::log::input::ZSTD_MAGIC;
 use dshs::log::input::zstd::ZstdReader;
-use dshs::log::scan::{EventInfo, FoldState, Observer, ScanOptions, Unusable, scan_framed};
+use dshs::log::scan::{
+    EventInfo, FoldState, Observer, Positional, ScanOptions, Unusable, scan_framed,
+};
 
 /// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny;
 /// at the end of its bytes it reports the end, fails, or panics once (`end`; then the end).
@@ -112,6 +115,55 @@ fn outcome_seen(bytes: &[u8], threads: usize, step: usize, seen: Seen) -> Outcom
         block_bytes: 1,
         ..ScanOptions::default()
     };
+    outcome_with(bytes, &opts, step, seen)
+}
+
+/// The outcome of a plain log read from a file, its lines after the header read at positions
+/// in chunks of `chunk` bytes; the offsets the progress hook was told.
+fn outcome_positional(bytes: &[u8], threads: usize, chunk: usize) -> (Outcome, Vec<u64>) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("log.jsonl");
+    std::fs::write(&path, bytes).expect("written");
+    let file = std::fs::File::open(&path).expect("opened");
+    let told = Arc::new(Mutex::new(Vec::new()));
+    let hook = {
+        let told = Arc::clone(&told);
+        Arc::new(move |at: u64| told.lock().unwrap().push(at)) as Arc<dyn Fn(u64) + Send + Sync>
+    };
+    let opts = ScanOptions {
+        threads,
+        block_bytes: chunk,
+        positional: Some(Positional {
+            file: Arc::new(file.try_clone().expect("cloned")),
+            progress: Some(hook),
+        }),
+        ..ScanOptions::default()
+    };
+    let mut findings = Vec::new();
+    let reader = BufReader::with_capacity(4, file);
+    let s = scan_framed(reader, None, None, &opts, &mut findings, &mut ()).expect("read");
+    let outcome = Outcome {
+        findings,
+        status: s.status().as_str(),
+        events: s.events(),
+        surface: s
+            .state
+            .as_ref()
+            .map(|st| st.surface.seqs())
+            .unwrap_or_default(),
+        open_turn: s.state.as_ref().and_then(|st| st.lifecycle.open_turn()),
+        committed: s.committed_bytes,
+        total: s.total_bytes,
+        torn: s.torn.map(|t| format!("{t:?}")),
+        crash: s.crash.map(|c| format!("{c:?}")),
+        zstd: None,
+        watched: None,
+    };
+    let told = told.lock().unwrap().clone();
+    (outcome, told)
+}
+
+fn outcome_with(bytes: &[u8], opts: &ScanOptions, step: usize, seen: Seen) -> Outcome {
     let mut findings = Vec::new();
     let mut watch = Watch::default();
     let observer: &mut dyn Observer = match seen {
@@ -126,10 +178,10 @@ fn outcome_seen(bytes: &[u8], threads: usize, step: usize, seen: Seen) -> Outcom
     let s = if bytes.starts_with(&ZSTD_MAGIC) {
         let (z, framing) = ZstdReader::new(BufReader::with_capacity(4, reader)).expect("zstd");
         let z = BufReader::with_capacity(4, z);
-        scan_framed(z, Some(&framing), None, &opts, &mut findings, observer)
+        scan_framed(z, Some(&framing), None, opts, &mut findings, observer)
     } else {
         let reader = BufReader::with_capacity(4, reader);
-        scan_framed(reader, None, None, &opts, &mut findings, observer)
+        scan_framed(reader, None, None, opts, &mut findings, observer)
     }
     .expect("in memory");
     Outcome {
@@ -220,6 +272,21 @@ fn parsing_threads_see_what_one_thread_sees() {
                     );
                     compared += 1;
                 }
+            }
+            // Read at positions: each thread its own chunk of the file.
+            let one = outcome(log, 1, 1 << 20);
+            for (threads, chunk) in [(2, 1), (2, 7), (3, 64), (2, 4096)] {
+                let (many, told) = outcome_positional(log, threads, chunk);
+                assert_eq!(
+                    one, many,
+                    "{name} (variant {v}): {threads} threads reading chunks of {chunk} bytes at positions"
+                );
+                assert!(
+                    told.windows(2).all(|w| w[0] <= w[1])
+                        && told.iter().all(|&at| at <= log.len() as u64),
+                    "{name} (variant {v}): progress moves forward within the file: {told:?}"
+                );
+                compared += 1;
             }
         }
     }

@@ -16,6 +16,7 @@ pub mod validate;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::Result;
@@ -150,9 +151,25 @@ pub fn scan_source(
         .filter(|_| opened.framing.is_none())
         .and_then(|p| std::fs::metadata(p).ok())
         .map(|m| m.len());
-    let reader = Progress::new(opened.reader, &opened.name, size, env.progress.wants(size));
+    let wants = env.progress.wants(size);
+    // Read at positions, the progress bar is told how far the fold has come (the reader's
+    // count stops after the header).
+    let positional = opened.file.clone().map(|file| scan::Positional {
+        file,
+        progress: wants.then(|| {
+            let meter = std::sync::Mutex::new(Progress::new(io::empty(), &opened.name, size, true));
+            Arc::new(move |done: u64| {
+                meter
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .advance_to(done);
+            }) as Arc<dyn Fn(u64) + Send + Sync>
+        }),
+    });
+    let reader = Progress::new(opened.reader, &opened.name, size, wants);
     let opts = &ScanOptions {
         from_pipe: is_pipe(opened.path.as_deref()),
+        positional,
         ..opts.clone()
     };
     scan::scan_framed(

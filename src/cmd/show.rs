@@ -86,6 +86,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             inner: o.reader,
             state: tap,
         });
+        o.file = None;
         // The tap names the line being folded: no reading ahead.
         let opts = ScanOptions {
             threads: 1,

@@ -4,6 +4,7 @@
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub mod zstd;
 
@@ -72,6 +73,11 @@ pub struct Opened {
     pub framing: Option<Framing>,
     /// Older canonical generations beside the one read (a session directory, §2.2).
     pub older: Vec<PathBuf>,
+    /// The file `reader` reads, when it is a plain log in a regular file, read as it is: the
+    /// pass may read it at positions from several threads instead (see
+    /// [`crate::log::scan::Positional`]). Whoever puts another reader in front of `reader`
+    /// (to watch or copy what is read) must clear it.
+    pub file: Option<Arc<File>>,
 }
 
 impl Opened {
@@ -94,6 +100,7 @@ pub fn open(source: &Source) -> Result<Opened, InputError> {
                 reader,
                 framing,
                 older: Vec::new(),
+                file: None,
             })
         }
         Source::Path(p) => {
@@ -112,12 +119,20 @@ pub fn open_file(file_path: &Path, name: String) -> Result<Opened, InputError> {
         path: file_path.display().to_string(),
         source,
     })?;
+    // A second handle on the same open file, for positional reads (which leave the shared
+    // offset alone); only a regular file has positions (not a FIFO named on the command line).
+    let positional = file
+        .metadata()
+        .is_ok_and(|m| m.is_file())
+        .then(|| file.try_clone().ok())
+        .flatten();
     let reader = BufReader::with_capacity(READ_BUFFER, file);
     let (reader, framing) = decode(reader, &name)?;
     Ok(Opened {
         name,
         path: Some(file_path.to_path_buf()),
         reader,
+        file: positional.filter(|_| framing.is_none()).map(Arc::new),
         framing,
         older: Vec::new(),
     })
@@ -316,6 +331,13 @@ impl<R: BufRead> LineReader<R> {
     /// The byte offset just past everything returned so far.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// The input was read up to `offset` some other way (at positions, see
+    /// [`crate::log::scan::Positional`]): [`offset`](Self::offset) reports it from now on.
+    pub(crate) fn read_past(&mut self, offset: u64) {
+        self.offset = offset;
+        self.buf.clear();
     }
 
     /// The number of the next line [`next_line`](Self::next_line) would return.
@@ -519,6 +541,7 @@ pub fn tee_plaintext(opened: &mut Opened) -> io::Result<Option<tempfile::NamedTe
     let tmp = tempfile::NamedTempFile::new()?;
     let copy = io::BufWriter::with_capacity(READ_BUFFER, tmp.reopen()?);
     let inner = std::mem::replace(&mut opened.reader, Box::new(io::empty()));
+    opened.file = None;
     opened.reader = Box::new(Tee {
         inner,
         copy,

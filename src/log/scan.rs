@@ -8,8 +8,10 @@
 //! the committed region: fatal); end of input rolls it back (a crash tail, dropped).
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{self, BufRead};
 use std::path::Path;
+use std::sync::Arc;
 
 use super::closers::CloserPlanner;
 use super::codes::{Area, Code, Severity};
@@ -49,6 +51,28 @@ pub struct ScanOptions {
     /// Measured on 2 vCPUs: `zstd -dc | validate -` took 13–17 s with parsing threads
     /// competing with zstd, 5.7–6.3 s on one thread (`cat |`: the same either way).
     pub from_pipe: bool,
+    /// The log's file, when the reader reads a plain log straight from a regular file: the
+    /// parsing threads then read it at positions, each its own part at once, instead of
+    /// taking turns at the reader (see `pipeline`). Ignored for a zstd log.
+    pub positional: Option<Positional>,
+}
+
+/// A regular file a pass may read at positions from several threads at once.
+#[derive(Clone)]
+pub struct Positional {
+    pub file: Arc<File>,
+    /// Told the offset the fold has reached, now and then (a progress bar: the reader's own
+    /// count stops after the header).
+    pub progress: Option<Arc<dyn Fn(u64) + Send + Sync>>,
+}
+
+impl std::fmt::Debug for Positional {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Positional")
+            .field("file", &self.file)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
 }
 
 /// The most parsing threads [`ScanOptions::threads`] picks by itself: the fold, on one
@@ -546,7 +570,8 @@ pub fn scan_framed(
             0 => pipeline::BLOCK,
             n => n,
         };
-        let (folded, torn) = pipeline::run(&mut lines, pass, block, threads);
+        let positional = opts.positional.as_ref().filter(|_| framing.is_none());
+        let (folded, torn) = pipeline::run(&mut lines, pass, block, threads, positional);
         pass = folded;
         result.torn = torn?;
     } else {

@@ -217,6 +217,13 @@ impl<R> Progress<R> {
         }
     }
 
+    /// Count up to `done` bytes in all (for a count kept elsewhere).
+    pub fn advance_to(&mut self, done: u64) {
+        if let Some(n) = done.checked_sub(self.done) {
+            self.advance(usize::try_from(n).unwrap_or(usize::MAX));
+        }
+    }
+
     fn advance(&mut self, n: usize) {
         self.done += n as u64;
         if !self.enabled || self.done < self.next_check {

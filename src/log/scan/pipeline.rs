@@ -24,12 +24,13 @@
 //! allocator that made it), and its buffer is that thread's next block.
 
 use std::borrow::Cow;
+use std::fs::File;
 use std::io::{self, BufRead};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError, mpsc};
 use std::thread;
 
-use super::{Observer, Pass, TornTail, line_text};
+use super::{Observer, Pass, Positional, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
 use crate::log::finding::{Finding, Sink};
@@ -88,9 +89,16 @@ struct Batch {
 unsafe impl Send for Batch {}
 
 impl Batch {
-    /// Split and parse `block[..len]`, whose first byte is at offset `start`, into `arena`
-    /// (empty: a new one or one [`Arena::reset`]).
-    fn parse(spare: Spare, len: usize, start: u64, dialect: &Dialect, vocab: &Vocabulary) -> Batch {
+    /// Split and parse `block[skip..skip + len]`, whose first byte is at offset `start`,
+    /// into `arena` (empty: a new one or one [`Arena::reset`]).
+    fn parse(
+        spare: Spare,
+        skip: usize,
+        len: usize,
+        start: u64,
+        dialect: &Dialect,
+        vocab: &Vocabulary,
+    ) -> Batch {
         // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
         // never written, reallocated or freed while the rows exist: the batch owns both,
         // drops the rows first, and lends them out only for the duration of a borrow of
@@ -102,7 +110,12 @@ impl Batch {
         // SAFETY: the vector is empty: only the lifetime it is declared with changes.
         let mut rows =
             unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) };
-        let text: &'static [u8] = unsafe { std::slice::from_raw_parts(block.as_ptr(), len) };
+        assert!(
+            skip + len <= block.len(),
+            "a block's text lies in its buffer"
+        );
+        let text: &'static [u8] =
+            unsafe { std::slice::from_raw_parts(block.as_ptr().add(skip), len) };
         // Sized for the block's lines up front (a slot per 256 bytes; log lines are longer on
         // average): growing from empty copied the rows several times into fresh pages.
         rows.reserve(len / 256 + 16);
@@ -335,9 +348,10 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     mut pass: Pass<O, S>,
     block_size: usize,
     threads: usize,
+    positional: Option<&Positional>,
 ) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
     if pass.ctx.observer.inert() {
-        relay(lines, pass, block_size, threads)
+        relay(lines, pass, block_size, threads, positional)
     } else {
         let torn = gather(lines, &mut pass, block_size, threads);
         (pass, torn)
@@ -372,7 +386,7 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
         // Input that fits one block needs no other thread.
         fold(
             pass,
-            &mut Batch::parse(Spare::with(first), len, start, dialect, vocab),
+            &mut Batch::parse(Spare::with(first), 0, len, start, dialect, vocab),
             first_no,
         )
     } else {
@@ -384,7 +398,11 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .next_block(block_size, &mut into.block);
-            (index, Batch::parse(into, len, start, dialect, vocab), eof)
+            (
+                index,
+                Batch::parse(into, 0, len, start, dialect, vocab),
+                eof,
+            )
         };
         thread::scope(|scope| {
             let (done_tx, done) = mpsc::channel::<Done>();
@@ -410,7 +428,7 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                             .lock()
                             .unwrap_or_else(std::sync::PoisonError::into_inner)
                             .next_block(block_size, &mut into.block);
-                        let batch = Batch::parse(into, len, start, dialect, vocab);
+                        let batch = Batch::parse(into, 0, len, start, dialect, vocab);
                         let done = Done::Parsed {
                             index,
                             worker,
@@ -438,7 +456,7 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                 0,
                 (
                     None,
-                    Batch::parse(Spare::with(first), len, start, dialect, vocab),
+                    Batch::parse(Spare::with(first), 0, len, start, dialect, vocab),
                     false,
                 ),
             );
@@ -517,6 +535,8 @@ struct Turn<P> {
     /// The number of its first line.
     line_no: u64,
     torn: Option<TornTail>,
+    /// The offset just past the blocks folded.
+    end: u64,
     /// The last block is folded, or a thread panicked: every thread stops.
     over: bool,
     /// Threads asleep until their turn.
@@ -552,24 +572,38 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// folds it itself when its turn comes, the pass moving from thread to thread in block order.
 /// A block's trees are read by the core that just built them (folding them on another core
 /// cost ~20 % more CPU time than one thread spends), and no thread only waits to fold.
-/// Findings go to `sink` from this thread, in order, whenever it holds the turn.
+/// Findings go to `sink` from this thread, in order, whenever it holds the turn. A plain log
+/// in a regular file is read at positions ([`Chunks`]), each thread its own chunk at once.
 fn relay<R: BufRead + Send, O: Observer, S: Sink>(
     lines: &mut LineReader<R>,
     pass: Pass<O, S>,
     block_size: usize,
     threads: usize,
+    positional: Option<&Positional>,
 ) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
     let dialect = pass.ctx.dialect;
     let vocab = &pass.ctx.vocab.clone();
     let first_no = lines.next_line_no();
+    let chunks = positional.map(|p| Chunks {
+        file: &*p.file,
+        base: lines.offset(),
+        size: block_size as u64,
+        next: AtomicUsize::new(0),
+        failed: Mutex::new(None),
+    });
+    let progress = positional.and_then(|p| p.progress.as_deref());
     let mut reading = Reading {
         lines,
         next: 0,
         eof: false,
         failed: None,
     };
+    let source = match &chunks {
+        Some(chunks) => Source::File(chunks),
+        None => Source::Lines(Mutex::new(&mut reading)),
+    };
     let mut first = Vec::new();
-    let (_, start, len, eof) = reading.next_block(block_size, &mut first);
+    let taken = source.next_block(block_size, &mut first);
     // The observer does nothing and the findings wait in a buffer: what the other threads
     // touch is the pass's own state.
     let (relayed, observer, mut sink) = pass.swap((), Vec::<Finding>::new());
@@ -578,22 +612,30 @@ fn relay<R: BufRead + Send, O: Observer, S: Sink>(
         next: 0,
         line_no: first_no,
         torn: None,
+        end: taken.start,
         over: false,
         asleep: 0,
     });
     let bell = Condvar::new();
     // The block whose turn it is, for threads spinning without the lock.
     let baton = AtomicUsize::new(0);
-    if len == 0 {
-        // Nothing after the header.
-    } else if eof {
+    if taken.eof {
         // Input that fits one block needs no other thread.
-        let mut t = lock(&turn);
-        let mut batch = Batch::parse(Spare::with(first), len, start, dialect, vocab);
+        let t = &mut *lock(&turn);
+        let mut batch = Batch::parse(
+            Spare::with(first),
+            taken.skip,
+            taken.len,
+            taken.start,
+            dialect,
+            vocab,
+        );
         t.torn = fold(&mut t.pass, &mut batch, first_no);
+        t.end = taken.start + taken.len as u64;
+        t.next = 1;
     } else {
         let legs = Legs {
-            reading: Mutex::new(&mut reading),
+            source,
             turn: &turn,
             bell: &bell,
             baton: &baton,
@@ -603,34 +645,274 @@ fn relay<R: BufRead + Send, O: Observer, S: Sink>(
             dialect,
             vocab,
         };
-        let first = (first, start, len, eof);
+        let first = (first, taken);
         thread::scope(|scope| {
             for _ in 1..threads.max(2) {
-                scope.spawn(|| legs.run(None, |_| {}));
+                scope.spawn(|| legs.run(None, |_, _| {}));
             }
-            legs.run(Some(first), |pass| {
+            legs.run(Some(first), |pass, end| {
                 for f in pass.out.inner.drain(..) {
                     sink.push(f);
+                }
+                if let Some(progress) = progress {
+                    progress(end);
                 }
             });
         });
     }
-    let Turn { pass, torn, .. } = turn.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let Turn {
+        pass,
+        torn,
+        end,
+        next,
+        ..
+    } = turn.into_inner().unwrap_or_else(PoisonError::into_inner);
     let (mut pass, (), rest) = pass.swap(observer, sink);
     // Counted when they were pushed.
     for f in rest {
         pass.out.inner.push(f);
     }
-    let torn = match reading.failed {
+    let failed = match chunks {
+        Some(chunks) => {
+            reading.lines.read_past(end);
+            // A failed read of a chunk the fold never reached (past the end) does not count.
+            let failed = chunks
+                .failed
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner);
+            failed.filter(|(index, _)| *index < next).map(|(_, e)| e)
+        }
+        None => reading.failed,
+    };
+    let torn = match failed {
         Some(e) => Err(e),
         None => Ok(torn),
     };
     (pass, torn)
 }
 
+/// A block a thread of [`relay`] took: its number, the offset of its first byte, where its
+/// text starts in the buffer and its length, and whether the input ended with it.
+struct Taken {
+    index: usize,
+    start: u64,
+    skip: usize,
+    len: usize,
+    eof: bool,
+}
+
+/// Where the threads of [`relay`] take their blocks.
+enum Source<'r, 'l, R> {
+    /// One after the other from the reader.
+    Lines(Mutex<&'r mut Reading<'l, R>>),
+    /// At positions in the file, each thread its own.
+    File(&'r Chunks<'r>),
+}
+
+impl<R: BufRead> Source<'_, '_, R> {
+    fn next_block(&self, block_size: usize, buf: &mut Vec<u8>) -> Taken {
+        match self {
+            Source::Lines(reading) => {
+                let (index, start, len, eof) = lock(reading).next_block(block_size, buf);
+                Taken {
+                    index,
+                    start,
+                    skip: 0,
+                    len,
+                    eof,
+                }
+            }
+            Source::File(chunks) => chunks.next_block(buf),
+        }
+    }
+}
+
+/// A regular file read in chunks at positions, by any thread, in any order: chunk `k` holds
+/// the lines that start in `[base + k·size, base + (k+1)·size)`, read on to the end of the
+/// last of them (a line starts at `base` and after each `\n`). So no thread waits while
+/// another reads: on a VM whose page cache reads slowly, taking turns at one reader had kept
+/// each of two threads waiting for a quarter of the pass.
+struct Chunks<'f> {
+    file: &'f dyn ReadAt,
+    /// The offset of the first line after the header.
+    base: u64,
+    size: u64,
+    /// The number of the next chunk to take.
+    next: AtomicUsize,
+    /// The first chunk (by number) whose read failed, with the error.
+    failed: Mutex<Option<(usize, io::Error)>>,
+}
+
+/// What [`Chunks::read`] read: `buf[skip..skip + len]` holds the chunk's lines, and `buf`
+/// starts at offset `at`; `eof`: the input ended in them (or failed: `error`).
+struct ChunkRead {
+    at: u64,
+    skip: usize,
+    len: usize,
+    eof: bool,
+    error: Option<io::Error>,
+}
+
+impl Chunks<'_> {
+    /// The next chunk into `buf`. A read error ends the input in the chunk it happened in,
+    /// after the whole lines read before it.
+    fn next_block(&self, buf: &mut Vec<u8>) -> Taken {
+        let index = self.next.fetch_add(1, Ordering::Relaxed);
+        let from = self.base + index as u64 * self.size;
+        let read = self.read(from, buf);
+        if let Some(e) = read.error {
+            let mut failed = lock(&self.failed);
+            if failed.as_ref().is_none_or(|(i, _)| index < *i) {
+                *failed = Some((index, e));
+            }
+        }
+        Taken {
+            index,
+            start: read.at + read.skip as u64,
+            skip: read.skip,
+            len: read.len,
+            eof: read.eof,
+        }
+    }
+
+    /// The chunk that starts at `from`.
+    fn read(&self, from: u64, buf: &mut Vec<u8>) -> ChunkRead {
+        // The byte before the chunk tells whether a line starts at its first byte.
+        let at = if from == self.base { from } else { from - 1 };
+        let want = (from + self.size - at) as usize;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        let (mut got, error) = read_fully(self.file, &mut buf[..want], at);
+        let first = if from == self.base {
+            0
+        } else {
+            memchr::memchr(b'\n', &buf[..got]).map_or(got, |i| i + 1)
+        };
+        let whole_lines =
+            |buf: &[u8], to: usize| memchr::memrchr(b'\n', &buf[first..to]).map_or(0, |i| i + 1);
+        if first >= want.min(got) {
+            // No line starts in the chunk: it lies inside one, or past the end.
+            return ChunkRead {
+                at,
+                skip: first.min(got),
+                len: 0,
+                eof: got < want,
+                error,
+            };
+        }
+        if got < want {
+            // The input ended in the chunk (a final piece without `\n` is a torn line), or
+            // failed: then only the whole lines before the error count.
+            let len = match error {
+                Some(_) => whole_lines(buf, got),
+                None => got - first,
+            };
+            return ChunkRead {
+                at,
+                skip: first,
+                len,
+                eof: true,
+                error,
+            };
+        }
+        // The chunk's last line runs on to the first `\n` from the chunk's last byte: read
+        // a page, then twice as much each time (most lines are short; some are megabytes).
+        let mut search = want - 1;
+        let mut more = 4096;
+        loop {
+            if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
+                return ChunkRead {
+                    at,
+                    skip: first,
+                    len: search + i + 1 - first,
+                    eof: false,
+                    error: None,
+                };
+            }
+            search = got;
+            if buf.len() < got + more {
+                buf.resize(got + more, 0);
+            }
+            let (n, error) = read_fully(self.file, &mut buf[got..got + more], at + got as u64);
+            got += n;
+            if n == more {
+                more = (more * 2).min(1 << 20);
+                continue;
+            }
+            if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
+                // The line ends before the end (or a failure, which a later chunk meets).
+                return ChunkRead {
+                    at,
+                    skip: first,
+                    len: search + i + 1 - first,
+                    eof: false,
+                    error: None,
+                };
+            }
+            let len = match error {
+                // The last line is not whole.
+                Some(_) => whole_lines(buf, search),
+                None => got - first,
+            };
+            return ChunkRead {
+                at,
+                skip: first,
+                len,
+                eof: true,
+                error,
+            };
+        }
+    }
+}
+
+/// Reads at positions (a file; a stand-in in tests).
+trait ReadAt: Sync {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize>;
+}
+
+impl ReadAt for File {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_at(self, buf, offset)
+    }
+}
+
+/// Read `buf.len()` bytes at `offset`, or up to the end of the file or a read error: how many
+/// were read, and the error.
+fn read_fully(file: &dyn ReadAt, buf: &mut [u8], offset: u64) -> (usize, Option<io::Error>) {
+    let mut got = 0;
+    while got < buf.len() {
+        match file.read_at(&mut buf[got..], offset + got as u64) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return (got, Some(e)),
+        }
+    }
+    (got, None)
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "positional reads are not supported on this platform",
+    ))
+}
+
 /// What the threads of [`relay`] share.
 struct Legs<'r, 'l, R, P> {
-    reading: Mutex<&'r mut Reading<'l, R>>,
+    source: Source<'r, 'l, R>,
     turn: &'r Mutex<Turn<P>>,
     bell: &'r Condvar,
     baton: &'r AtomicUsize,
@@ -642,11 +924,12 @@ struct Legs<'r, 'l, R, P> {
 
 impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
     /// One thread: read, parse and fold blocks until the input ends (`first`: block 0,
-    /// already read). `on_turn` runs after each fold, with the turn held.
+    /// already taken). `on_turn` runs after each fold, with the turn held and the offset
+    /// the fold reached.
     fn run(
         &self,
-        mut first: Option<(Vec<u8>, u64, usize, bool)>,
-        mut on_turn: impl FnMut(&mut Pass<O, S>),
+        mut first: Option<(Vec<u8>, Taken)>,
+        mut on_turn: impl FnMut(&mut Pass<O, S>, u64),
     ) {
         let _stop = Stop {
             turn: self.turn,
@@ -654,16 +937,22 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
         };
         let mut spare = Vec::new();
         loop {
-            let (index, into, start, len, eof) = match first.take() {
-                Some((block, start, len, eof)) => (0, Spare::with(block), start, len, eof),
+            let (into, taken) = match first.take() {
+                Some((block, taken)) => (Spare::with(block), taken),
                 None => {
                     let mut into: Spare = spare.pop().unwrap_or_default();
-                    let (index, start, len, eof) =
-                        lock(&self.reading).next_block(self.block_size, &mut into.block);
-                    (index, into, start, len, eof)
+                    let taken = self.source.next_block(self.block_size, &mut into.block);
+                    (into, taken)
                 }
             };
-            let mut batch = Batch::parse(into, len, start, self.dialect, self.vocab);
+            let Taken {
+                index,
+                start,
+                skip,
+                len,
+                eof,
+            } = taken;
+            let mut batch = Batch::parse(into, skip, len, start, self.dialect, self.vocab);
             if self.spin && self.baton.load(Ordering::Acquire) != index {
                 let since = std::time::Instant::now();
                 'spin: while since.elapsed() < SPIN {
@@ -691,7 +980,11 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
             if let Some(torn) = fold(&mut t.pass, &mut batch, no) {
                 t.torn = Some(torn);
             }
-            on_turn(&mut t.pass);
+            // A chunk read at positions may end before one an earlier chunk read on into
+            // (when the file grew between the two reads).
+            t.end = t.end.max(start + len as u64);
+            let end = t.end;
+            on_turn(&mut t.pass, end);
             t.next += 1;
             t.over = eof;
             self.baton.store(t.next, Ordering::Release);
@@ -703,6 +996,134 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
             recycle(batch, &mut spare, self.block_size);
             if eof {
                 break;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bytes read at positions a few at a time, failing from `fail_at` on.
+    struct Stand {
+        bytes: Vec<u8>,
+        step: usize,
+        fail_at: Option<u64>,
+    }
+
+    impl ReadAt for Stand {
+        fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+            if self.fail_at.is_some_and(|f| offset >= f) {
+                return Err(io::Error::other("disk on fire"));
+            }
+            let end = self
+                .fail_at
+                .map_or(self.bytes.len(), |f| f as usize)
+                .min(self.bytes.len());
+            let from = (offset as usize).min(end);
+            let n = buf.len().min(self.step).min(end - from);
+            buf[..n].copy_from_slice(&self.bytes[from..from + n]);
+            Ok(n)
+        }
+    }
+
+    /// Each chunk's start, text and whether it ended the input.
+    type Read = (u64, Vec<u8>, bool);
+
+    /// Every chunk in order until one ends the input, and the error if a read failed.
+    fn chunks(stand: &Stand, base: u64, size: u64) -> (Vec<Read>, Option<String>) {
+        let chunks = Chunks {
+            file: stand,
+            base,
+            size,
+            next: AtomicUsize::new(0),
+            failed: Mutex::new(None),
+        };
+        let mut out = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            let t = chunks.next_block(&mut buf);
+            assert_eq!(t.index, out.len());
+            out.push((t.start, buf[t.skip..t.skip + t.len].to_vec(), t.eof));
+            if t.eof {
+                break;
+            }
+        }
+        let failed = chunks
+            .failed
+            .into_inner()
+            .unwrap()
+            .map(|(_, e)| e.to_string());
+        (out, failed)
+    }
+
+    #[test]
+    fn chunks_hold_each_line_once_whatever_their_size() {
+        let logs: [&[u8]; 5] = [
+            b"head\na\nbb\nccc\n\n\ndddddddddddddddddddd\ne\n",
+            b"head\na\nbb\nccc\ntorn",
+            b"head\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+            b"head\n",
+            b"head\n\n",
+        ];
+        for log in logs {
+            let base = 5;
+            for size in [1, 2, 3, 4, 7, 16, 64, 4096] {
+                for step in [1, 3, 1 << 20] {
+                    let stand = Stand {
+                        bytes: log.to_vec(),
+                        step,
+                        fail_at: None,
+                    };
+                    let (got, failed) = chunks(&stand, base, size);
+                    assert_eq!(failed, None);
+                    let what = format!("{:?} in chunks of {size}", String::from_utf8_lossy(log));
+                    // The texts, in order, are the body, each starting where the last ended.
+                    let mut at = base;
+                    let mut body = Vec::new();
+                    for (start, text, _) in got.iter().filter(|(_, t, _)| !t.is_empty()) {
+                        assert_eq!(*start, at, "{what}");
+                        at = start + text.len() as u64;
+                        body.extend_from_slice(text);
+                        // Whole lines only, but for a torn final piece.
+                        if !text.is_empty() && !text.ends_with(b"\n") {
+                            assert!(at == log.len() as u64, "{what}");
+                        }
+                    }
+                    assert_eq!(body, &log[base as usize..], "{what}");
+                    // Only the last chunk ends the input, and a chunk ends where the next
+                    // chunk's range starts (or runs on through the line that crosses it).
+                    assert!(got.iter().rev().skip(1).all(|(_, _, eof)| !eof), "{what}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_failed_chunk_ends_the_input_after_its_whole_lines() {
+        let log = b"head\naaaa\nbbbbbbbbbbbbbbbbbbbb\ncc\ndd\n".to_vec();
+        for fail_at in 5..log.len() as u64 {
+            for size in [1, 4, 8, 64] {
+                let stand = Stand {
+                    bytes: log.clone(),
+                    step: 3,
+                    fail_at: Some(fail_at),
+                };
+                let (got, failed) = chunks(&stand, 5, size);
+                let what = format!("failing at {fail_at}, chunks of {size}");
+                assert_eq!(failed.as_deref(), Some("disk on fire"), "{what}");
+                let body: Vec<u8> = got.iter().flat_map(|(_, t, _)| t.clone()).collect();
+                // The whole lines that end before the failing offset, no more.
+                let whole = log[..fail_at as usize]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |i| i + 1);
+                assert_eq!(body, &log[5..whole.max(5)], "{what}");
+                assert!(
+                    got.last().unwrap().2,
+                    "{what}: the failing chunk ends the input"
+                );
             }
         }
     }
