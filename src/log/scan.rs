@@ -597,8 +597,8 @@ pub fn scan_framed(
             };
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
-            let row = rows::decode_in(&text, pos, dialect, Some(&arena));
-            if pass.line(pos, end, utf8_ok, row) {
+            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena));
+            if pass.line(pos, end, utf8_ok, &mut row) {
                 reached_stop = true;
                 break;
             }
@@ -791,11 +791,12 @@ impl<O, S> Pass<O, S> {
 impl<O: Observer, S: Sink> Pass<O, S> {
     /// Check and fold one complete line (its row decoded from the text at `pos`, the line
     /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
-    fn line(&mut self, pos: Pos, end: u64, utf8_ok: bool, row: Row<'_>) -> bool {
+    /// The row is folded in place (a row is ~250 bytes: each move of it cost a copy).
+    fn line(&mut self, pos: Pos, end: u64, utf8_ok: bool, row: &mut Row<'_>) -> bool {
         // Is this a bad row (§6.1), and does it hold a turn end?
         let expected = self.state.surface.next_seq();
         let (bad, turn_end) = classify_row(
-            &row,
+            row,
             expected,
             self.resync_pending,
             &self.ctx.vocab,
@@ -842,7 +843,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     event_type: ty.clone(),
                     message,
                 });
-                if let Row::Bad(b) = &row
+                if let Row::Bad(b) = &*row
                     && let BadKind::Malformed(specific) = b.kind
                 {
                     sink.push(
@@ -860,7 +861,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
         if let Some(s) = &mut self.spec {
             s.rows += 1;
         }
-        if let Row::Bad(b) = &row {
+        if let Row::Bad(b) = &*row {
             self.ctx.observer.unusable(&Unusable {
                 pos,
                 seq: b.seq,
@@ -869,7 +870,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                 speculative: self.spec.is_some(),
             });
         }
-        match &row {
+        match &*row {
             // A malformed row with a known seq still occupied its seqs.
             Row::Bad(b) if b.seq.is_some_and(|s| s >= self.state.surface.next_seq()) => {
                 let first = b.seq.unwrap_or_default();
@@ -882,7 +883,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
         }
 
         // Fold what the row holds (in the committed state, or speculatively).
-        let (first_seq, audit) = match &row {
+        let (first_seq, audit) = match &*row {
             Row::Events(cands, audit) => (cands.first().and_then(|c| c.seq), Some(audit)),
             Row::Packed(packed, audit) => (Some(packed.seq0), Some(audit)),
             Row::Bad(_) => (None, None),
@@ -927,9 +928,8 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                 ));
             }
             match row {
-                Row::Events(mut cands, _) => {
-                    // Folded in place (an event is 200 bytes: moving each out cost two copies).
-                    for cand in &mut cands {
+                Row::Events(cands, _) => {
+                    for cand in cands.iter_mut() {
                         if let (Some(stop), Some(seq)) = (self.ctx.stop_after, cand.seq)
                             && seq > stop
                         {
@@ -939,7 +939,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     }
                 }
                 Row::Packed(packed, _) => {
-                    fold_packed(&mut self.ctx, &mut self.state, &packed, speculative, sink);
+                    fold_packed(&mut self.ctx, &mut self.state, packed, speculative, sink);
                 }
                 Row::Bad(_) => {}
             }
