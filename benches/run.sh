@@ -8,7 +8,8 @@
 #
 # Environment: RUNS (default 3) paired runs per file; DATA (default bench-data) where the
 # generated logs are cached as vN-SIZE.jsonl (generated when missing); FRESH=0 skips rewriting
-# each log before timing it (see fresh in benches/lib.sh); NO_JQ=1 skips jq (it needs ~20 s
+# each log before timing it (see fresh in benches/lib.sh), SETTLE=0 reading it once before each
+# timed command (see settle); NO_JQ=1 skips jq (it needs ~20 s
 # per GiB); ZSTD=1 also times validate and derive on a copy stored the way DSH stores logs
 # (zstd frames; made with the zstd-log example), and `zstd -dc | validate -`.
 set -euo pipefail
@@ -38,12 +39,12 @@ for v in $versions; do
   printf '%-4s %7s %7s | %7s %7s %6s %6s %6s | %7s %6s %6s | %7s %6s | %7s %6s | %s\n' \
     run wc_s jq_s val_s MB/s xwc xjq rss_MB val1_s xjq rss_MB sur_s x_val der_s x_val "peak RSS MB (surface, derive)"
   for r in $(seq 1 "$runs"); do
-    read -r wc_s _ < <(measure wc -l "$log")
-    if [ -n "${NO_JQ:-}" ]; then jq_s=0; else read -r jq_s _ < <(measure jq -c empty "$log"); fi
-    read -r val_s val_k < <(measure "$bin" validate -q "$log")
-    read -r one_s one_k < <(DSHS_THREADS=1 measure "$bin" validate -q "$log")
-    read -r sur_s sur_k < <(measure "$bin" surface "$log")
-    read -r der_s der_k < <(measure "$bin" derive --format ndjson "$log")
+    settle "$log"; read -r wc_s _ < <(measure wc -l "$log")
+    if [ -n "${NO_JQ:-}" ]; then jq_s=0; else settle "$log"; read -r jq_s _ < <(measure jq -c empty "$log"); fi
+    settle "$log"; read -r val_s val_k < <(measure "$bin" validate -q "$log")
+    settle "$log"; read -r one_s one_k < <(DSHS_THREADS=1 measure "$bin" validate -q "$log")
+    settle "$log"; read -r sur_s sur_k < <(measure "$bin" surface "$log")
+    settle "$log"; read -r der_s der_k < <(measure "$bin" derive --format ndjson "$log")
     printf '%-4s %7s %7s | %7s %7s %6s %6s %6.1f | %7s %6s %6.1f | %7s %6s | %7s %6s | %.1f, %.1f\n' \
       "$r" "$wc_s" "$jq_s" "$val_s" "$(mb "$val_s")" "$(ratio "$wc_s" "$val_s")" \
       "$(ratio "$jq_s" "$val_s")" "$(awk -v k="$val_k" 'BEGIN { print k * 1024 / 1e6 }')" \
@@ -59,9 +60,9 @@ for v in $versions; do
     fresh "$zlog"
     zbytes=$(stat -c %s "$zlog")
     for r in $(seq 1 "$runs"); do
-      read -r z_s z_k < <(measure "$bin" validate -q "$zlog")
-      read -r zd_s zd_k < <(measure "$bin" derive --format ndjson "$zlog")
-      read -r p_s p_k < <(measure bash -c "zstd -dcq '$zlog' | '$bin' validate -q -")
+      settle "$zlog"; read -r z_s z_k < <(measure "$bin" validate -q "$zlog")
+      settle "$zlog"; read -r zd_s zd_k < <(measure "$bin" derive --format ndjson "$zlog")
+      settle "$zlog"; read -r p_s p_k < <(measure bash -c "zstd -dcq '$zlog' | '$bin' validate -q -")
       echo "zstd run $r ($zbytes bytes compressed): validate FILE $z_s s = $(mb "$z_s") MB/s, $(awk -v k="$z_k" 'BEGIN { print k * 1024 / 1e6 }') MB RSS; derive ndjson $zd_s s; zstd -dc | validate - $p_s s = $(mb "$p_s") MB/s"
     done
   fi

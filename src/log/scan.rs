@@ -566,12 +566,8 @@ pub fn scan_framed(
     // the one-line-at-a-time pass.
     let threads = opts.parse_threads();
     if opts.stop_after.is_none() && threads > 1 {
-        let block = match opts.block_bytes {
-            0 => pipeline::BLOCK,
-            n => n,
-        };
         let positional = opts.positional.as_ref().filter(|_| framing.is_none());
-        let (folded, torn) = pipeline::run(&mut lines, pass, block, threads, positional);
+        let (folded, torn) = pipeline::run(&mut lines, pass, opts.block_bytes, threads, positional);
         pass = folded;
         result.torn = torn?;
     } else {
