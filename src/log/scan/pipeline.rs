@@ -58,8 +58,9 @@ const JOBS_PER_WORKER: usize = 3;
 const OWN_BLOCKS: usize = 1;
 
 /// An arena kept for the next block is at most this many blocks in size (a block's trees
-/// take about two to three times its size).
-const ARENA_KEPT: usize = 8;
+/// take about two to three times its size; an arena that grew around a long line, with its
+/// unescaped strings, is dropped rather than kept).
+const ARENA_KEPT: usize = 4;
 
 /// One line of a block.
 struct Parsed<'a> {
@@ -831,7 +832,8 @@ impl Chunks<'_> {
             };
         }
         // The chunk's last line runs on to the first `\n` from the chunk's last byte: read
-        // a page, then twice as much each time (most lines are short; some are megabytes).
+        // a page, then twice as much each time up to 64 KiB (most lines are short; a longer
+        // read would only grow the buffer past the line).
         let mut search = want - 1;
         let mut more = 4096;
         loop {
@@ -851,7 +853,7 @@ impl Chunks<'_> {
             let (n, error) = read_fully(self.file, &mut buf[got..got + more], at + got as u64);
             got += n;
             if n == more {
-                more = (more * 2).min(1 << 20);
+                more = (more * 2).min(64 * 1024);
                 continue;
             }
             if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
