@@ -15,7 +15,7 @@ use dshs::log::Finding;
 use dshs::log::input::ZSTD_MAGIC;
 use dshs::log::input::zstd::ZstdReader;
 use dshs::log::scan::{
-    EventInfo, FoldState, Observer, Positional, ScanOptions, Unusable, scan_framed,
+    EventInfo, FoldState, Observer, Positional, Scan, ScanOptions, Unusable, scan_framed,
 };
 
 /// A reader that returns at most `step` bytes per read, so the pipeline's blocks stay tiny;
@@ -142,25 +142,8 @@ fn outcome_positional(bytes: &[u8], threads: usize, chunk: usize) -> (Outcome, V
     let mut findings = Vec::new();
     let reader = BufReader::with_capacity(4, file);
     let s = scan_framed(reader, None, None, &opts, &mut findings, &mut ()).expect("read");
-    let outcome = Outcome {
-        findings,
-        status: s.status().as_str(),
-        events: s.events(),
-        surface: s
-            .state
-            .as_ref()
-            .map(|st| st.surface.seqs())
-            .unwrap_or_default(),
-        open_turn: s.state.as_ref().and_then(|st| st.lifecycle.open_turn()),
-        committed: s.committed_bytes,
-        total: s.total_bytes,
-        torn: s.torn.map(|t| format!("{t:?}")),
-        crash: s.crash.map(|c| format!("{c:?}")),
-        zstd: None,
-        watched: None,
-    };
     let told = told.lock().unwrap().clone();
-    (outcome, told)
+    (Outcome::of(s, findings, None), told)
 }
 
 fn outcome_with(bytes: &[u8], opts: &ScanOptions, step: usize, seen: Seen) -> Outcome {
@@ -184,32 +167,39 @@ fn outcome_with(bytes: &[u8], opts: &ScanOptions, step: usize, seen: Seen) -> Ou
         scan_framed(reader, None, None, opts, &mut findings, observer)
     }
     .expect("in memory");
-    Outcome {
-        findings,
-        status: s.status().as_str(),
-        events: s.events(),
-        surface: s
-            .state
-            .as_ref()
-            .map(|st| st.surface.seqs())
-            .unwrap_or_default(),
-        open_turn: s.state.as_ref().and_then(|st| st.lifecycle.open_turn()),
-        committed: s.committed_bytes,
-        total: s.total_bytes,
-        torn: s.torn.map(|t| format!("{t:?}")),
-        crash: s.crash.map(|c| format!("{c:?}")),
-        zstd: s.zstd.map(|mut z| {
-            // After a corrupt frame, how far the decoder had read depends on the sizes of the
-            // reads (with one thread too); nothing uses it (repair refuses such a log).
-            if z.stopped {
-                z.compressed_len = 0;
-            }
-            format!("{z:?}")
-        }),
-        watched: match seen {
-            Seen::Nothing => None,
-            Seen::Each => Some(watch),
-        },
+    let watched = match seen {
+        Seen::Nothing => None,
+        Seen::Each => Some(watch),
+    };
+    Outcome::of(s, findings, watched)
+}
+
+impl Outcome {
+    fn of(s: Scan, findings: Vec<Finding>, watched: Option<Watch>) -> Outcome {
+        Outcome {
+            findings,
+            status: s.status().as_str(),
+            events: s.events(),
+            surface: s
+                .state
+                .as_ref()
+                .map(|st| st.surface.seqs())
+                .unwrap_or_default(),
+            open_turn: s.state.as_ref().and_then(|st| st.lifecycle.open_turn()),
+            committed: s.committed_bytes,
+            total: s.total_bytes,
+            torn: s.torn.map(|t| format!("{t:?}")),
+            crash: s.crash.map(|c| format!("{c:?}")),
+            zstd: s.zstd.map(|mut z| {
+                // After a corrupt frame, how far the decoder had read depends on the sizes of
+                // the reads (with one thread too); nothing uses it (repair refuses such a log).
+                if z.stopped {
+                    z.compressed_len = 0;
+                }
+                format!("{z:?}")
+            }),
+            watched,
+        }
     }
 }
 
