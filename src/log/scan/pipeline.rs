@@ -1,8 +1,10 @@
 //! The pass on several threads. The threads take turns reading the next block of whole lines
-//! from the shared reader (numbering the blocks in file order as they take them), split it
-//! into lines, check their UTF-8 and parse their rows; the blocks are folded in block order,
-//! so lines, offsets, rows and their order are exactly those of the one-line-at-a-time pass:
-//! the fold ([`Pass::line`]) is the same code, run on one block at a time, in file order.
+//! from the shared reader (numbering the blocks in file order as they take them), or, for a
+//! plain log in a regular file, each reads the next chunk of it at its position ([`Chunks`]);
+//! they split it into lines, check their UTF-8 and parse their rows; the blocks are folded in
+//! block order, so lines, offsets, rows and their order are exactly those of the
+//! one-line-at-a-time pass: the fold ([`Pass::line`]) is the same code, run on one block at a
+//! time, in file order.
 //!
 //! Two ways to share the fold:
 //!
@@ -10,8 +12,8 @@
 //!   parsed, when their turn comes; the pass (its state, and a buffer for the findings, which
 //!   this thread hands to the sink) moves from thread to thread with the turn. Each block's
 //!   trees are read by the core that built them moments before: folding them on another core
-//!   had cost ~20 % more CPU time in all than one thread spends. At most one block per thread
-//!   is out at once.
+//!   had cost ~20 % more CPU time in all than one thread spends. A thread waiting for its
+//!   turn spins (up to [`SPIN`]); at most one block per thread is out at once.
 //! - [`gather`], for an observer that must see each event (the observer stays on this
 //!   thread): this thread folds every block, and parses one itself whenever the next block to
 //!   fold is not ready instead of waiting; workers parse the rest. On a 2-vCPU VM that is one
