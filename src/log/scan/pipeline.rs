@@ -800,14 +800,12 @@ impl Chunks<'_> {
         if buf.len() < want {
             buf.resize(want, 0);
         }
-        let (mut got, error) = read_fully(self.file, &mut buf[..want], at);
+        let (mut got, mut error) = read_fully(self.file, &mut buf[..want], at);
         let first = if from == self.base {
             0
         } else {
             memchr::memchr(b'\n', &buf[..got]).map_or(got, |i| i + 1)
         };
-        let whole_lines =
-            |buf: &[u8], to: usize| memchr::memrchr(b'\n', &buf[first..to]).map_or(0, |i| i + 1);
         if first >= want.min(got) {
             // No line starts in the chunk: it lies inside one, or past the end.
             return ChunkRead {
@@ -818,68 +816,50 @@ impl Chunks<'_> {
                 error,
             };
         }
-        if got < want {
-            // The input ended in the chunk (a final piece without `\n` is a torn line), or
-            // failed: then only the whole lines before the error count.
-            let len = match error {
-                Some(_) => whole_lines(buf, got),
-                None => got - first,
-            };
-            return ChunkRead {
-                at,
-                skip: first,
-                len,
-                eof: true,
-                error,
-            };
-        }
-        // The chunk's last line runs on to the first `\n` from the chunk's last byte: read
-        // a page, then twice as much each time up to 64 KiB (most lines are short; a longer
-        // read would only grow the buffer past the line).
-        let mut search = want - 1;
-        let mut more = 4096;
-        loop {
-            if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
-                return ChunkRead {
-                    at,
-                    skip: first,
-                    len: search + i + 1 - first,
-                    eof: false,
-                    error: None,
-                };
-            }
-            search = got;
-            if buf.len() < got + more {
-                buf.resize(got + more, 0);
-            }
-            let (n, error) = read_fully(self.file, &mut buf[got..got + more], at + got as u64);
-            got += n;
-            if n == more {
+        if got == want {
+            // The chunk's last line runs on to the first `\n` from the chunk's last byte: read
+            // a page, then twice as much each time up to 64 KiB (most lines are short; a longer
+            // read would only grow the buffer past the line).
+            let mut search = want - 1;
+            let mut more = 4096;
+            let mut ended = false;
+            loop {
+                if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
+                    // The line ends before the end (or a failure, which a later chunk meets).
+                    return ChunkRead {
+                        at,
+                        skip: first,
+                        len: search + i + 1 - first,
+                        eof: false,
+                        error: None,
+                    };
+                }
+                if ended {
+                    break;
+                }
+                search = got;
+                if buf.len() < got + more {
+                    buf.resize(got + more, 0);
+                }
+                let (n, e) = read_fully(self.file, &mut buf[got..got + more], at + got as u64);
+                got += n;
+                error = e;
+                ended = n < more;
                 more = (more * 2).min(64 * 1024);
-                continue;
             }
-            if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
-                // The line ends before the end (or a failure, which a later chunk meets).
-                return ChunkRead {
-                    at,
-                    skip: first,
-                    len: search + i + 1 - first,
-                    eof: false,
-                    error: None,
-                };
-            }
-            let len = match error {
-                // The last line is not whole.
-                Some(_) => whole_lines(buf, search),
-                None => got - first,
-            };
-            return ChunkRead {
-                at,
-                skip: first,
-                len,
-                eof: true,
-                error,
-            };
+        }
+        // The input ended in the chunk or in the line that runs past it (a final piece without
+        // `\n` is a torn line), or a read failed: then only the whole lines before it count.
+        let len = match error {
+            Some(_) => memchr::memrchr(b'\n', &buf[first..got]).map_or(0, |i| i + 1),
+            None => got - first,
+        };
+        ChunkRead {
+            at,
+            skip: first,
+            len,
+            eof: true,
+            error,
         }
     }
 }
