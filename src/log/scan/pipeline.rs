@@ -405,14 +405,11 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
             first_no,
         )
     } else {
-        let reading = std::sync::Mutex::new(&mut reading);
+        let reading = Mutex::new(&mut reading);
         // The next block, read and parsed on this thread.
         let read_here = |spare: &mut Vec<Spare>| {
             let mut into = spare.pop().unwrap_or_default();
-            let (index, start, len, eof) = reading
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .next_block(block_size, &mut into.block);
+            let (index, start, len, eof) = lock(&reading).next_block(block_size, &mut into.block);
             (
                 index,
                 Batch::parse(into, 0, len, start, dialect, vocab),
@@ -439,10 +436,8 @@ fn gather<R: BufRead + Send, O: Observer, S: Sink>(
                                 continue;
                             }
                         };
-                        let (index, start, len, eof) = reading
-                            .lock()
-                            .unwrap_or_else(std::sync::PoisonError::into_inner)
-                            .next_block(block_size, &mut into.block);
+                        let (index, start, len, eof) =
+                            lock(reading).next_block(block_size, &mut into.block);
                         let batch = Batch::parse(into, 0, len, start, dialect, vocab);
                         let done = Done::Parsed {
                             index,
