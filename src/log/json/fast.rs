@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use bumpalo::Bump;
 
-use super::{Arena, Audit, JStr, Json, List, Members, Num, first_duplicate};
+use super::{Arena, Audit, JStr, Json, List, Member, Members, Num, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -83,48 +83,57 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A whole value (the line's, or a container's uncommon one).
     fn value(&mut self) -> Option<Json<'a>> {
         match self.peek()? {
             b'"' => self.string().map(Json::Str),
-            b'{' => self.object(),
-            b'[' => self.array(),
-            b't' => self.literal(b"true", Json::Bool(true)),
-            b'f' => self.literal(b"false", Json::Bool(false)),
-            b'n' => self.literal(b"null", Json::Null),
+            b'{' => {
+                let base = self.object()?;
+                Some(Json::Obj(self.members_from(base)))
+            }
+            b'[' => {
+                let base = self.array()?;
+                Some(Json::Arr(self.items_from(base)))
+            }
+            b't' => self.literal(b"true").then_some(Json::Bool(true)),
+            b'f' => self.literal(b"false").then_some(Json::Bool(false)),
+            b'n' => self.literal(b"null").then_some(Json::Null),
             b'-' | b'0'..=b'9' => self.number().map(Json::Num),
             _ => None,
         }
     }
 
-    /// A value inside a container: strings and numbers (most values) parsed here, without
-    /// the call to [`Self::value`] (whose entry and exit were ~3 % of a format 3 pass).
-    #[inline(always)]
-    fn member_value(&mut self) -> Option<Json<'a>> {
-        match self.peek()? {
-            b'"' => self.string().map(Json::Str),
-            b'-' | b'0'..=b'9' => self.number().map(Json::Num),
-            _ => self.value(),
-        }
-    }
-
-    fn literal(&mut self, word: &[u8], v: Json<'a>) -> Option<Json<'a>> {
-        if self.s[self.i..].starts_with(word) {
+    /// Past `word` if it is next.
+    #[inline]
+    fn literal(&mut self, word: &[u8]) -> bool {
+        let found = self.s[self.i..].starts_with(word);
+        if found {
             self.i += word.len();
-            Some(v)
-        } else {
-            None
         }
+        found
     }
 
-    fn object(&mut self) -> Option<Json<'a>> {
+    // How a container's values are stored. Each is written where it is read, straight into
+    // its slot on the scratch stack: a member goes onto the stack when its key is read (with
+    // a `null` placeholder its value then replaces), an item when it is read. The common
+    // values (plain strings, integers) are parsed inline and written from registers; the rest
+    // go to the out-of-line `*_other`. A value returned through memory and then copied (as
+    // `Vec::push` does, or a value built before room is made for it) is read back with wide
+    // loads just after the narrow stores that wrote it, which the CPU cannot forward: a stall
+    // of a dozen cycles per value, a tenth of a format 3 pass.
+
+    /// At `{`: parse the object's members onto the members stack; where they start.
+    fn object(&mut self) -> Option<usize> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return None;
         }
-        let id = self.objects;
-        self.objects += 1;
         self.i += 1;
         self.ws();
+        // Counted apart from the step past `{`: the two adjacent counters were bumped as
+        // one 16-byte load and store, the load stalling on the last narrow store to `i`.
+        let id = self.objects;
+        self.objects += 1;
         let base = self.members.len();
         if self.peek()? == b'}' {
             self.i += 1;
@@ -133,15 +142,36 @@ impl<'a> Parser<'a> {
                 if self.peek()? != b'"' {
                     return None;
                 }
-                let k = self.key()?;
+                let start = self.i + 1;
+                let j = scan(self.s, start);
+                if self.s.get(j) == Some(&b'"') {
+                    self.i = j + 1;
+                    let k = self.between_quotes(start, j);
+                    push(&mut self.members, || (Cow::Borrowed(k), Json::Null));
+                } else {
+                    self.escaped_key()?;
+                }
+                let slot = self.members.len() - 1;
                 self.ws();
                 if self.peek()? != b':' {
                     return None;
                 }
                 self.i += 1;
                 self.ws();
-                let v = self.member_value()?;
-                self.members.push((k, v));
+                match self.peek()? {
+                    b'"' => match self.plain_string() {
+                        Some(text) => self.set_member(slot, Json::Str(JStr::from(text))),
+                        None => self.member_other(slot)?,
+                    },
+                    b'-' | b'0'..=b'9' => match self.number()? {
+                        // Each kind written with its own tags (a `Num` passed on whole went
+                        // through memory).
+                        Num::U(u) => self.set_member(slot, Json::Num(Num::U(u))),
+                        Num::I(i) => self.set_member(slot, Json::Num(Num::I(i))),
+                        Num::F(f) => self.set_member(slot, Json::Num(Num::F(f))),
+                    },
+                    _ => self.member_other(slot)?,
+                }
                 self.ws();
                 match self.peek()? {
                     b',' => {
@@ -156,21 +186,18 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let m: List<'a, _> = match self.arena {
-            Some(arena) => List::Arena(move_into(arena, &mut self.members, base)),
-            None => List::Owned(self.members.split_off(base)),
-        };
         if id < self.duplicate_in
-            && let Some(k) = first_duplicate(&m)
+            && let Some(k) = first_duplicate(&self.members[base..])
         {
             self.audit.duplicate_key = Some(k.to_owned());
             self.duplicate_in = id;
         }
         self.depth -= 1;
-        Some(Json::Obj(m))
+        Some(base)
     }
 
-    fn array(&mut self) -> Option<Json<'a>> {
+    /// At `[`: parse the array's items onto the items stack; where they start.
+    fn array(&mut self) -> Option<usize> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return None;
@@ -182,8 +209,18 @@ impl<'a> Parser<'a> {
             self.i += 1;
         } else {
             loop {
-                let v = self.member_value()?;
-                self.items.push(v);
+                match self.peek()? {
+                    b'"' => match self.plain_string() {
+                        Some(text) => push(&mut self.items, || Json::Str(JStr::from(text))),
+                        None => self.item_other()?,
+                    },
+                    b'-' | b'0'..=b'9' => match self.number()? {
+                        Num::U(u) => push(&mut self.items, || Json::Num(Num::U(u))),
+                        Num::I(i) => push(&mut self.items, || Json::Num(Num::I(i))),
+                        Num::F(f) => push(&mut self.items, || Json::Num(Num::F(f))),
+                    },
+                    _ => self.item_other()?,
+                }
                 self.ws();
                 match self.peek()? {
                     b',' => {
@@ -198,25 +235,122 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        let items = match self.arena {
-            Some(arena) => List::Arena(move_into(arena, &mut self.items, base)),
-            None => List::Owned(self.items.split_off(base)),
-        };
         self.depth -= 1;
-        Some(Json::Arr(items))
+        Some(base)
     }
 
-    /// At the opening quote of a member's key: most keys are short and plain, and go
-    /// straight to a borrowed `Cow` without the [`JStr`] a value gets.
-    #[inline]
-    fn key(&mut self) -> Option<Cow<'a, str>> {
+    /// The members from `base` up, off the stack, as a closed object's list.
+    #[inline(always)]
+    fn members_from(&mut self, base: usize) -> List<'a, Member<'a>> {
+        match self.arena {
+            Some(arena) => List::Arena(move_into(arena, &mut self.members, base)),
+            None => List::Owned(self.members.split_off(base)),
+        }
+    }
+
+    /// The items from `base` up, off the stack, as a closed array's list.
+    #[inline(always)]
+    fn items_from(&mut self, base: usize) -> List<'a, Json<'a>> {
+        match self.arena {
+            Some(arena) => List::Arena(move_into(arena, &mut self.items, base)),
+            None => List::Owned(self.items.split_off(base)),
+        }
+    }
+
+    /// At an opening quote: past a string without escapes, its text; `None` (not moved) for
+    /// any other.
+    #[inline(always)]
+    fn plain_string(&mut self) -> Option<&'a str> {
         let start = self.i + 1;
         let j = scan(self.s, start);
         if self.s.get(j) == Some(&b'"') {
             self.i = j + 1;
-            return Some(Cow::Borrowed(self.between_quotes(start, j)));
+            Some(self.between_quotes(start, j))
+        } else {
+            None
         }
-        self.string().map(JStr::into_cow)
+    }
+
+    /// The value of the member at `slot` (pushed with a `null` placeholder by its key).
+    #[inline(always)]
+    fn set_member(&mut self, slot: usize, v: Json<'a>) {
+        debug_assert!(slot < self.members.len() && self.members[slot].1 == Json::Null);
+        // SAFETY: `slot` is a member of an open object, below the stack's length (nested
+        // values push and pop only above it). Its placeholder is `null`, which owns nothing,
+        // so overwriting it without a drop leaks nothing.
+        unsafe { std::ptr::write(&mut (*self.members.as_mut_ptr().add(slot)).1, v) };
+    }
+
+    /// A key with escapes (rare): pushed as a member with a `null` placeholder.
+    #[inline(never)]
+    fn escaped_key(&mut self) -> Option<()> {
+        let k = self.string()?.into_cow();
+        push(&mut self.members, || (k, Json::Null));
+        Some(())
+    }
+
+    /// Any value but a plain string or an integer, into the member at `slot`.
+    #[inline(never)]
+    fn member_other(&mut self, slot: usize) -> Option<()> {
+        self.other(
+            #[inline(always)]
+            |p, v| p.set_member(slot, v),
+        )
+    }
+
+    /// Any value but a plain string or an integer, pushed as an item.
+    #[inline(never)]
+    fn item_other(&mut self) -> Option<()> {
+        self.other(
+            #[inline(always)]
+            |p, v| push(&mut p.items, || v),
+        )
+    }
+
+    /// A value of a container, stored by `put`: each kind is built where it is stored.
+    #[inline(always)]
+    fn other(&mut self, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        match self.peek()? {
+            b'"' => {
+                let v = self.string()?;
+                put(self, Json::Str(v));
+            }
+            b'{' => {
+                let base = self.object()?;
+                match self.arena {
+                    Some(arena) => {
+                        let list = move_into(arena, &mut self.members, base);
+                        put(self, Json::Obj(List::Arena(list)));
+                    }
+                    None => {
+                        let list = self.members.split_off(base);
+                        put(self, Json::Obj(List::Owned(list)));
+                    }
+                }
+            }
+            b'[' => {
+                let base = self.array()?;
+                match self.arena {
+                    Some(arena) => {
+                        let list = move_into(arena, &mut self.items, base);
+                        put(self, Json::Arr(List::Arena(list)));
+                    }
+                    None => {
+                        let list = self.items.split_off(base);
+                        put(self, Json::Arr(List::Owned(list)));
+                    }
+                }
+            }
+            b't' if self.literal(b"true") => put(self, Json::Bool(true)),
+            b'f' if self.literal(b"false") => put(self, Json::Bool(false)),
+            b'n' if self.literal(b"null") => put(self, Json::Null),
+            b'-' | b'0'..=b'9' => {
+                let n = self.number()?;
+                put(self, Json::Num(n));
+            }
+            _ => return None,
+        }
+        Some(())
     }
 
     /// The text from `start` (just past an opening quote) to `end` (at the closing quote).
@@ -282,6 +416,9 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// At a number. Plain integers of at most 18 digits (nearly all of a log's numbers) are
+    /// read here, inlined where the value is stored; the rest go to [`Self::long_number`].
+    #[inline(always)]
     fn number(&mut self) -> Option<Num> {
         let s = self.s;
         let start = self.i;
@@ -304,10 +441,27 @@ impl<'a> Parser<'a> {
             }
             _ => return None,
         }
-        let int_end = i;
-        let mut plain = true;
+        if matches!(s.get(i), Some(b'.' | b'e' | b'E')) || i - int_start > 18 {
+            return self.long_number(start, i);
+        }
+        self.i = i;
+        Some(match (negative, v) {
+            (false, v) => Num::U(v),
+            // serde_json reads `-0` as the double -0.0.
+            (true, 0) => {
+                self.audit.negative_zero = true;
+                Num::F(-0.0)
+            }
+            (true, v) => Num::I(-(v as i64)),
+        })
+    }
+
+    /// The rest of a number starting at `start` whose integer part ends at `i`: fractions,
+    /// exponents and long integers, read exactly as serde_json reads them.
+    #[inline(never)]
+    fn long_number(&mut self, start: usize, mut i: usize) -> Option<Num> {
+        let s = self.s;
         if s.get(i) == Some(&b'.') {
-            plain = false;
             i += 1;
             let d = i;
             while s.get(i).is_some_and(u8::is_ascii_digit) {
@@ -318,7 +472,6 @@ impl<'a> Parser<'a> {
             }
         }
         if let Some(b'e' | b'E') = s.get(i) {
-            plain = false;
             i += 1;
             if let Some(b'+' | b'-') = s.get(i) {
                 i += 1;
@@ -332,18 +485,6 @@ impl<'a> Parser<'a> {
             }
         }
         self.i = i;
-        if plain && int_end - int_start <= 18 {
-            return Some(match (negative, v) {
-                (false, v) => Num::U(v),
-                // serde_json reads `-0` as the double -0.0.
-                (true, 0) => {
-                    self.audit.negative_zero = true;
-                    Num::F(-0.0)
-                }
-                (true, v) => Num::I(-(v as i64)),
-            });
-        }
-        // Fractions, exponents and long integers: exactly as serde_json reads them.
         let Ok(Json::Num(n)) = super::parse_exact(self.src.get(start..i)?) else {
             return None;
         };
@@ -354,6 +495,26 @@ impl<'a> Parser<'a> {
             self.audit.non_finite = true;
         }
         Some(n)
+    }
+}
+
+/// `Vec::push`, always inlined, with room made before the value is built: so a value built
+/// from registers where it is used (a plain key, a plain string) is written straight into its
+/// slot. (`Vec::push`, outlined when called from several places, or a value built before
+/// the room is made, goes through a copy in memory: wide loads just after the narrow stores
+/// that wrote it, which the CPU cannot forward — a stall of a dozen cycles per member, a
+/// tenth of a format 3 pass.)
+#[inline(always)]
+fn push<T>(stack: &mut Vec<T>, make: impl FnOnce() -> T) {
+    if stack.len() == stack.capacity() {
+        stack.reserve(1);
+    }
+    let value = make();
+    // SAFETY: there is room for one more value (reserved above); it is written once into the
+    // first unused slot, which the length then covers.
+    unsafe {
+        stack.as_mut_ptr().add(stack.len()).write(value);
+        stack.set_len(stack.len() + 1);
     }
 }
 
