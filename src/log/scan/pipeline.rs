@@ -13,7 +13,9 @@
 //!   this thread hands to the sink) moves from thread to thread with the turn. Each block's
 //!   trees are read by the core that built them moments before: folding them on another core
 //!   had cost ~20 % more CPU time in all than one thread spends. A thread waiting for its
-//!   turn spins (up to [`SPIN`]); at most one block per thread is out at once.
+//!   turn parses its next block meanwhile, up to the line at which the turn comes (when the
+//!   first block's trees are compact, [`AHEAD_ARENA`]), then spins (up to [`SPIN`]); at most
+//!   two blocks per thread are out at once.
 //! - [`gather`], for an observer that must see each event (the observer stays on this
 //!   thread): this thread folds every block, and parses one itself whenever the next block to
 //!   fold is not ready instead of waiting; workers parse the rest. On a 2-vCPU VM that is one
@@ -44,11 +46,23 @@ use crate::log::vocab::Vocabulary;
 /// Bytes read per block by [`gather`] (whole lines: a block ends at a `\n`).
 const BLOCK: usize = 128 * 1024;
 
-/// Bytes per block (chunk) in [`relay`]: twice as many turns of the fold at 128 KiB (and
-/// more waits for them, as the time to read and parse a block varies) cost 2-7 % of the
-/// time on 1 GiB logs of formats 3 and 0 (paired runs); 512 KiB gained little more for
-/// 15-16 MB of peak RSS (13 MB at 256 KiB).
-const RELAY_BLOCK: usize = 256 * 1024;
+/// Bytes per block (chunk) in [`relay`]. Without parsing ahead ([`AHEAD_ARENA`]), twice as
+/// many turns of the fold at 128 KiB (and more waits for them, as the time to read and parse
+/// a block varies) cost 2-7 % of the time on 1 GiB logs of formats 3 and 0 (paired runs),
+/// and 512 KiB gained little more for 15-16 MB of peak RSS (13 MB at 256 KiB). Parsing
+/// ahead, 192 KiB is as fast as 256 KiB for ~1 MB less (15 MB for format 3), and 128 KiB
+/// ~5 % slower.
+const RELAY_BLOCK: usize = 192 * 1024;
+
+/// A thread of [`relay`] whose block is parsed before its turn comes parses its next block
+/// meanwhile, stopping at the end of the line at which the turn comes; but only when the
+/// first block's trees take at most this many times the block size, to keep two blocks'
+/// trees within a few MB. Format 3's take about 2.7 times (read-ahead: 5 % less time on
+/// 1 GiB, the waits, ~7 % of the CPU time, now spent parsing; +1.6 MB of peak RSS); format
+/// 0's packed rows 5-8 times (+3.5-6 MB, past 16 MB, and no faster). Parsing a whole block
+/// before looking at the turn again had made the fold the others waited for start late:
+/// 8-16 % slower.
+const AHEAD_ARENA: usize = 4;
 
 /// Blocks each worker is asked to read ahead: with one worker (two cores), three rather than
 /// two halved the thread switches (1,400-1,600 per GiB instead of 2,800-3,100) and saved ~5 %
@@ -60,9 +74,11 @@ const JOBS_PER_WORKER: usize = 3;
 const OWN_BLOCKS: usize = 1;
 
 /// An arena kept for the next block is at most this many blocks in size (a block's trees
-/// take about two to three times its size; an arena that grew around a long line, with its
-/// unescaped strings, is dropped rather than kept).
-const ARENA_KEPT: usize = 4;
+/// take about 2.7 times its size in format 3, 5-8 times in format 0, whose packed rows hold
+/// many short strings; an arena that grew around a long line, with its unescaped strings, is
+/// dropped rather than kept). At 4, a format 0 arena (1-1.5 MB for 192 KiB) was never kept:
+/// each block took fresh memory, 16.5 MB of peak RSS instead of 10 MB.
+const ARENA_KEPT: usize = 8;
 
 /// One line of a block.
 struct Parsed<'a> {
@@ -108,48 +124,103 @@ impl Batch {
         dialect: &Dialect,
         vocab: &Vocabulary,
     ) -> Batch {
-        // SAFETY: the bytes live in `block`'s heap buffer, which moves with the batch but is
-        // never written, reallocated or freed while the rows exist: the batch owns both,
-        // drops the rows first, and lends them out only for the duration of a borrow of
-        // itself ([`Batch::rows`]). Moving a `Vec` does not move its buffer. Likewise for
-        // the arena: it stays in its box, its chunks stay where they are, and it is reset
-        // (or dropped) only after the rows are gone; the rows are made `'static` below.
+        let mut parsing = Parsing::new(spare, skip, len, start);
+        parsing.run(dialect, vocab, || false);
+        parsing.batch
+    }
+
+    /// The rows, borrowing from the batch.
+    fn rows(&mut self) -> Vec<Parsed<'_>> {
+        let rows = std::mem::take(&mut self.rows);
+        // SAFETY: only the lifetime changes, to that of the borrow of the batch, which
+        // outlives the rows (see [`Parsing`]).
+        unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) }
+    }
+}
+
+/// A block being split and parsed into a [`Batch`], a line at a time: a thread waiting for
+/// its turn parses its next block meanwhile, and stops at the end of a line when the turn
+/// comes ([`Parsing::run`]).
+///
+/// The rows borrow from the batch's buffer, its `lossy` lines and its arena, and are stored
+/// as `'static`. SAFETY (for every such borrow made here): the bytes live in the buffer's
+/// heap allocation, which moves with the batch but is never written, reallocated or freed
+/// while the rows exist: the batch owns both, drops the rows first, and lends them out only
+/// for the duration of a borrow of itself ([`Batch::rows`]). Moving a `Vec` (or a `String`)
+/// does not move its buffer. Likewise for the arena: it stays in its box, its chunks stay
+/// where they are, and it is reset (or dropped) only after the rows are gone.
+struct Parsing {
+    batch: Batch,
+    /// The block's text (in the batch's buffer).
+    text: &'static [u8],
+    /// The whole text, if it is UTF-8.
+    whole: Option<&'static str>,
+    /// The offset of the text's first byte.
+    start: u64,
+    /// Where the next line starts in the text, and its number in the block.
+    at: usize,
+    no: u64,
+}
+
+impl Parsing {
+    /// The text `spare.block[skip..skip + len]`, whose first byte is at offset `start`, to be
+    /// parsed into `spare.arena` (empty: a new one or one [`Arena::reset`]).
+    fn new(spare: Spare, skip: usize, len: usize, start: u64) -> Parsing {
         let Spare { block, arena, rows } = spare;
         debug_assert!(rows.is_empty());
-        // SAFETY: the vector is empty: only the lifetime it is declared with changes.
-        let mut rows =
-            unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) };
+        let mut rows = rows;
         assert!(
             skip + len <= block.len(),
             "a block's text lies in its buffer"
         );
+        // SAFETY: see the type's documentation.
         let text: &'static [u8] =
             unsafe { std::slice::from_raw_parts(block.as_ptr().add(skip), len) };
         // Sized for the block's lines up front (a slot per 256 bytes; log lines are longer on
         // average): growing from empty copied the rows several times into fresh pages.
         rows.reserve(len / 256 + 16);
-        let mut lossy = Vec::new();
         // The whole block checked at once (a line at a time, the check's set-up cost more than
         // the check): a block of whole lines is UTF-8 exactly when each of its lines is, since
         // no multi-byte sequence spans a `\n`. Only a block that is not is checked line by line.
         let whole = simdutf8::basic::from_utf8(text).ok();
-        let mut at = 0;
-        let mut no = 0;
-        while at < text.len() {
+        Parsing {
+            batch: Batch {
+                rows,
+                _lossy: Vec::new(),
+                arena,
+                block,
+            },
+            text,
+            whole,
+            start,
+            at: 0,
+            no: 0,
+        }
+    }
+
+    /// Parse lines until the text ends (`true`) or, after a line, `stop` says so.
+    fn run(&mut self, dialect: &Dialect, vocab: &Vocabulary, stop: impl Fn() -> bool) -> bool {
+        let text = self.text;
+        // SAFETY: see the type's documentation.
+        let arena: &'static Arena = unsafe { &*std::ptr::from_ref::<Arena>(&self.batch.arena) };
+        let out = &mut self.batch.rows;
+        while self.at < text.len() {
+            let at = self.at;
             let pos = Pos {
-                line: no,
-                byte: start + at as u64,
+                line: self.no,
+                byte: self.start + at as u64,
             };
-            no += 1;
+            self.no += 1;
             let Some(n) = memchr::memchr(b'\n', &text[at..]) else {
-                rows.push(Parsed {
+                out.push(Parsed {
                     pos,
                     len: text.len() - at,
                     row: None,
                 });
+                self.at = text.len();
                 break;
             };
-            let (cow, utf8_ok) = match whole.and_then(|w| w.get(at..at + n)) {
+            let (cow, utf8_ok) = match self.whole.and_then(|w| w.get(at..at + n)) {
                 Some(line) => (Cow::Borrowed(line), true),
                 None => line_text(&text[at..at + n]),
             };
@@ -157,17 +228,16 @@ impl Batch {
                 Cow::Borrowed(s) => s,
                 Cow::Owned(s) => {
                     let ptr: *const str = s.as_str();
-                    lossy.push(s);
-                    // SAFETY: as above: the string's heap buffer does not move when the
-                    // `String` moves into `lossy`, and it outlives the rows.
+                    self.batch._lossy.push(s);
+                    // SAFETY: see the type's documentation.
                     unsafe { &*ptr }
                 }
             };
             // Decoded straight into its slot (a row is ~250 bytes: each move cost a copy).
-            rows.push(Parsed {
+            out.push(Parsed {
                 pos,
                 len: n,
-                row: Some((utf8_ok, rows::decode_in(line, pos, dialect, Some(&arena)))),
+                row: Some((utf8_ok, rows::decode_in(line, pos, dialect, Some(arena)))),
             });
             // Work the fold would do, done here: each event's type class (not for v0, whose
             // legacy normalization may still rename the type).
@@ -175,7 +245,7 @@ impl Batch {
                 && let Some(Parsed {
                     row: Some((_, Row::Events(cands, _))),
                     ..
-                }) = rows.last_mut()
+                }) = out.last_mut()
             {
                 for c in cands.iter_mut() {
                     if let Ok(ev) = &c.event {
@@ -183,24 +253,12 @@ impl Batch {
                     }
                 }
             }
-            at += n + 1;
+            self.at = at + n + 1;
+            if stop() {
+                break;
+            }
         }
-        // SAFETY: see above; only the lifetime of the arena's borrow changes.
-        let rows = unsafe { std::mem::transmute::<Vec<Parsed<'_>>, Vec<Parsed<'static>>>(rows) };
-        Batch {
-            rows,
-            _lossy: lossy,
-            arena,
-            block,
-        }
-    }
-
-    /// The rows, borrowing from the batch.
-    fn rows(&mut self) -> Vec<Parsed<'_>> {
-        let rows = std::mem::take(&mut self.rows);
-        // SAFETY: only the lifetime changes, to that of the borrow of the batch, which
-        // outlives the rows (see [`Batch::parse`]).
-        unsafe { std::mem::transmute::<Vec<Parsed<'static>>, Vec<Parsed<'_>>>(rows) }
+        self.at >= text.len()
     }
 }
 
@@ -929,23 +987,37 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
             bell: self.bell,
         };
         let mut spare = Vec::new();
+        // The next block, taken and partly parsed while waiting for a turn.
+        let mut ahead: Option<(Parsing, Taken)> = None;
         loop {
-            let (into, taken) = match first.take() {
-                Some((block, taken)) => (Spare::with(block), taken),
-                None => {
-                    let mut into: Spare = spare.pop().unwrap_or_default();
-                    let taken = self.source.next_block(self.block_size, &mut into.block);
-                    (into, taken)
+            let (mut parsing, taken) = match (first.take(), ahead.take()) {
+                (Some((block, taken)), _) => {
+                    let parsing =
+                        Parsing::new(Spare::with(block), taken.skip, taken.len, taken.start);
+                    (parsing, taken)
                 }
+                (None, Some(ahead)) => ahead,
+                (None, None) => self.take(&mut spare),
             };
+            parsing.run(self.dialect, self.vocab, || false);
+            let mut batch = parsing.batch;
+            // Its trees are small enough for a second block's beside them.
+            let compact = batch.arena.allocated_bytes() <= AHEAD_ARENA * self.block_size;
             let Taken {
                 index,
                 start,
-                skip,
                 len,
                 eof,
+                ..
             } = taken;
-            let mut batch = Batch::parse(into, skip, len, start, self.dialect, self.vocab);
+            // While the turn is another thread's, parse the next block, up to the end of the
+            // line at which the turn comes (see [`AHEAD_ARENA`]).
+            let turn_came = || self.baton.load(Ordering::Acquire) == index;
+            if !eof && compact && !turn_came() {
+                let (mut next, taken) = self.take(&mut spare);
+                next.run(self.dialect, self.vocab, turn_came);
+                ahead = Some((next, taken));
+            }
             if self.spin && self.baton.load(Ordering::Acquire) != index {
                 let since = std::time::Instant::now();
                 'spin: while since.elapsed() < SPIN {
@@ -991,6 +1063,14 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
                 break;
             }
         }
+    }
+
+    /// The next block, to be parsed.
+    fn take(&self, spare: &mut Vec<Spare>) -> (Parsing, Taken) {
+        let mut into = spare.pop().unwrap_or_default();
+        let taken = self.source.next_block(self.block_size, &mut into.block);
+        let parsing = Parsing::new(into, taken.skip, taken.len, taken.start);
+        (parsing, taken)
     }
 }
 
@@ -1049,6 +1129,51 @@ mod tests {
             .unwrap()
             .map(|(_, e)| e.to_string());
         (out, failed)
+    }
+
+    /// A block's lines as the fold sees them: position, length and row.
+    fn described(batch: &mut Batch) -> Vec<String> {
+        batch
+            .rows()
+            .iter()
+            .map(|p| format!("{:?} {} {:?}", p.pos, p.len, p.row))
+            .collect()
+    }
+
+    #[test]
+    fn a_block_parsed_in_steps_is_the_block_parsed_at_once() {
+        let text = b"{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n\
+            not json\n\
+            \n\
+            \xff\xfe\n\
+            {\"type\":\"user/message\",\"seq\":1,\"time\":2,\"data\":{\"a\":\"b\\nc\"}}\n\
+            torn";
+        let dialect = Dialect::for_version(3).expect("format 3");
+        let vocab = Vocabulary::new(dialect, &Default::default());
+        for len in [0, 10, text.len() - 4, text.len()] {
+            let spare = || Spare::with(text.to_vec());
+            let mut whole = Batch::parse(spare(), 0, len, 100, dialect, &vocab);
+            // Stopped after every line, then resumed.
+            let mut parsing = Parsing::new(spare(), 0, len, 100);
+            let mut steps = 0;
+            while !parsing.run(dialect, &vocab, || true) {
+                steps += 1;
+                assert!(steps <= len, "each step parses a line");
+            }
+            let mut stepped = parsing.batch;
+            assert_eq!(
+                described(&mut stepped),
+                described(&mut whole),
+                "{len} bytes"
+            );
+        }
+        // The lines and the stops: one step per line, the torn piece included.
+        let mut parsing = Parsing::new(Spare::with(text.to_vec()), 0, text.len(), 100);
+        let mut steps = 1;
+        while !parsing.run(dialect, &vocab, || true) {
+            steps += 1;
+        }
+        assert_eq!(steps, 6);
     }
 
     #[test]
