@@ -201,8 +201,9 @@ pub fn decode_in<'a>(
             members: 0,
         });
     };
+    let slots = envelope_slots(value.as_obj().unwrap_or_default());
     // The type is copied only for a bad row's report (not once per event).
-    let ty = value.get("type").and_then(Json::as_str);
+    let ty = slots.values[0].and_then(Json::as_str);
     let is_turn_end = ty == Some("turn/end");
     let owned_type = |v: &Json<'_>| v.get("type").and_then(Json::as_str).map(str::to_owned);
     if let Some(tag) = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t)) {
@@ -244,11 +245,11 @@ pub fn decode_in<'a>(
             }),
         };
     }
-    let seq = value.get("seq").and_then(|s| {
+    let seq = slots.values[1].and_then(|s| {
         // `-0` is the safe integer 0 for JavaScript; json-not-lossless reports it.
         s.safe_uint()
     });
-    if let Some(stored) = value.get("sourceEventSeqs")
+    if let Some(stored) = slots.values[5]
         && let Err(e) = decode_sources(stored, seq)
     {
         return Row::Bad(BadRow {
@@ -260,7 +261,7 @@ pub fn decode_in<'a>(
             members: 1,
         });
     }
-    let mut event = envelope(&value, seq, pos);
+    let mut event = envelope(&value, slots, seq, pos);
     // A tool result's digest is taken here, where the audit tells whether any key repeats
     // (and, in the pipeline, on a parsing thread), not in the fold. Not for v0, whose
     // legacy normalization may still rewrite the event.
@@ -282,20 +283,48 @@ pub fn decode_in<'a>(
     )
 }
 
-fn envelope<'a>(value: &Json<'a>, seq: Option<u64>, pos: Pos) -> Result<Event<'a>, BadEnvelope> {
-    // One pass over the members: each envelope key's last value (JavaScript's last-wins),
-    // and the other names in first-seen order. Only what the event keeps is copied (for a
-    // tree in an arena, a shallow copy).
-    let mut slots: [Option<&Json<'a>>; ENVELOPE_KEYS.len()] = Default::default();
-    let mut extra: Vec<&str> = Vec::new();
-    for (k, v) in value.as_obj().unwrap_or_default() {
-        match ENVELOPE_KEYS.iter().position(|e| *e == k) {
-            Some(i) => slots[i] = Some(v),
-            None if !extra.contains(&&**k) => extra.push(k),
-            None => {}
-        }
+/// What one pass over a row's members found: each envelope key's last value (JavaScript's
+/// last-wins), in the order of [`ENVELOPE_KEYS`], and whether any other key is present.
+#[derive(Clone, Copy)]
+struct Slots<'v, 'a> {
+    values: [Option<&'v Json<'a>>; ENVELOPE_KEYS.len()],
+    extra: bool,
+}
+
+/// The envelope keys among `members` (one match on each key's bytes; looking each envelope
+/// key up on its own compared every key several times).
+fn envelope_slots<'v, 'a>(members: &'v [json::Member<'a>]) -> Slots<'v, 'a> {
+    let mut slots = Slots {
+        values: [None; ENVELOPE_KEYS.len()],
+        extra: false,
+    };
+    for (k, v) in members {
+        let i = match k.as_bytes() {
+            b"type" => 0,
+            b"seq" => 1,
+            b"time" => 2,
+            b"data" => 3,
+            b"surfaceOp" => 4,
+            b"sourceEventSeqs" => 5,
+            b"ignorable" => 6,
+            _ => {
+                slots.extra = true;
+                continue;
+            }
+        };
+        slots.values[i] = Some(v);
     }
-    let [ty, _seq, time, data, surface_op, source_seqs, ignorable] = slots;
+    slots
+}
+
+fn envelope<'a>(
+    value: &Json<'a>,
+    slots: Slots<'_, 'a>,
+    seq: Option<u64>,
+    pos: Pos,
+) -> Result<Event<'a>, BadEnvelope> {
+    // Only what the event keeps is copied (for a tree in an arena, a shallow copy).
+    let [ty, _seq, time, data, surface_op, source_seqs, ignorable] = slots.values;
     let ty = ty.map(|t| match t {
         Json::Str(s) => Ok(s.clone().into_cow()),
         other => Err(other),
@@ -311,7 +340,14 @@ fn envelope<'a>(value: &Json<'a>, seq: Option<u64>, pos: Pos) -> Result<Event<'a
         ty: type_name.as_deref().map(str::to_owned),
         why,
     };
-    if !extra.is_empty() {
+    if slots.extra {
+        // The other names, in first-seen order.
+        let mut extra: Vec<&str> = Vec::new();
+        for (k, _) in value.as_obj().unwrap_or_default() {
+            if !ENVELOPE_KEYS.contains(&&**k) && !extra.contains(&&**k) {
+                extra.push(k);
+            }
+        }
         let shown: Vec<String> = extra
             .iter()
             .map(|k| format!("`{}`", crate::log::text::clip(k, 40)))
@@ -825,6 +861,30 @@ mod tests {
             let arena = json::Arena::default();
             assert_eq!(event_texts(line, Some(&arena)), event_texts(line, None));
         }
+    }
+
+    #[test]
+    fn envelope_slots_follow_the_envelope_keys() {
+        let members: Vec<json::Member<'_>> = ENVELOPE_KEYS
+            .iter()
+            .chain(&["seq0", "Type", "types", ""])
+            .enumerate()
+            .map(|(i, k)| {
+                (
+                    std::borrow::Cow::Borrowed(*k),
+                    Json::Num(json::Num::U(i as u64)),
+                )
+            })
+            .collect();
+        let slots = envelope_slots(&members);
+        for (i, key) in ENVELOPE_KEYS.iter().enumerate() {
+            assert_eq!(slots.values[i], Some(&members[i].1), "{key}");
+        }
+        assert!(slots.extra);
+        assert!(!envelope_slots(&members[..ENVELOPE_KEYS.len()]).extra);
+        // The last of a repeated key wins.
+        let twice = [members[2].clone(), (members[2].0.clone(), Json::Null)];
+        assert_eq!(envelope_slots(&twice).values[2], Some(&Json::Null));
     }
 
     #[test]
