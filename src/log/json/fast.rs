@@ -135,6 +135,10 @@ impl<'a> Parser<'a> {
         let id = self.objects;
         self.objects += 1;
         let base = self.members.len();
+        // A two-bit Bloom filter of the keys so far: a key whose bits are all set already may
+        // repeat one, and only then are the keys compared (most objects never are).
+        let mut seen = 0u64;
+        let mut suspect = false;
         if self.peek()? == b'}' {
             self.i += 1;
         } else {
@@ -147,8 +151,13 @@ impl<'a> Parser<'a> {
                 if self.s.get(j) == Some(&b'"') {
                     self.i = j + 1;
                     let k = self.between_quotes(start, j);
+                    let bits = key_bits(k.as_bytes());
+                    suspect |= seen & bits == bits;
+                    seen |= bits;
                     push(&mut self.members, || (Cow::Borrowed(k), Json::Null));
                 } else {
+                    // Its text is known once unescaped: compared in any case.
+                    suspect = true;
                     self.escaped_key()?;
                 }
                 let slot = self.members.len() - 1;
@@ -186,7 +195,8 @@ impl<'a> Parser<'a> {
                 }
             }
         }
-        if id < self.duplicate_in
+        if suspect
+            && id < self.duplicate_in
             && let Some(k) = first_duplicate(&self.members[base..])
         {
             self.audit.duplicate_key = Some(k.to_owned());
@@ -496,6 +506,22 @@ impl<'a> Parser<'a> {
         }
         Some(n)
     }
+}
+
+/// A key's two bits for the filter of [`Parser::object`]: equal keys have equal bits. From
+/// its length and its first and last four bytes (the whole of most keys), hashed by one
+/// multiply; the bits are two 6-bit fields of the product's top.
+#[inline(always)]
+fn key_bits(k: &[u8]) -> u64 {
+    let n = k.len();
+    let body = match (k.first_chunk::<4>(), k.last_chunk::<4>()) {
+        (Some(head), Some(tail)) => {
+            u64::from(u32::from_le_bytes(*head)) << 32 | u64::from(u32::from_le_bytes(*tail))
+        }
+        _ => k.iter().fold(0, |w, &c| w << 8 | u64::from(c)),
+    };
+    let h = (body ^ ((n as u64) << 56)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (1 << (h >> 58)) | (1 << ((h >> 52) & 63))
 }
 
 /// `Vec::push`, always inlined, with room made before the value is built: so a value built
