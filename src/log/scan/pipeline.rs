@@ -13,9 +13,8 @@
 //!   this thread hands to the sink) moves from thread to thread with the turn. Each block's
 //!   trees are read by the core that built them moments before: folding them on another core
 //!   had cost ~20 % more CPU time in all than one thread spends. A thread waiting for its
-//!   turn parses its next block meanwhile, up to the line at which the turn comes (when the
-//!   first block's trees are compact, [`AHEAD_ARENA`]), then spins (up to [`SPIN`]); at most
-//!   two blocks per thread are out at once.
+//!   turn parses its next block meanwhile, up to the line at which the turn comes, then
+//!   spins (up to [`SPIN`]); at most two blocks per thread are out at once.
 //! - [`gather`], for an observer that must see each event (the observer stays on this
 //!   thread): this thread folds every block, and parses one itself whenever the next block to
 //!   fold is not ready instead of waiting; workers parse the rest. On a 2-vCPU VM that is one
@@ -46,23 +45,14 @@ use crate::log::vocab::Vocabulary;
 /// Bytes read per block by [`gather`] (whole lines: a block ends at a `\n`).
 const BLOCK: usize = 128 * 1024;
 
-/// Bytes per block (chunk) in [`relay`]. Without parsing ahead ([`AHEAD_ARENA`]), twice as
+/// Bytes per block (chunk) in [`relay`]. Without parsing ahead (see [`Legs::run`]), twice as
 /// many turns of the fold at 128 KiB (and more waits for them, as the time to read and parse
 /// a block varies) cost 2-7 % of the time on 1 GiB logs of formats 3 and 0 (paired runs),
 /// and 512 KiB gained little more for 15-16 MB of peak RSS (13 MB at 256 KiB). Parsing
-/// ahead, 192 KiB is as fast as 256 KiB for ~1 MB less (15 MB for format 3), and 128 KiB
-/// ~5 % slower.
-const RELAY_BLOCK: usize = 192 * 1024;
-
-/// A thread of [`relay`] whose block is parsed before its turn comes parses its next block
-/// meanwhile, stopping at the end of the line at which the turn comes; but only when the
-/// first block's trees take at most this many times the block size, to keep two blocks'
-/// trees within a few MB. Format 3's take about 2.7 times (read-ahead: 5 % less time on
-/// 1 GiB, the waits, ~7 % of the CPU time, now spent parsing; +1.6 MB of peak RSS); format
-/// 0's packed rows 5-8 times (+3.5-6 MB, past 16 MB, and no faster). Parsing a whole block
-/// before looking at the turn again had made the fold the others waited for start late:
-/// 8-16 % slower.
-const AHEAD_ARENA: usize = 4;
+/// ahead, the waits are spent parsing: 128, 160 and 192 KiB took the same time (eight paired
+/// rounds on format 3, 1.095-1.125 s median; format 0 the same), 128 KiB with the least
+/// memory (14.3 MB of peak RSS on format 3, 15.1 MB at 192 KiB, 16 MB at 256 KiB).
+const RELAY_BLOCK: usize = 128 * 1024;
 
 /// Blocks each worker is asked to read ahead: with one worker (two cores), three rather than
 /// two halved the thread switches (1,400-1,600 per GiB instead of 2,800-3,100) and saved ~5 %
@@ -76,8 +66,8 @@ const OWN_BLOCKS: usize = 1;
 /// An arena kept for the next block is at most this many blocks in size (a block's trees
 /// take about 2.7 times its size in format 3, 5-8 times in format 0, whose packed rows hold
 /// many short strings; an arena that grew around a long line, with its unescaped strings, is
-/// dropped rather than kept). At 4, a format 0 arena (1-1.5 MB for 192 KiB) was never kept:
-/// each block took fresh memory, 16.5 MB of peak RSS instead of 10 MB.
+/// dropped rather than kept). At 4, a format 0 arena (1-1.5 MB for a block of 192 KiB) was
+/// never kept: each block took fresh memory, 16.5 MB of peak RSS instead of 10 MB.
 const ARENA_KEPT: usize = 8;
 
 /// One line of a block.
@@ -1001,8 +991,6 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
             };
             parsing.run(self.dialect, self.vocab, || false);
             let mut batch = parsing.batch;
-            // Its trees are small enough for a second block's beside them.
-            let compact = batch.arena.allocated_bytes() <= AHEAD_ARENA * self.block_size;
             let Taken {
                 index,
                 start,
@@ -1011,9 +999,13 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
                 ..
             } = taken;
             // While the turn is another thread's, parse the next block, up to the end of the
-            // line at which the turn comes (see [`AHEAD_ARENA`]).
+            // line at which the turn comes. (The waits had been ~7 % of the CPU time, the
+            // thread before still reading or parsing; parsing ahead saved ~5 % of the time
+            // on 1 GiB of format 3, for no more memory at 128 KiB blocks. Parsing a whole
+            // block before looking at the turn again had made the fold the others waited
+            // for start late: 8-16 % slower.)
             let turn_came = || self.baton.load(Ordering::Acquire) == index;
-            if !eof && compact && !turn_came() {
+            if !eof && !turn_came() {
                 let (mut next, taken) = self.take(&mut spare);
                 next.run(self.dialect, self.vocab, turn_came);
                 ahead = Some((next, taken));
