@@ -13,8 +13,8 @@
 //!   this thread hands to the sink) moves from thread to thread with the turn. Each block's
 //!   trees are read by the core that built them moments before: folding them on another core
 //!   had cost ~20 % more CPU time in all than one thread spends. A thread waiting for its
-//!   turn parses its next block meanwhile, up to the line at which the turn comes, then
-//!   spins (up to [`SPIN`]); at most two blocks per thread are out at once.
+//!   turn parses its next chunk of the file meanwhile, up to the line at which the turn
+//!   comes, then spins (up to [`SPIN`]); at most two blocks per thread are out at once.
 //! - [`gather`], for an observer that must see each event (the observer stays on this
 //!   thread): this thread folds every block, and parses one itself whenever the next block to
 //!   fold is not ready instead of waiting; workers parse the rest. On a 2-vCPU VM that is one
@@ -45,14 +45,18 @@ use crate::log::vocab::Vocabulary;
 /// Bytes read per block by [`gather`] (whole lines: a block ends at a `\n`).
 const BLOCK: usize = 128 * 1024;
 
-/// Bytes per block (chunk) in [`relay`]. Without parsing ahead (see [`Legs::run`]), twice as
-/// many turns of the fold at 128 KiB (and more waits for them, as the time to read and parse
-/// a block varies) cost 2-7 % of the time on 1 GiB logs of formats 3 and 0 (paired runs),
-/// and 512 KiB gained little more for 15-16 MB of peak RSS (13 MB at 256 KiB). Parsing
-/// ahead, the waits are spent parsing: 128, 160 and 192 KiB took the same time (eight paired
-/// rounds on format 3, 1.095-1.125 s median; format 0 the same), 128 KiB with the least
-/// memory (14.3 MB of peak RSS on format 3, 15.1 MB at 192 KiB, 16 MB at 256 KiB).
-const RELAY_BLOCK: usize = 128 * 1024;
+/// Bytes per block in [`relay`] from the shared reader (a zstd log, a pipe): twice as many
+/// turns of the fold at 128 KiB (and more waits for them, as the time to read and parse a
+/// block varies) cost 2-7 % of the time on 1 GiB logs of formats 3 and 0 (paired runs), and
+/// 512 KiB gained little more for 15-16 MB of peak RSS (13 MB at 256 KiB).
+const RELAY_BLOCK: usize = 256 * 1024;
+
+/// Bytes per chunk in [`relay`] from a regular file, read at positions. Parsing ahead while
+/// waiting for the turn (see [`Legs::run`]), the waits are spent parsing: 128, 160 and 192 KiB
+/// took the same time (eight paired rounds on format 3, 1.095-1.125 s median; format 0 the
+/// same), 128 KiB with the least memory (14.3 MB of peak RSS on format 3, 15.1 MB at 192 KiB,
+/// 16 MB at 256 KiB).
+const CHUNK: usize = 128 * 1024;
 
 /// Blocks each worker is asked to read ahead: with one worker (two cores), three rather than
 /// two halved the thread switches (1,400-1,600 per GiB instead of 2,800-3,100) and saved ~5 %
@@ -414,7 +418,11 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
 ) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
     let or = |default| if block_size == 0 { default } else { block_size };
     if pass.ctx.observer.inert() {
-        relay(lines, pass, or(RELAY_BLOCK), threads, positional)
+        let default = match positional {
+            Some(_) => CHUNK,
+            None => RELAY_BLOCK,
+        };
+        relay(lines, pass, or(default), threads, positional)
     } else {
         let torn = gather(lines, &mut pass, or(BLOCK), threads);
         (pass, torn)
@@ -1003,9 +1011,11 @@ impl<R: BufRead, O: Observer, S: Sink> Legs<'_, '_, R, Pass<O, S>> {
             // thread before still reading or parsing; parsing ahead saved ~5 % of the time
             // on 1 GiB of format 3, for no more memory at 128 KiB blocks. Parsing a whole
             // block before looking at the turn again had made the fold the others waited
-            // for start late: 8-16 % slower.)
+            // for start late: 8-16 % slower.) Only for chunks read at positions: from the
+            // shared reader (a zstd log, a pipe), the next block would be read under its lock,
+            // which the thread whose turn it is then waits for (zstd: ~6 % slower, +1.4 MB).
             let turn_came = || self.baton.load(Ordering::Acquire) == index;
-            if !eof && !turn_came() {
+            if !eof && matches!(self.source, Source::File(_)) && !turn_came() {
                 let (mut next, taken) = self.take(&mut spare);
                 next.run(self.dialect, self.vocab, turn_came);
                 ahead = Some((next, taken));
