@@ -227,12 +227,18 @@ impl Parsing {
                     unsafe { &*ptr }
                 }
             };
-            // Decoded straight into its slot (a row is ~250 bytes: each move cost a copy).
-            out.push(Parsed {
+            // Decoded straight into its slot (a row is ~250 bytes: each move cost a copy), room
+            // for which is made first (`Vec::push` decoded it, then copied it).
+            if out.len() == out.capacity() {
+                out.reserve(1);
+            }
+            out.spare_capacity_mut()[0].write(Parsed {
                 pos,
                 len: n,
                 row: Some((utf8_ok, rows::decode_in(line, pos, dialect, Some(arena)))),
             });
+            // SAFETY: the first unused slot was just written.
+            unsafe { out.set_len(out.len() + 1) };
             // Work the fold would do, done here: each event's type class (not for v0, whose
             // legacy normalization may still rename the type).
             if !dialect.legacy_v0
