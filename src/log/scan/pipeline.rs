@@ -102,7 +102,7 @@ struct Batch {
 // arena (`&[Json]`, and to the arena itself, for strings unescaped on demand), which are Send
 // only for `Sync` targets, and neither the arena's `Bump` nor a lazily unescaped string (a
 // `OnceCell`) is `Sync` (the arena's scratch stacks, empty between lines, hold such strings
-// too). Those references never leave the batch (see [`Batch::parse`]) and the batch
+// too). Those references never leave the batch (see [`Parsing`], which makes them) and the batch
 // only ever moves whole from one thread to another, so one thread at a time can reach what
 // they point to: nothing is shared.
 unsafe impl Send for Batch {}
