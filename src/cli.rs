@@ -188,10 +188,14 @@ pub enum Command {
             interrupted. Committed bytes are never rewritten; the file is synced, and restored \
             to its original bytes on any failure. The result is checked by a full validation \
             pass before anything is written.\n\n\
+            Writers exclude each other with an exclusive flock: on session.lock beside a log \
+            in a session directory (created if absent, never deleted, as DSH does), on the \
+            log file itself otherwise; holding it, dshs checks the log is still the one it \
+            planned against.\n\n\
             Refused, with nothing written: a log whose committed part has errors (exit 1); an \
-            unsupported log, or a session whose session.lock another process holds, or a file \
-            that changes while dshs works on it (exit 3). Standard input (`-`) cannot be \
-            repaired in place: use --dry-run or --output.",
+            unsupported log, or a session whose lock another process holds, or a file that \
+            changes while dshs works on it (exit 3). Standard input (`-`) cannot be repaired \
+            in place: use --dry-run or --output.",
         after_help = EXIT_CODES,
         after_long_help = examples_then(REPAIR_EXAMPLES, EXIT_CODES)
     )]

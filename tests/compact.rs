@@ -981,7 +981,8 @@ fn a_failed_append_restores_the_original_bytes() {
             "{fault}"
         );
         assert_eq!(case.bytes(), log.text.as_bytes(), "{fault}");
-        assert_eq!(case.files(), ["session.jsonl"], "{fault}");
+        // The lock taken for the write stays, as DSH leaves it (FORMAT.md §2.1).
+        assert_eq!(case.files(), ["session.jsonl", "session.lock"], "{fault}");
     }
 }
 

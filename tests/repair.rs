@@ -458,8 +458,8 @@ fn an_open_turn_gets_one_result_per_unanswered_call_in_advertisement_order() {
             )),
             "{summary}"
         );
-        // Nothing was cut, so no sidecar.
-        assert_eq!(case.files(), ["session.jsonl"]);
+        // Nothing was cut, so no sidecar; the lock taken to write stays (FORMAT.md §2.1).
+        assert_eq!(case.files(), ["session.jsonl", "session.lock"]);
         // The appended lines are exactly what --dry-run printed.
         let tail: Vec<serde_json::Value> = json_lines(appended(&before, &case).as_bytes());
         assert_eq!(tail, closers);
@@ -733,7 +733,8 @@ fn a_failing_append_restores_the_file_byte_for_byte() {
         .assert()
         .code(2);
     assert_eq!(case.bytes(), text.as_bytes());
-    assert_eq!(case.files(), ["session.jsonl"]);
+    // No partial sidecar; the lock taken to write stays (FORMAT.md §2.1).
+    assert_eq!(case.files(), ["session.jsonl", "session.lock"]);
     // --output: a failed write leaves no partial output.
     let out_path = case.dir().join("out.jsonl");
     dshs()

@@ -149,6 +149,10 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         }
         return Ok(Outcome::Success);
     }
+    let mut target = target;
+    if let Err(outcome) = target.lock_for_write() {
+        return Ok(outcome);
+    }
     match write::apply_in_place(&target.path, target.stamp, plan.edit(), fault) {
         Ok(_) => {
             if !env.quiet {

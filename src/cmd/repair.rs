@@ -15,7 +15,7 @@ use anyhow::Result;
 use dshs::log::closers::CloserKind;
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
-use dshs::log::write::{self, SessionLock, Stamp, WriteError};
+use dshs::log::write::{self, Stamp, WriteError, WriterLock};
 use dshs::log::{Finding, Sink};
 
 use crate::cli::RepairArgs;
@@ -58,7 +58,7 @@ pub(super) struct Target {
     /// Name and layout checks apply (false for a spooled copy).
     pub(super) is_log_file: bool,
     pub(super) stamp: Stamp,
-    _lock: Option<SessionLock>,
+    lock: Option<WriterLock>,
     _spool: Option<tempfile::NamedTempFile>,
 }
 
@@ -176,6 +176,10 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         }
         return Ok(Outcome::Success);
     }
+    let mut target = target;
+    if let Err(outcome) = target.lock_for_write() {
+        return Ok(outcome);
+    }
     match write::apply_in_place(&target.path, target.stamp, plan.edit(), fault) {
         Ok(done) => {
             if !env.quiet {
@@ -217,13 +221,16 @@ pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target
             path,
             is_log_file: false,
             stamp,
-            _lock: None,
+            lock: None,
             _spool: Some(spool),
         });
     }
     let path = input::resolve(Path::new(arg))
         .map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
-    let lock = SessionLock::acquire(&path).map_err(|e| write_failed(&e))?;
+    // A live writer refuses the command at once; a free lock that exists is held while
+    // dshs plans. A missing one is created only when there is something to write (see
+    // `Target::lock_for_write`), so a refusal or a no-op leaves no file behind.
+    let mut lock = WriterLock::probe(&path).map_err(|e| write_failed(&e))?;
     let journal = write::journal_path(&path);
     if !resume && journal.exists() {
         return Err(fail(
@@ -234,7 +241,11 @@ pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target
             Outcome::Failure,
         ));
     }
-    // Finish (or drop) what an interrupted earlier run journaled, before reading the log.
+    // Finish (or drop) what an interrupted earlier run journaled, before reading the log:
+    // that writes, so it takes the lock first.
+    if resume && journal.exists() && lock.is_none() {
+        lock = Some(WriterLock::acquire(&path).map_err(|e| write_failed(&e))?);
+    }
     match write::resume_interrupted(&path).map_err(|e| write_failed(&e))? {
         write::Resumed::Nothing => {}
         write::Resumed::Discarded(journal) => crate::render::diag!(
@@ -259,9 +270,34 @@ pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target
         path,
         is_log_file: true,
         stamp,
-        _lock: lock,
+        lock,
         _spool: None,
     })
+}
+
+impl Target {
+    /// Before writing in place: hold the writer's lock (taken now if planning did not hold
+    /// it, creating `session.lock` if needed) and make sure the log is still the one the plan
+    /// was made from (length, modification time and tail): another writer may have changed
+    /// it before the lock was ours. Changed: exit 3, nothing written.
+    pub(super) fn lock_for_write(&mut self) -> Result<(), Outcome> {
+        if self.lock.is_none() {
+            self.lock = Some(WriterLock::acquire(&self.path).map_err(|e| write_failed(&e))?);
+        }
+        let now = Stamp::of(&self.path).map_err(|e| {
+            fail(
+                &format!("cannot read {}: {e}", self.path.display()),
+                Outcome::Failure,
+            )
+        })?;
+        if now != self.stamp {
+            let e = WriteError::Changed {
+                path: self.path.clone(),
+            };
+            return Err(write_failed(&e));
+        }
+        Ok(())
+    }
 }
 
 pub(super) fn fail(message: &str, outcome: Outcome) -> Outcome {

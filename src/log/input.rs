@@ -183,6 +183,11 @@ fn split_compression(name: &str) -> (&str, bool) {
     (name, false)
 }
 
+/// Whether `name` is a canonical generation file name (§2.2), plain or compressed.
+pub fn is_generation_name(name: &str) -> bool {
+    canonical_generation(split_compression(name).0).is_some()
+}
+
 /// The canonical generation files of a session directory, highest generation first (for
 /// one generation, a plain file before a compressed one). Empty when there are none.
 pub fn generations(dir: &Path) -> io::Result<Vec<(u64, PathBuf)>> {

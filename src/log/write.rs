@@ -206,33 +206,93 @@ fn injected(what: &str) -> io::Error {
     io::Error::other(format!("injected fault: {what}"))
 }
 
-/// The `session.lock` beside a log.
+/// The `session.lock` of the session directory holding `log` (beside the real file, so a
+/// log reached through a symbolic link locks the same file as one named directly).
 pub fn lock_path(log: &Path) -> PathBuf {
-    log.with_file_name(LOCK_FILE)
+    let real = fs::canonicalize(log).unwrap_or_else(|_| log.to_owned());
+    real.with_file_name(LOCK_FILE)
 }
 
-/// An exclusive lock on the session's `session.lock`, held until dropped (closing the file
-/// releases a `flock`).
+/// Whether `log` sits in a session directory (§2.1): its name is a canonical generation
+/// file name, so its writers lock the directory's `session.lock`.
+pub fn in_session_dir(log: &Path) -> bool {
+    log.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(crate::log::input::is_generation_name)
+}
+
+/// What a writer locks to exclude the others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockKind {
+    /// The session directory's `session.lock`, as a live DSH writer holds it (§2.1).
+    SessionLock,
+    /// A log outside a session directory: the file itself. Every dshs writer, and any other
+    /// tool that takes `flock` on the file, is excluded; a program that appends without
+    /// locking (`echo >> log`) is not, and only the stamp checks can notice it.
+    LogFile,
+}
+
+/// An exclusive `flock` held until dropped (closing the file releases it).
 #[derive(Debug)]
-pub struct SessionLock {
+pub struct WriterLock {
     path: PathBuf,
+    kind: LockKind,
     _file: File,
 }
 
-impl SessionLock {
-    /// Probe the live-writer lock beside `log` with a non-blocking exclusive lock (§2.1; on
-    /// Unix std uses `flock(LOCK_EX | LOCK_NB)`, the call DSH uses). No such file: no writer,
-    /// `Ok(None)`; granted: no writer, and the lock is kept while the caller writes; refused:
-    /// `WriteError::LiveWriter`. The lock file is never created or deleted.
-    pub fn acquire(log: &Path) -> Result<Option<SessionLock>, WriteError> {
-        let path = lock_path(log);
+impl WriterLock {
+    /// Take the lock that excludes every other cooperating writer of `log`, without
+    /// waiting: `session.lock` beside a log in a session directory — created if absent, as
+    /// DSH creates it, and never deleted (removing a lock file lets two writers lock two
+    /// different inodes) — else the log file itself. Held: `WriteError::LiveWriter`.
+    pub fn acquire(log: &Path) -> Result<WriterLock, WriteError> {
+        let (path, kind) = Self::target(log);
+        let file = match kind {
+            LockKind::SessionLock => OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                // A lock file we may not write (a read-only directory entry) still locks.
+                .or_else(|_| File::open(&path)),
+            LockKind::LogFile => File::open(&path),
+        }
+        .map_err(untouched(format!("cannot open {}", path.display())))?;
+        Self::lock(file, path, kind)
+    }
+
+    /// The same lock for a look that changes nothing (`--dry-run`, `--output`): probed and
+    /// held while planning, never created. `Ok(None)`: there is no `session.lock` to probe.
+    pub fn probe(log: &Path) -> Result<Option<WriterLock>, WriteError> {
+        let (path, kind) = Self::target(log);
         let file = match File::open(&path) {
             Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && kind == LockKind::SessionLock => {
+                return Ok(None);
+            }
             Err(e) => return Err(untouched(format!("cannot open {}", path.display()))(e)),
         };
+        Self::lock(file, path, kind).map(Some)
+    }
+
+    fn target(log: &Path) -> (PathBuf, LockKind) {
+        if in_session_dir(log) {
+            (lock_path(log), LockKind::SessionLock)
+        } else {
+            (log.to_owned(), LockKind::LogFile)
+        }
+    }
+
+    /// A non-blocking exclusive lock (std uses `flock(LOCK_EX | LOCK_NB)` on Unix, the call
+    /// DSH uses).
+    fn lock(file: File, path: PathBuf, kind: LockKind) -> Result<WriterLock, WriteError> {
         match file.try_lock() {
-            Ok(()) => Ok(Some(SessionLock { path, _file: file })),
+            Ok(()) => Ok(WriterLock {
+                path,
+                kind,
+                _file: file,
+            }),
             Err(TryLockError::WouldBlock) => Err(WriteError::LiveWriter { lock: path }),
             Err(TryLockError::Error(e)) => {
                 Err(untouched(format!("cannot lock {}", path.display()))(e))
@@ -243,30 +303,68 @@ impl SessionLock {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    pub fn kind(&self) -> LockKind {
+        self.kind
+    }
 }
 
-/// Length and modification time of a file: if either changes between reading the log and
-/// writing it, another process is writing to it.
+/// Bytes at the end of a log that a [`Stamp`] covers: a change there with the same length
+/// and modification time (an in-place rewrite of the tail) is noticed too.
+const STAMP_TAIL: u64 = 64 * 1024;
+
+/// Length, modification time and a digest of the last [`STAMP_TAIL`] bytes of a file: if
+/// any of them changes between reading the log and writing it, another process is writing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
     pub len: u64,
     pub modified: Option<SystemTime>,
+    pub tail: u64,
 }
 
 impl Stamp {
     pub fn of(path: &Path) -> io::Result<Stamp> {
-        Ok(Stamp::from_meta(&fs::metadata(path)?))
+        Stamp::of_file(&File::open(path)?)
     }
 
     fn of_file(file: &File) -> io::Result<Stamp> {
-        Ok(Stamp::from_meta(&file.metadata()?))
-    }
-
-    fn from_meta(m: &fs::Metadata) -> Stamp {
-        Stamp {
-            len: m.len(),
+        let m = file.metadata()?;
+        let len = m.len();
+        let from = len.saturating_sub(STAMP_TAIL);
+        let mut tail = Vec::with_capacity((len - from) as usize);
+        read_at(file, from, len - from, &mut tail)?;
+        Ok(Stamp {
+            len,
             modified: m.modified().ok(),
+            tail: xxhash_rust::xxh3::xxh3_64(&tail),
+        })
+    }
+}
+
+/// `len` bytes from `offset` of `file` into `out`, without moving the file's own offset
+/// (a copy may be reading from it).
+fn read_at(file: &File, offset: u64, len: u64, out: &mut Vec<u8>) -> io::Result<()> {
+    let start = out.len();
+    out.resize(start + len as usize, 0);
+    let buf = &mut out[start..];
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            match std::os::windows::fs::FileExt::seek_read(
+                file,
+                &mut buf[done..],
+                offset + done as u64,
+            )? {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n => done += n,
+            }
         }
+        Ok(())
     }
 }
 
@@ -423,7 +521,7 @@ pub fn apply_in_place(
             let _ = sync_dir(&j);
         }
     };
-    match mutate(&mut file, edit, fault) {
+    match mutate(&mut file, path, edit, cut, fault) {
         Ok(()) => {
             done(journal);
             Ok(Applied {
@@ -433,7 +531,16 @@ pub fn apply_in_place(
                 len: edit.keep + edit.append.len() as u64,
             })
         }
-        Err((what, source)) => {
+        Err(MutateError::Raced) => Err(WriteError::Changed {
+            path: path.to_owned(),
+        }),
+        Err(MutateError::RacedStuck(source)) => Err(WriteError::RollbackFailed {
+            what: "another process appended to the log while dshs appended to it".to_owned(),
+            source,
+            rollback: io::Error::other("dshs's lines could not be taken back off the end"),
+            sidecar,
+        }),
+        Err(MutateError::Failed(what, source)) => {
             match restore(&mut file, edit.keep, before.len, sidecar.as_deref()) {
                 Ok(()) => {
                     done(journal);
@@ -597,22 +704,90 @@ pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
     })
 }
 
-/// Truncate, append, sync. The error says which step failed.
-fn mutate(file: &mut File, edit: Edit<'_>, fault: Fault) -> Result<(), (String, io::Error)> {
-    file.set_len(edit.keep)
-        .map_err(|e| ("cannot truncate the log".to_owned(), e))?;
-    fault.at(Point::Truncated);
-    file.seek(SeekFrom::Start(edit.keep))
-        .map_err(|e| ("cannot seek in the log".to_owned(), e))?;
-    write_all(file, edit.append, fault).map_err(|e| ("cannot append to the log".to_owned(), e))?;
+/// Truncate (when bytes are cut), append, sync. The error says which step failed.
+///
+/// An append that cuts nothing goes through a second handle opened for appending
+/// (`O_APPEND`), and its placement is checked afterwards: a program appending without the
+/// lock between the last stamp check and this write would otherwise be overwritten. If its
+/// bytes came first, ours are taken back off the end and the edit fails as `Changed`.
+fn mutate(
+    file: &mut File,
+    path: &Path,
+    edit: Edit<'_>,
+    cut: u64,
+    fault: Fault,
+) -> Result<(), MutateError> {
+    let failed = |what: &str| {
+        let what = what.to_owned();
+        move |e| MutateError::Failed(what, e)
+    };
+    if cut > 0 {
+        file.set_len(edit.keep)
+            .map_err(failed("cannot truncate the log"))?;
+        fault.at(Point::Truncated);
+        file.seek(SeekFrom::Start(edit.keep))
+            .map_err(failed("cannot seek in the log"))?;
+        write_all(file, edit.append, fault).map_err(failed("cannot append to the log"))?;
+    } else {
+        fault.at(Point::Truncated);
+        let mut appender = OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(failed("cannot open the log for appending"))?;
+        write_all(&mut appender, edit.append, fault).map_err(failed("cannot append to the log"))?;
+        check_placement(file, edit)?;
+    }
     fault.at(Point::Appended);
     if fault == Fault::Sync {
-        return Err(("cannot flush the log to disk".to_owned(), injected("sync")));
+        return Err(MutateError::Failed(
+            "cannot flush the log to disk".to_owned(),
+            injected("sync"),
+        ));
     }
     file.sync_all()
-        .map_err(|e| ("cannot flush the log to disk".to_owned(), e))?;
+        .map_err(failed("cannot flush the log to disk"))?;
     fault.at(Point::Synced);
     Ok(())
+}
+
+/// How [`mutate`] failed.
+enum MutateError {
+    /// A step failed: what, and why. The caller restores the original bytes.
+    Failed(String, io::Error),
+    /// Another process appended first; our bytes were taken back off the end, so the file
+    /// holds exactly what it held plus what the other process wrote.
+    Raced,
+    /// Another process appended first, and our bytes could not be taken back.
+    RacedStuck(io::Error),
+}
+
+/// After an appending write: are our bytes at `keep`, where the plan put them? If not,
+/// someone appended in between; take ours back off the end (they are the last bytes unless
+/// a third writer followed) so their bytes are kept and ours, planned for another offset,
+/// are gone.
+fn check_placement(file: &mut File, edit: Edit<'_>) -> Result<(), MutateError> {
+    let n = edit.append.len() as u64;
+    let mut placed = Vec::with_capacity(edit.append.len());
+    let at_keep = read_at(file, edit.keep, n, &mut placed).is_ok() && placed == edit.append;
+    if at_keep {
+        return Ok(());
+    }
+    let undo = || -> io::Result<()> {
+        let len = file.metadata()?.len();
+        let mut last = Vec::with_capacity(edit.append.len());
+        read_at(file, len.saturating_sub(n), n, &mut last)?;
+        if len < edit.keep + n || last != edit.append {
+            return Err(io::Error::other(format!(
+                "the {n} bytes dshs appended are no longer the last bytes of the file"
+            )));
+        }
+        file.set_len(len - n)?;
+        file.sync_all()
+    };
+    match undo() {
+        Ok(()) => Err(MutateError::Raced),
+        Err(e) => Err(MutateError::RacedStuck(e)),
+    }
 }
 
 /// One `write_all`, or (fault injection) a partial write followed by an error.
@@ -927,19 +1102,107 @@ mod tests {
     }
 
     #[test]
-    fn the_lock_is_probed_without_creating_the_lock_file() {
+    fn a_bare_log_is_locked_itself_and_a_probe_creates_nothing() {
         let dir = tempfile::tempdir().unwrap();
         let p = log(dir.path(), ORIGINAL);
-        assert!(SessionLock::acquire(&p).unwrap().is_none());
-        assert!(!lock_path(&p).exists());
-        fs::write(lock_path(&p), b"").unwrap();
-        let held = File::open(lock_path(&p)).unwrap();
-        held.lock().unwrap();
-        let err = SessionLock::acquire(&p).unwrap_err();
+        let ours = WriterLock::acquire(&p).unwrap();
+        assert_eq!((ours.path(), ours.kind()), (p.as_path(), LockKind::LogFile));
+        // A second writer of the same file is refused while the first holds it.
+        let err = WriterLock::acquire(&p).unwrap_err();
         assert!(err.is_live_writer(), "{err}");
-        drop(held);
-        let ours = SessionLock::acquire(&p).unwrap().unwrap();
-        assert_eq!(ours.path(), lock_path(&p));
+        assert!(WriterLock::probe(&p).unwrap_err().is_live_writer());
+        drop(ours);
+        assert!(WriterLock::probe(&p).unwrap().is_some());
+        assert!(
+            !lock_path(&p).exists(),
+            "no session.lock beside a bare file"
+        );
+    }
+
+    #[test]
+    fn a_session_log_locks_its_session_lock_created_if_absent_and_left_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("session.v3.jsonl.zstd");
+        fs::write(&p, ORIGINAL).unwrap();
+        // A look never creates the lock file.
+        assert!(WriterLock::probe(&p).unwrap().is_none());
+        assert!(!lock_path(&p).exists());
+        let ours = WriterLock::acquire(&p).unwrap();
+        assert_eq!(ours.kind(), LockKind::SessionLock);
+        assert_eq!(
+            ours.path(),
+            fs::canonicalize(dir.path()).unwrap().join(LOCK_FILE)
+        );
+        // What DSH's live-writer probe does: refused while dshs holds it.
+        let other = File::open(lock_path(&p)).unwrap();
+        assert!(matches!(other.try_lock(), Err(TryLockError::WouldBlock)));
+        assert!(WriterLock::acquire(&p).unwrap_err().is_live_writer());
+        drop(ours);
+        assert!(lock_path(&p).exists(), "the lock file is never deleted");
+        // Held by another process (DSH): refused, for a write and for a look.
+        other.lock().unwrap();
+        assert!(WriterLock::acquire(&p).unwrap_err().is_live_writer());
+        assert!(WriterLock::probe(&p).unwrap_err().is_live_writer());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_log_reached_through_a_symlink_locks_the_real_session_lock() {
+        let real = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        let p = real.path().join("session.jsonl");
+        fs::write(&p, ORIGINAL).unwrap();
+        let link = elsewhere.path().join("session.jsonl");
+        std::os::unix::fs::symlink(&p, &link).unwrap();
+        let ours = WriterLock::acquire(&link).unwrap();
+        assert!(WriterLock::acquire(&p).unwrap_err().is_live_writer());
+        assert!(!elsewhere.path().join(LOCK_FILE).exists());
+        drop(ours);
+    }
+
+    #[test]
+    fn the_stamp_notices_a_rewritten_tail_of_the_same_length() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = log(dir.path(), ORIGINAL);
+        let before = Stamp::of(&p).unwrap();
+        let f = OpenOptions::new().write(true).open(&p).unwrap();
+        #[cfg(unix)]
+        std::os::unix::fs::FileExt::write_all_at(&f, b"TORN", 14).unwrap();
+        #[cfg(windows)]
+        std::os::windows::fs::FileExt::seek_write(&f, b"TORN", 14).unwrap();
+        drop(f);
+        let after = Stamp::of(&p).unwrap();
+        assert_eq!(before.len, after.len);
+        assert_ne!(before, after);
+    }
+
+    #[test]
+    fn an_append_that_another_writer_got_ahead_of_is_taken_back() {
+        let dir = tempfile::tempdir().unwrap();
+        // Planned at byte 14; another writer's line landed there first.
+        let p = log(dir.path(), b"header\nline-1\ntheirs\ncloser-1\ncloser-2\n");
+        let mut f = OpenOptions::new().read(true).write(true).open(&p).unwrap();
+        let e = Edit {
+            keep: 14,
+            append: b"closer-1\ncloser-2\n",
+            journal: false,
+        };
+        assert!(matches!(
+            check_placement(&mut f, e),
+            Err(MutateError::Raced)
+        ));
+        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\ntheirs\n");
+        // Our bytes in place: nothing to do.
+        fs::write(&p, b"header\nline-1\ncloser-1\ncloser-2\n").unwrap();
+        assert!(check_placement(&mut f, e).is_ok());
+        // Ours in the middle (a third writer followed): not touched, and said so.
+        let stuck = b"header\nline-1\ntheirs\ncloser-1\ncloser-2\nthird\n";
+        fs::write(&p, stuck).unwrap();
+        assert!(matches!(
+            check_placement(&mut f, e),
+            Err(MutateError::RacedStuck(_))
+        ));
+        assert_eq!(fs::read(&p).unwrap(), stuck);
     }
 
     #[test]
