@@ -76,21 +76,7 @@ impl Sink for Refusals {
 
 pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
     let mut spool = None;
-    let opened = if file == "-" && want.lines {
-        let copy = match input::spool_stdin() {
-            Ok(c) => c,
-            Err(e) => {
-                complain(&format!("cannot read standard input: {e}"));
-                return Ok(Loaded::Refused(Outcome::Failure));
-            }
-        };
-        let opened = input::open_spooled(copy.path());
-        spool = Some(copy);
-        opened
-    } else {
-        super::open(file)
-    };
-    let mut opened = match opened {
+    let mut opened = match super::open(file) {
         Ok(o) => o,
         Err(e) => {
             complain(&escape(&e.to_string()));
@@ -98,7 +84,8 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
         }
     };
     if want.lines {
-        // A zstd log has no plaintext on disk to fetch lines from: keep a copy of it.
+        // No plaintext file to fetch lines from (zstd, standard input, a FIFO): keep a copy
+        // of what the one pass reads.
         match input::tee_plaintext(&mut opened) {
             Ok(Some(copy)) => spool = Some(copy),
             Ok(None) => {}

@@ -47,6 +47,9 @@ struct Row {
     status: &'static str,
     errors: u64,
     warnings: u64,
+    /// Why the session could not be read (its log is not a regular file, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    problem: Option<String>,
 }
 
 impl Row {
@@ -148,7 +151,14 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                 out.write_all(b"\n")?;
             }
         }
-        ReportFormat::Human => print_table(&rows, &root, env, out)?,
+        ReportFormat::Human => {
+            print_table(&rows, &root, env, out)?;
+            for row in &rows {
+                if let Some(problem) = &row.problem {
+                    crate::render::diag!("dshs: note: {}: {}", escape(&row.path), escape(problem));
+                }
+            }
+        }
     }
     Ok(Outcome::Success)
 }
@@ -169,9 +179,16 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         status: Status::Unreadable.as_str(),
         errors: 0,
         warnings: 0,
+        problem: None,
     };
-    let Ok(opened) = input::open(&Source::Path(dir.to_path_buf())) else {
-        return row;
+    // A generation that is not a regular file (a FIFO would block the open) is refused by
+    // `open` before it is opened.
+    let opened = match input::open(&Source::Path(dir.to_path_buf())) {
+        Ok(o) => o,
+        Err(e) => {
+            row.problem = Some(e.to_string());
+            return row;
+        }
     };
     row.file = opened
         .path
@@ -188,7 +205,10 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         &mut activity,
     ) {
         Ok(s) => s,
-        Err(_) => return row,
+        Err(e) => {
+            row.problem = Some(format!("cannot read it: {e}"));
+            return row;
+        }
     };
     if let Some(h) = &scan.header {
         row.id = h.id.clone();

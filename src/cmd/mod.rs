@@ -168,7 +168,7 @@ pub fn scan_source(
     });
     let reader = Progress::new(opened.reader, &opened.name, size, wants);
     let opts = &ScanOptions {
-        from_pipe: is_pipe(opened.path.as_deref()),
+        from_pipe: opened.pipe,
         positional,
         ..opts.clone()
     };
@@ -180,22 +180,6 @@ pub fn scan_source(
         sink,
         observer,
     )
-}
-
-/// Whether the log (`None`: stdin) is a pipe or socket fed by another process (`zstd -dc log |
-/// dshs validate -`, `<(…)`), rather than a file.
-fn is_pipe(path: Option<&std::path::Path>) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        let path = path.unwrap_or(std::path::Path::new("/dev/stdin"));
-        std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo() || m.file_type().is_socket())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        false
-    }
 }
 
 /// `-q` silences notes printed while opening (set once by [`run`]).
@@ -471,21 +455,6 @@ mod tests {
     fn env(args: &[&str]) -> Env {
         let cli = Cli::try_parse_from(args).expect("valid arguments");
         Env::from_cli(&cli).expect("no known-types files")
-    }
-
-    #[cfg(unix)]
-    #[test]
-    fn a_pipe_is_told_from_a_file() {
-        use std::os::fd::AsRawFd;
-        let (pipe, _writer) = std::io::pipe().expect("pipe");
-        let fd = std::path::PathBuf::from(format!("/proc/self/fd/{}", pipe.as_raw_fd()));
-        assert!(is_pipe(Some(&fd)), "a pipe");
-        let file = tempfile::NamedTempFile::new().expect("temp file");
-        assert!(!is_pipe(Some(file.path())), "a regular file");
-        assert!(
-            !is_pipe(Some(std::path::Path::new("/no/such/log"))),
-            "nothing there"
-        );
     }
 
     #[test]

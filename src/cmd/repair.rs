@@ -7,13 +7,13 @@
 //! sends stdout to a sink and `render::diag!` prints nothing); the repair itself still runs.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
 use dshs::log::closers::CloserKind;
-use dshs::log::input::{self, Opened, Source};
+use dshs::log::input::{self, FileKind, InputError, Opened, Source};
 use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
 use dshs::log::write::{self, Stamp, WriteError, WriterLock};
 use dshs::log::{Finding, Sink};
@@ -195,38 +195,56 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     }
 }
 
-/// Resolve the log (a session directory → its newest generation), take the session lock,
-/// and stamp the file; standard input is spooled to a temporary file first.
-/// Open the log to change, under the session lock. With `resume`, first finish (or drop) a
-/// write an interrupted earlier run journaled; without it (a dry run, or `--output`), refuse
-/// while such a journal exists: planning on the half-written log would describe the wrong
-/// repair.
+/// Open the log to change: resolve it (a session directory → its newest generation), probe
+/// the writer's lock, and stamp the file. Standard input, or a FIFO named as FILE, is
+/// spooled to a temporary file first (it cannot be read twice, nor changed in place). With
+/// `resume`, first finish (or drop) a write an interrupted earlier run journaled; without it
+/// (a dry run, or `--output`), refuse while such a journal exists: planning on the
+/// half-written log would describe the wrong repair.
 pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target, Outcome> {
-    if stdin {
-        let spool = input::spool_stdin().map_err(|e| {
-            fail(
-                &format!("cannot read standard input: {e}"),
-                Outcome::Failure,
-            )
-        })?;
+    let spooled = |spool: io::Result<tempfile::NamedTempFile>, what: &str| {
+        let spool =
+            spool.map_err(|e| fail(&format!("cannot read {what}: {e}"), Outcome::Failure))?;
         let path = spool.path().to_owned();
-        let stamp = Stamp::of(&path).map_err(|e| {
-            fail(
-                &format!("cannot read standard input: {e}"),
-                Outcome::Failure,
-            )
-        })?;
-        return Ok(Target {
-            name: "-".into(),
+        let stamp = Stamp::of(&path)
+            .map_err(|e| fail(&format!("cannot read {what}: {e}"), Outcome::Failure))?;
+        Ok(Target {
+            name: arg.to_owned(),
             path,
             is_log_file: false,
             stamp,
             lock: None,
             _spool: Some(spool),
-        });
+        })
+    };
+    if stdin {
+        return spooled(input::spool_stdin(), "standard input");
     }
-    let path = input::resolve(Path::new(arg))
-        .map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
+    let named = Path::new(arg);
+    let path = input::resolve(named).map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
+    match FileKind::of(&path) {
+        Ok(FileKind::Regular) | Err(_) => {}
+        Ok(kind) if path != named => {
+            let e = InputError::NotRegular {
+                path: path.display().to_string(),
+                kind: kind.describe(),
+            };
+            return Err(fail(&e.to_string(), Outcome::Failure));
+        }
+        Ok(kind) if resume => {
+            return Err(fail(
+                &format!(
+                    "{arg} is {}, not a regular file: it can be read once but not changed in place; use --dry-run to see the change, or --output OUT to write the result",
+                    kind.describe()
+                ),
+                Outcome::Failure,
+            ));
+        }
+        Ok(_) => {
+            let spool = File::open(&path).and_then(input::spool);
+            return spooled(spool, arg);
+        }
+    }
     // A live writer refuses the command at once; a free lock that exists is held while
     // dshs plans. A missing one is created only when there is something to write (see
     // `Target::lock_for_write`), so a refusal or a no-op leaves no file behind.

@@ -4,9 +4,9 @@ use std::io::{self, Write};
 
 use anyhow::Result;
 
-use dshs::log::input::Framing;
+use dshs::log::input::{Framing, InputError};
 use dshs::log::scan::{Scan, Status};
-use dshs::log::{Finding, Sink};
+use dshs::log::{Code, Finding, Pos, Severity, Sink};
 
 use crate::cli::{ReportFormat, ValidateArgs};
 use crate::exit::Outcome;
@@ -105,33 +105,41 @@ fn validate_one(
     painter: Painter,
     out: &mut dyn Write,
 ) -> Result<Outcome> {
-    let opened = match super::open_or_report(file) {
+    let opened = match super::open(file) {
         Ok(o) => o,
-        Err(outcome) => {
+        Err(e) => {
+            let outcome = super::input_failure(&e);
             let status = if outcome == Outcome::Unsupported {
                 Status::Unsupported
             } else {
                 Status::Unreadable
             };
-            let summary = empty_summary(file, status);
+            let mut summary = empty_summary(file, status);
+            if let InputError::NotRegular { .. } = e {
+                // Found under a root or in a session directory: a finding, and on to the next.
+                let mut report = report(None, out, file, args, env, painter);
+                report.push(Finding {
+                    code: Code::FileNotRegular,
+                    severity: Severity::Error,
+                    pos: Pos { line: 1, byte: 0 },
+                    seq: None,
+                    event_type: None,
+                    message: e.to_string(),
+                });
+                if let Some(e) = report.error.take() {
+                    return Err(e.into());
+                }
+                summary.errors = 1;
+            } else {
+                crate::render::diag!("dshs: error: {}", crate::render::escape(&e.to_string()));
+            }
             write_summary(out, args.format, painter, env.quiet, &summary)?;
             return Ok(outcome);
         }
     };
-    let framing = opened.framing.clone();
-    let mut report = Report {
-        framing,
-        out: &mut *out,
-        file: file.to_owned(),
-        format: args.format,
-        painter,
-        quiet: env.quiet,
-        limit: args.max_findings,
-        shown: 0,
-        hidden: 0,
-        error: None,
-    };
+    let mut report = report(opened.framing.clone(), out, file, args, env, painter);
     let scanned = super::scan_source(opened, env, &env.scan_options(), &mut report, &mut ());
+
     if let Some(e) = report.error.take() {
         return Err(e.into());
     }
@@ -174,6 +182,28 @@ fn validate_one(
         Status::Unsupported => Outcome::Unsupported,
         Status::Unreadable => Outcome::Failure,
     })
+}
+
+fn report<'o>(
+    framing: Option<Framing>,
+    out: &'o mut dyn Write,
+    file: &str,
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+) -> Report<'o> {
+    Report {
+        framing,
+        out,
+        file: file.to_owned(),
+        format: args.format,
+        painter,
+        quiet: env.quiet,
+        limit: args.max_findings,
+        shown: 0,
+        hidden: 0,
+        error: None,
+    }
 }
 
 fn summary_of<'a>(file: &'a str, scan: &Scan) -> SummaryLine<'a> {

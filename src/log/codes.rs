@@ -125,6 +125,9 @@ catalogue! {
     HeaderIdPathMismatch = "header-id-path-mismatch", Warning, File, false, "§2.1",
         "The file sits in a DSH session directory whose name does not encode the header `id` (or `cwd`). DSH opens such a session only by path.",
         "Move the log to the directory DSH derives from its id and cwd, or ignore this for a copied file.";
+    FileNotRegular = "file-not-regular", Error, File, true, "§2.1",
+        "A session directory's newest generation file is not a regular file (a FIFO, socket or device). DSH writes its logs as regular files; dshs did not open it, because opening a FIFO waits until a writer appears.",
+        "Replace it with the real log file, or, to read what a FIFO delivers, name the FIFO itself on the command line (it is then read once, like standard input).";
     ZstdBadMagic = "zstd-bad-magic", Error, Zstd, true, "§3.3",
         "A zstd frame does not start with the magic `28 B5 2F FD` (skippable frames are not supported).",
         "The compressed log is corrupt at that offset; restore it from a backup.";

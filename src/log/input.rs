@@ -28,6 +28,12 @@ pub enum InputError {
     Zstd { path: String, source: io::Error },
     #[error("cannot read {path}: {source}")]
     Read { path: String, source: io::Error },
+    /// A session directory's newest generation is not a regular file: never opened, since
+    /// opening a FIFO waits for a writer and DSH writes regular files only.
+    #[error(
+        "{path} is {kind}, not a regular file: a session directory holds its log in a regular file; dshs did not open it (name the file itself to read it like standard input)"
+    )]
+    NotRegular { path: String, kind: &'static str },
 }
 
 impl InputError {
@@ -62,6 +68,65 @@ impl Source {
     }
 }
 
+/// What kind of file a path names (`stat`, which follows symbolic links and never blocks).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileKind {
+    Regular,
+    Directory,
+    Fifo,
+    Socket,
+    CharDevice,
+    BlockDevice,
+    Other,
+}
+
+impl FileKind {
+    pub fn of(path: &Path) -> io::Result<FileKind> {
+        let t = std::fs::metadata(path)?.file_type();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::FileTypeExt;
+            if t.is_fifo() {
+                return Ok(FileKind::Fifo);
+            }
+            if t.is_socket() {
+                return Ok(FileKind::Socket);
+            }
+            if t.is_char_device() {
+                return Ok(FileKind::CharDevice);
+            }
+            if t.is_block_device() {
+                return Ok(FileKind::BlockDevice);
+            }
+        }
+        Ok(if t.is_file() {
+            FileKind::Regular
+        } else if t.is_dir() {
+            FileKind::Directory
+        } else {
+            FileKind::Other
+        })
+    }
+
+    /// `a FIFO`, `a socket`, … (for messages).
+    pub fn describe(self) -> &'static str {
+        match self {
+            FileKind::Regular => "a regular file",
+            FileKind::Directory => "a directory",
+            FileKind::Fifo => "a FIFO (named pipe)",
+            FileKind::Socket => "a socket",
+            FileKind::CharDevice => "a character device",
+            FileKind::BlockDevice => "a block device",
+            FileKind::Other => "a special file",
+        }
+    }
+
+    /// Fed by another process as it is read.
+    pub fn is_pipe(self) -> bool {
+        matches!(self, FileKind::Fifo | FileKind::Socket)
+    }
+}
+
 /// An opened log: a buffered plaintext reader plus the file it came from (if any).
 pub struct Opened {
     /// The name findings are reported under (what the user typed).
@@ -78,6 +143,9 @@ pub struct Opened {
     /// [`crate::log::scan::Positional`]). Whoever puts another reader in front of `reader`
     /// (to watch or copy what is read) must clear it.
     pub file: Option<Arc<File>>,
+    /// The bytes come through a pipe or socket from another process (standard input, or a
+    /// FIFO named on the command line).
+    pub pipe: bool,
 }
 
 impl Opened {
@@ -89,6 +157,10 @@ impl Opened {
 
 /// Open a log for one streaming pass. A zstd log (recognised by its magic bytes, whatever
 /// its name) is decoded transparently.
+///
+/// A path that is not a regular file (a FIFO, `/dev/stdin`, `<(…)`) is read like standard
+/// input: one pass, no path (nothing opens it again, and no name checks apply). A session
+/// directory whose newest generation is not a regular file is refused without opening it.
 pub fn open(source: &Source) -> Result<Opened, InputError> {
     match source {
         Source::Stdin => {
@@ -101,16 +173,47 @@ pub fn open(source: &Source) -> Result<Opened, InputError> {
                 framing,
                 older: Vec::new(),
                 file: None,
+                pipe: FileKind::of(Path::new("/dev/stdin")).is_ok_and(FileKind::is_pipe),
             })
         }
         Source::Path(p) => {
             let (file_path, older) = resolve_generations(p)?;
             let name = p.display().to_string();
-            let mut opened = open_file(&file_path, name)?;
+            let kind = FileKind::of(&file_path).unwrap_or(FileKind::Regular);
+            if kind != FileKind::Regular && file_path != *p {
+                return Err(InputError::NotRegular {
+                    path: file_path.display().to_string(),
+                    kind: kind.describe(),
+                });
+            }
+            let mut opened = if kind == FileKind::Regular {
+                open_file(&file_path, name)?
+            } else {
+                open_stream(&file_path, name, kind)?
+            };
             opened.older = older;
             Ok(opened)
         }
     }
+}
+
+/// A file read like standard input: one pass, no path, no positions.
+fn open_stream(file_path: &Path, name: String, kind: FileKind) -> Result<Opened, InputError> {
+    let file = File::open(file_path).map_err(|source| InputError::Open {
+        path: file_path.display().to_string(),
+        source,
+    })?;
+    let reader = BufReader::with_capacity(READ_BUFFER, file);
+    let (reader, framing) = decode(reader, &name)?;
+    Ok(Opened {
+        name,
+        path: None,
+        reader,
+        framing,
+        older: Vec::new(),
+        file: None,
+        pipe: kind.is_pipe(),
+    })
 }
 
 /// Open one file (no directory resolution) under the reported `name`.
@@ -135,6 +238,7 @@ pub fn open_file(file_path: &Path, name: String) -> Result<Opened, InputError> {
         file: positional.filter(|_| framing.is_none()).map(Arc::new),
         framing,
         older: Vec::new(),
+        pipe: false,
     })
 }
 
@@ -481,8 +585,14 @@ impl<R: BufRead> LineReader<R> {
 /// Copy standard input to a temporary file so commands that fetch lines by offset can
 /// read it twice.
 pub fn spool_stdin() -> io::Result<tempfile::NamedTempFile> {
+    spool(io::stdin().lock())
+}
+
+/// Copy a stream that can be read only once (standard input, a FIFO) to a temporary file,
+/// removed when dropped.
+pub fn spool(mut from: impl Read) -> io::Result<tempfile::NamedTempFile> {
     let mut tmp = tempfile::NamedTempFile::new()?;
-    io::copy(&mut io::stdin().lock(), tmp.as_file_mut())?;
+    io::copy(&mut from, tmp.as_file_mut())?;
     tmp.as_file_mut().flush()?;
     Ok(tmp)
 }
@@ -536,11 +646,13 @@ impl<R: BufRead> BufRead for Tee<R> {
     }
 }
 
-/// For a zstd log that will be read by offset afterwards (`derive`, `surface` previews):
-/// copy the plaintext to a temporary file while the one pass reads it. Plaintext offsets in
-/// the scan are offsets into that copy. `None` for a plain log (read the file itself).
+/// For a log that will be read by offset afterwards (`derive`, `surface` previews) but has
+/// no plaintext file to read (a zstd log, standard input, a FIFO): copy the plaintext to a
+/// temporary file (removed when dropped) while the one pass reads it. Plaintext offsets in
+/// the scan are offsets into that copy. `None` for a plain log in a regular file (read the
+/// file itself).
 pub fn tee_plaintext(opened: &mut Opened) -> io::Result<Option<tempfile::NamedTempFile>> {
-    if opened.framing.is_none() {
+    if opened.framing.is_none() && opened.path.is_some() {
         return Ok(None);
     }
     let tmp = tempfile::NamedTempFile::new()?;
@@ -671,6 +783,25 @@ mod tests {
         assert_eq!(f.bytes_at(offsets[7], 6).unwrap(), b"line 7");
         assert_eq!(f.line_at(offsets[8]).unwrap(), lines[8].as_bytes());
         assert_eq!(f.line_at(at).unwrap(), b"", "past the end");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_pipe_is_told_from_a_file() {
+        use std::os::fd::AsRawFd;
+        let (pipe, _writer) = std::io::pipe().expect("pipe");
+        let fd = PathBuf::from(format!("/proc/self/fd/{}", pipe.as_raw_fd()));
+        assert!(FileKind::of(&fd).unwrap().is_pipe(), "a pipe");
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        assert_eq!(FileKind::of(file.path()).unwrap(), FileKind::Regular);
+        assert!(
+            FileKind::of(Path::new("/no/such/log")).is_err(),
+            "nothing there"
+        );
+        assert_eq!(
+            FileKind::of(Path::new("/dev/null")).unwrap(),
+            FileKind::CharDevice
+        );
     }
 
     #[test]
