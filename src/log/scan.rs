@@ -400,13 +400,96 @@ struct BadRowInfo {
     ty: Option<String>,
 }
 
+/// The rows from the first bad row on, kept until a later `turn/end` (committed damage) or
+/// the end of the input (a crash tail) decides what they are (§6.2).
 struct Speculation {
-    saved: FoldState,
-    held: Vec<Finding>,
+    tail: Tail,
+    spool: Spool,
+    /// The seq the fold would expect next had it folded the kept rows (for `--at`: the log
+    /// ends after the stop seq, so no turn end past it is looked for).
+    next_seq: u64,
+    /// Some kept row holds events (only those can give findings that outlive a rollback).
+    events: bool,
+}
+
+/// Where the rows after the committed prefix start, and how many there are.
+struct Tail {
     first: Pos,
     first_seq: Option<u64>,
     why: String,
     rows: u64,
+}
+
+/// The bytes of kept rows: in memory up to [`SPOOL_IN_MEMORY`], then in a temporary file,
+/// compressed (a tail of blank lines or repeated junk costs next to nothing there), so
+/// memory stays the same whatever follows the committed part. Read back once.
+struct Spool {
+    mem: Vec<u8>,
+    file: Option<zstd::stream::write::Encoder<'static, io::BufWriter<File>>>,
+}
+
+/// Bytes of kept rows held in memory before the rest goes to a temporary file.
+const SPOOL_IN_MEMORY: usize = 256 * 1024;
+
+impl Spool {
+    fn new(first: &[u8]) -> Spool {
+        let mut spool = Spool {
+            mem: Vec::new(),
+            file: None,
+        };
+        // Into memory: cannot fail.
+        let _ = spool.push(first);
+        spool
+    }
+
+    /// Keep one line (without its `\n`).
+    fn push(&mut self, line: &[u8]) -> io::Result<()> {
+        use io::Write;
+        if self.file.is_none() && self.mem.len() + line.len() < SPOOL_IN_MEMORY {
+            self.mem.extend_from_slice(line);
+            self.mem.push(b'\n');
+            return Ok(());
+        }
+        let file = match &mut self.file {
+            Some(f) => f,
+            None => {
+                let tmp = tempfile::tempfile()?;
+                self.file.insert(zstd::stream::write::Encoder::new(
+                    io::BufWriter::with_capacity(64 * 1024, tmp),
+                    1,
+                )?)
+            }
+        };
+        file.write_all(line)?;
+        file.write_all(b"\n")
+    }
+
+    /// Hand each kept line to `each` with its number (from 0) and its (offset, bytes), the
+    /// first at offset `start`, until `each` says stop.
+    fn read_back(
+        self,
+        mut each: impl FnMut(u64, (u64, &[u8])) -> bool,
+        start: u64,
+    ) -> io::Result<()> {
+        use io::{Read, Seek};
+        let rest: Box<dyn Read> = match self.file {
+            None => Box::new(io::empty()),
+            Some(enc) => {
+                let mut file = enc.finish()?.into_inner().map_err(|e| e.into_error())?;
+                file.rewind()?;
+                Box::new(zstd::stream::read::Decoder::new(file)?)
+            }
+        };
+        let mut lines = LineReader::new(io::BufReader::new(io::Cursor::new(self.mem).chain(rest)));
+        let mut no = 0;
+        while let Some(line) = lines.next_line()? {
+            if !each(no, (start + line.byte, line.bytes)) {
+                break;
+            }
+            no += 1;
+        }
+        Ok(())
+    }
 }
 
 /// Findings that stand even when the rows they concern are dropped as a crash tail:
@@ -558,6 +641,8 @@ pub fn scan_framed(
         spec: None,
         resync_pending: false,
         committed_bytes: result.committed_bytes,
+        dropped: None,
+        failed: None,
     };
     let mut reached_stop = opts.stop_after.is_none();
     // Input folded to the end: read (and for zstd, decompress) and parse on worker threads
@@ -594,88 +679,79 @@ pub fn scan_framed(
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
             let mut row = rows::decode_in(&text, pos, dialect, Some(&arena));
-            if pass.line(pos, end, utf8_ok, &mut row) {
+            if pass.line(pos, end, line.bytes, utf8_ok, &mut row) {
                 reached_stop = true;
                 break;
             }
         }
     }
-    let Pass {
-        ctx,
-        mut out,
-        mut state,
-        mut spec,
-        committed_bytes,
-        ..
-    } = pass;
-    result.committed_bytes = committed_bytes;
-    if framing.is_some() && !reached_stop_early(&ctx, &state) {
+    if framing.is_some() && !pass.stop_reached() {
         drain(&mut lines)?;
     }
     result.total_bytes = lines.offset();
     let zstd = framing.map(Framing::end);
     // §3.3, §6.2 step 5: inside complete frames there is no crash tail.
     if let Some(z) = &zstd
-        && let Some(s) = spec.take_if(|s| z.stopped || s.first.byte < z.complete_end)
+        && let Some(Speculation { tail: s, .. }) = &pass.spec
+        && (z.stopped || s.first.byte < z.complete_end)
     {
-        out.tally.header_or_physical = true;
-        for f in s.held {
-            out.push(f);
-        }
-        ctx.observer.speculation_ended(true);
+        let torn_record = Finding {
+            code: Code::ZstdTornRecordInFrame,
+            severity: Severity::Error,
+            pos: s.first,
+            seq: s.first_seq,
+            event_type: None,
+            message: format!(
+                "corrupt Zstandard session log: complete frame contains a torn JSONL record: line {} ({}) lies inside a complete frame, where DSH tolerates no crash tail",
+                s.first.line, s.why
+            ),
+        };
+        reached_stop |= pass.replay(Replayed::Committed);
         if !z.stopped {
-            out.push(Finding {
-                code: Code::ZstdTornRecordInFrame,
-                severity: Severity::Error,
-                pos: s.first,
-                seq: s.first_seq,
-                event_type: None,
-                message: format!(
-                    "corrupt Zstandard session log: complete frame contains a torn JSONL record: line {} ({}) lies inside a complete frame, where DSH tolerates no crash tail",
-                    s.first.line, s.why
-                ),
-            });
+            pass.out.push(torn_record);
         }
     }
-
-    if let Some(s) = spec.take() {
-        // No turn end followed the first bad row: a crash tail, dropped like DSH does.
+    // No turn end followed the first bad row: a crash tail, dropped like DSH does.
+    pass.replay(Replayed::Dropped);
+    if let Some(e) = pass.failed.take() {
+        return Err(e);
+    }
+    let Pass {
+        mut out,
+        state,
+        committed_bytes,
+        dropped,
+        ..
+    } = pass;
+    result.committed_bytes = committed_bytes;
+    if let Some(s) = dropped {
         let tail_end = result.torn.map_or(result.total_bytes, |t| t.byte);
-        for f in s.held {
-            if survives_rollback(&f) {
-                out.push(f);
-            }
-        }
-        state = s.saved;
         // A stop seq met only inside the dropped rows names no event of the loaded log.
         reached_stop = opts
             .stop_after
             .is_none_or(|stop| state.surface.next_seq() > stop);
-        ctx.observer.speculation_ended(false);
-        {
-            result.crash = Some(CrashTail {
-                line: s.first.line,
-                byte: s.first.byte,
-                rows: s.rows,
-                end: tail_end,
-            });
-            out.push(Finding {
-                code: Code::CrashTail,
-                severity: Severity::Warning,
-                pos: s.first,
-                seq: s.first_seq,
-                event_type: None,
-                message: format!(
-                    "crash tail: {} row{} from line {} (bytes {}..{}) follow the last committed turn end and are dropped on load; first bad row: {}",
-                    s.rows,
-                    if s.rows == 1 { "" } else { "s" },
-                    s.first.line,
-                    s.first.byte,
-                    tail_end,
-                    s.why
-                ),
-            });
-        }
+        result.crash = Some(CrashTail {
+            line: s.first.line,
+            byte: s.first.byte,
+            rows: s.rows,
+            end: tail_end,
+        });
+        out.push(Finding {
+            code: Code::CrashTail,
+            severity: Severity::Warning,
+            pos: s.first,
+            seq: s.first_seq,
+            event_type: None,
+            message: format!(
+                "crash tail: {} row{} from line {} (bytes {}..{}) follow the last committed turn end and are dropped on load; first bad row: {}",
+                s.rows,
+                if s.rows == 1 { "" } else { "s" },
+                s.first.line,
+                s.first.byte,
+                tail_end,
+                s.why
+            ),
+        });
     }
     if let Some(t) = result.torn.filter(|_| zstd.is_none()) {
         out.push(Finding {
@@ -725,6 +801,10 @@ struct Pass<O, S> {
     resync_pending: bool,
     /// Offset just past the last committed line.
     committed_bytes: u64,
+    /// The rows of a crash tail, once dropped (for the `crash-tail` finding).
+    dropped: Option<Tail>,
+    /// Keeping or reading back rows failed: the pass reports it at the end.
+    failed: Option<io::Error>,
 }
 
 /// One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
@@ -745,6 +825,8 @@ impl<O, S> Pass<O, S> {
             spec,
             resync_pending,
             committed_bytes,
+            dropped,
+            failed,
         } = self;
         let Ctx {
             dialect,
@@ -779,6 +861,8 @@ impl<O, S> Pass<O, S> {
             spec,
             resync_pending,
             committed_bytes,
+            dropped,
+            failed,
         };
         (pass, had_observer, had_sink)
     }
@@ -786,9 +870,31 @@ impl<O, S> Pass<O, S> {
 
 impl<O: Observer, S: Sink> Pass<O, S> {
     /// Check and fold one complete line (its row decoded from the text at `pos`, the line
-    /// ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
+    /// `raw` ending at `end`). True when the `--at` stop seq is reached: the pass ends there.
     /// The row is folded in place (a row is ~250 bytes: each move of it cost a copy).
-    fn line(&mut self, pos: Pos, end: u64, utf8_ok: bool, row: &mut Row<'_>) -> bool {
+    ///
+    /// At the first bad row (§6.1) DSH stops accepting events, and whether that row is crash
+    /// damage or corruption depends on whether a later row holds a `turn/end` (§6.2). So from
+    /// there the rows are only kept — their bytes, in a [`Spool`] — and looked at for a turn
+    /// end; once the answer is known they are read back and folded as decided
+    /// ([`Pass::replay`]). Nothing about them is held in memory meanwhile, whatever follows.
+    fn line(&mut self, pos: Pos, end: u64, raw: &[u8], utf8_ok: bool, row: &mut Row<'_>) -> bool {
+        if let Some(spec) = &mut self.spec {
+            spec.tail.rows += 1;
+            if let Err(e) = spec.spool.push(raw) {
+                self.failed.get_or_insert(e);
+            }
+            spec.next_seq = seq_after(row, spec.next_seq);
+            spec.events |= !matches!(row, Row::Bad(_));
+            if holds_turn_end(row) {
+                // The damage lies before a turn end: it is in the committed region.
+                let stopped = self.replay(Replayed::Committed);
+                self.committed_bytes = end;
+                return stopped || self.stop_reached();
+            }
+            // `--at`: the log is read as if it ended after the stop seq.
+            return self.ctx.stop_after.is_some_and(|stop| spec.next_seq > stop);
+        }
         // Is this a bad row (§6.1), and does it hold a turn end?
         let expected = self.state.surface.next_seq();
         let (bad, turn_end) = classify_row(
@@ -798,27 +904,138 @@ impl<O: Observer, S: Sink> Pass<O, S> {
             &self.ctx.vocab,
             self.ctx.dialect,
         );
-
-        if let Some(BadRowInfo { code, why, seq, ty }) = &bad {
-            if self.spec.is_none() {
-                self.ctx.observer.speculation_started();
+        match &bad {
+            Some(info) if !turn_end => {
                 self.spec = Some(Speculation {
-                    saved: self.state.clone(),
-                    held: Vec::new(),
-                    first: pos,
-                    first_seq: *seq,
-                    why: why.clone(),
-                    rows: 0,
+                    tail: Tail {
+                        first: pos,
+                        first_seq: info.seq,
+                        why: info.why.clone(),
+                        rows: 1,
+                    },
+                    spool: Spool::new(raw),
+                    next_seq: seq_after(row, expected),
+                    // A B5 row (canonical violation, §6.1) is bad and holds events.
+                    events: !matches!(row, Row::Bad(_)),
                 });
+                return self
+                    .ctx
+                    .stop_after
+                    .is_some_and(|stop| seq_after(row, expected) > stop);
             }
+            // A bad row that itself holds a turn end: committed damage at once.
+            Some(_) => {
+                self.ctx.observer.speculation_started();
+                self.fold_row(pos, utf8_ok, row, bad, Fate::Committed);
+                self.out.tally.header_or_physical = true;
+                self.ctx.observer.speculation_ended(true);
+            }
+            None => self.fold_row(pos, utf8_ok, row, None, Fate::Accepted),
+        }
+        self.committed_bytes = end;
+        self.stop_reached()
+    }
+
+    fn stop_reached(&self) -> bool {
+        self.ctx
+            .stop_after
+            .is_some_and(|stop| self.state.surface.next_seq() > stop)
+    }
+
+    /// Read back the rows kept since the first bad row and fold them as decided: `Committed`
+    /// (a turn end followed: fatal damage, every finding stands and the status is invalid)
+    /// or `Dropped` (a crash tail: folded on a copy of the state, only the findings that
+    /// survive a rollback are kept, and the state is put back). True when the `--at` stop
+    /// seq was reached among them.
+    fn replay(&mut self, fate: Replayed) -> bool {
+        let Some(Speculation {
+            tail,
+            spool,
+            events,
+            ..
+        }) = self.spec.take()
+        else {
+            return false;
+        };
+        // Rows without events (unparsable lines, junk) dropped unseen: nothing to replay.
+        if matches!(fate, Replayed::Dropped) && !events && self.ctx.observer.inert() {
+            self.dropped = Some(tail);
+            return false;
+        }
+        self.ctx.observer.speculation_started();
+        let saved = matches!(fate, Replayed::Dropped).then(|| self.state.clone());
+        let how = match fate {
+            Replayed::Committed => Fate::Committed,
+            Replayed::Dropped => Fate::Dropped,
+        };
+        let mut stopped = false;
+        let mut arena = crate::log::json::Arena::default();
+        let read = spool.read_back(
+            |no, raw| {
+                if arena.allocated_bytes() > KEPT_LINE_ARENA {
+                    arena = crate::log::json::Arena::default();
+                }
+                arena.reset();
+                let pos = Pos {
+                    line: tail.first.line + no,
+                    byte: raw.0,
+                };
+                let (text, utf8_ok) = line_text(raw.1);
+                let mut row = rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena));
+                let expected = self.state.surface.next_seq();
+                let (bad, _) = classify_row(
+                    &row,
+                    expected,
+                    self.resync_pending,
+                    &self.ctx.vocab,
+                    self.ctx.dialect,
+                );
+                self.fold_row(pos, utf8_ok, &mut row, bad, how);
+                stopped = self.stop_reached();
+                !stopped
+            },
+            tail.first.byte,
+        );
+        if let Err(e) = read {
+            self.failed.get_or_insert(e);
+        }
+        match saved {
+            Some(saved) => {
+                self.state = saved;
+                self.ctx.observer.speculation_ended(false);
+                self.dropped = Some(tail);
+            }
+            None => {
+                // Every bad row in it (a B5 canonical violation included) is fatal damage
+                // for the status.
+                self.out.tally.header_or_physical = true;
+                self.ctx.observer.speculation_ended(true);
+            }
+        }
+        stopped
+    }
+
+    /// Report and fold one row: its physical finding if it is bad, then its events. `fate`
+    /// says where the findings go (see [`Fate`]).
+    fn fold_row(
+        &mut self,
+        pos: Pos,
+        utf8_ok: bool,
+        row: &mut Row<'_>,
+        bad: Option<BadRowInfo>,
+        fate: Fate,
+    ) {
+        let speculative = fate != Fate::Accepted;
+        let mut survivors = Survivors(&mut self.out);
+        let sink: &mut dyn Sink = match fate {
+            Fate::Dropped => &mut survivors,
+            Fate::Accepted | Fate::Committed => &mut *survivors.0,
+        };
+        if let Some(BadRowInfo { code, why, seq, ty }) = &bad {
             // The physical finding (held until the speculation is decided). B5 rows are
             // reported by the check that owns the rule, when the row is folded.
             let physical = code.info().area == Area::File;
             if physical {
-                let sink: &mut dyn Sink = match &mut self.spec {
-                    Some(s) => &mut s.held,
-                    None => &mut self.out,
-                };
                 let message = match code {
                     Code::CommittedUnparsable => {
                         format!("unparsable committed event at line {}: {why}", pos.line)
@@ -854,16 +1071,13 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                 }
             }
         }
-        if let Some(s) = &mut self.spec {
-            s.rows += 1;
-        }
         if let Row::Bad(b) = &*row {
             self.ctx.observer.unusable(&Unusable {
                 pos,
                 seq: b.seq,
                 event_type: b.event_type.as_deref(),
                 why: &b.why,
-                speculative: self.spec.is_some(),
+                speculative,
             });
         }
         match &*row {
@@ -885,11 +1099,6 @@ impl<O: Observer, S: Sink> Pass<O, S> {
             Row::Bad(_) => (None, None),
         };
         if let Some(audit) = audit {
-            let speculative = self.spec.is_some();
-            let sink: &mut dyn Sink = match &mut self.spec {
-                Some(s) => &mut s.held,
-                None => &mut self.out,
-            };
             let line_at = Reporter {
                 version: Some(self.ctx.dialect.version),
                 pos,
@@ -941,36 +1150,66 @@ impl<O: Observer, S: Sink> Pass<O, S> {
             }
         }
         if let Some(f) = self.ctx.draft.take() {
-            self.out.push(f);
-            self.out.muted = true;
+            sink.push(f);
             self.ctx.muted = true;
+            survivors.0.muted = true;
         }
-
-        if turn_end && let Some(s) = self.spec.take() {
-            // The damage lies before a turn end: it is in the committed region. Every bad
-            // row in it (a B5 canonical violation included) is fatal damage for the status.
-            self.out.tally.header_or_physical = true;
-            for f in s.held {
-                self.out.push(f);
-            }
-            self.ctx.observer.speculation_ended(true);
-        }
-        if self.spec.is_none() {
-            self.committed_bytes = end;
-        }
-        if let Some(stop) = self.ctx.stop_after
-            && self.state.surface.next_seq() > stop
-        {
-            return true;
-        }
-        false
     }
 }
 
-/// Whether the pass stopped early for `--at` (the rest of the file is not read).
-fn reached_stop_early<O>(ctx: &Ctx<O>, state: &FoldState) -> bool {
-    ctx.stop_after
-        .is_some_and(|stop| state.surface.next_seq() > stop)
+/// Where a row's findings go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// A committed row: to the sink.
+    Accepted,
+    /// A row after a bad row, in the committed region after all (a turn end followed): to
+    /// the sink, with the row marked speculative for the observer.
+    Committed,
+    /// A row of a crash tail, dropped: only findings that survive a rollback reach the sink.
+    Dropped,
+}
+
+/// How the rows kept since the first bad row turned out.
+#[derive(Debug, Clone, Copy)]
+enum Replayed {
+    Committed,
+    Dropped,
+}
+
+/// Passes on only the findings that stand when their rows are dropped.
+struct Survivors<'s, S>(&'s mut Counting<S>);
+
+impl<S: Sink> Sink for Survivors<'_, S> {
+    fn push(&mut self, f: Finding) {
+        if survives_rollback(&f) {
+            self.0.push(f);
+        }
+    }
+}
+
+/// The seq the fold expects after `row` when it expected `expected` before it: past the
+/// row's own seqs (the fold follows the observed seq after damage, §6.3), or unchanged for a
+/// bad row whose seq is unusable.
+fn seq_after(row: &Row<'_>, expected: u64) -> u64 {
+    match row {
+        Row::Bad(b) => match b.seq {
+            Some(seq) if seq >= expected => seq.saturating_add(b.members.max(1)),
+            _ => expected,
+        },
+        Row::Packed(packed, _) => packed.last_seq().saturating_add(1),
+        Row::Events(cands, _) => cands
+            .iter()
+            .fold(expected, |next, c| c.seq.unwrap_or(next).saturating_add(1)),
+    }
+}
+
+/// Whether a row is, or holds, a `turn/end` (that is all a kept row is asked, §6.2 step 3).
+fn holds_turn_end(row: &Row<'_>) -> bool {
+    match row {
+        Row::Bad(b) => b.is_turn_end,
+        Row::Packed(..) => false,
+        Row::Events(cands, _) => cands.iter().any(|c| c.is_turn_end),
+    }
 }
 
 /// Read the rest of a zstd log so the decoder sees every frame (its end state is needed).

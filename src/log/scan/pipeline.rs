@@ -79,6 +79,8 @@ struct Parsed<'a> {
     pos: Pos,
     /// The line's length without its `\n`.
     len: usize,
+    /// The line's bytes without its `\n` (kept by the pass after a bad row).
+    text: &'a [u8],
     /// `None`: the final piece of the input, without a `\n` (torn, never parsed).
     row: Option<(bool, Row<'a>)>,
 }
@@ -209,6 +211,7 @@ impl Parsing {
                 out.push(Parsed {
                     pos,
                     len: text.len() - at,
+                    text: &text[at..],
                     row: None,
                 });
                 self.at = text.len();
@@ -235,6 +238,7 @@ impl Parsing {
             out.spare_capacity_mut()[0].write(Parsed {
                 pos,
                 len: n,
+                text: &text[at..at + n],
                 row: Some((utf8_ok, rows::decode_in(line, pos, dialect, Some(arena)))),
             });
             // SAFETY: the first unused slot was just written.
@@ -295,7 +299,7 @@ fn fold<O: Observer, S: Sink>(
             break;
         };
         // Without a stop seq the pass never ends early.
-        pass.line(p.pos, p.pos.byte + p.len as u64 + 1, *utf8_ok, row);
+        pass.line(p.pos, p.pos.byte + p.len as u64 + 1, p.text, *utf8_ok, row);
     }
     rows.clear();
     // SAFETY: the vector is empty, so only the lifetime of the batch's borrow changes.

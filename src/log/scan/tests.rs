@@ -865,6 +865,51 @@ fn always_fatal_v3_findings_are_reported_even_inside_a_crash_tail() {
 }
 
 #[test]
+fn an_always_fatal_finding_on_the_first_bad_row_of_a_crash_tail_is_reported() {
+    // The first bad row is a B5 row (no surfaceOp: a canonical violation, §8 C1) whose
+    // system message also lacks its id (fatal anywhere, §6.2 step 6); only garbage follows.
+    let bad_system = ev(
+        3,
+        "system/message",
+        r#"{"turn":2,"step":1,"message":{"role":"system","content":[],"source":{"kind":"system-prompt"}}}"#,
+    );
+    for v in [3, 4] {
+        let lines = vec![
+            start(0, 1),
+            user(1),
+            end(2, 1),
+            bad_system.clone(),
+            "x".into(),
+        ];
+        let (s, f) = run(&log(v, &lines));
+        assert_eq!(codes(&f), ["message-id-missing", "crash-tail"], "v{v}");
+        assert_eq!(s.status(), Status::Invalid, "v{v}");
+        assert_eq!(s.events(), 3);
+    }
+}
+
+#[test]
+fn a_crash_tail_of_junk_alone_is_dropped_without_holding_anything() {
+    // 200,000 blank lines after the last turn end: one crash-tail warning; the kept rows
+    // went to the spool's file (past its in-memory part) and were never read back.
+    let mut text = log(3, &[start(0, 1), user(1), end(2, 1)]);
+    text.push_str(&"\n".repeat(200_000));
+    let (s, f) = run(&text);
+    assert_eq!(codes(&f), ["crash-tail"]);
+    assert_eq!(s.crash.map(|c| c.rows), Some(200_000));
+    assert_eq!(s.status(), Status::Valid);
+    // The same junk before a turn end is committed damage: every row reported.
+    let mut text = log(3, &[start(0, 1), user(1), end(2, 1)]);
+    text.push_str(&"\n".repeat(200_000));
+    text.push_str(&format!("{}\n{}\n", start(3, 2), end(4, 2)));
+    let (s, f) = run(&text);
+    assert_eq!(f.len(), 200_000, "{:?}", &f[..f.len().min(3)]);
+    assert!(f.iter().all(|f| f.code.as_str() == "committed-unparsable"));
+    assert_eq!(f[199_999].pos.line, 200_004);
+    assert_eq!(s.status(), Status::Invalid);
+}
+
+#[test]
 fn always_fatal_rows_are_not_bad_rows_so_they_commit_at_the_end() {
     for v in [3, 4] {
         let lines = vec![
