@@ -58,14 +58,19 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     // Pass 2 builds its own fold state; do not hold two surfaces at once.
     first.state = None;
 
-    // Pass 2: print.
+    // Pass 2: print. The printer goes with the pass (an observer is `Send`): it writes into
+    // an outbox whose full buffers this thread writes out while the pass runs on another.
     let tap = Arc::new(TapState {
         keep_line: args.grep.is_some(),
         ..TapState::default()
     });
     let format = args.format;
+    let (to_out, written) = crossbeam_channel::bounded::<Vec<u8>>(4);
     let mut printer = Printer {
-        out,
+        out: Outbox {
+            buf: Vec::with_capacity(OUTBOX),
+            to: to_out,
+        },
         error: None,
         tap: tap.clone(),
         filter: Filter {
@@ -81,34 +86,61 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         clock: Clock::local(),
         seq_width: marks.seq_width,
     };
-    let second = file.open().and_then(|mut o| {
-        o.reader = Box::new(Tap {
-            inner: o.reader,
-            state: tap,
+    let torn = first.torn.filter(|_| printer.filter.is_empty());
+    let (second, printed) = std::thread::scope(|scope| {
+        // The printer moves into the pass's thread: when it is dropped there, the outbox's
+        // sender goes with it and the loop below ends.
+        let pass = scope.spawn(move || {
+            let second = file.open().and_then(|mut o| {
+                o.reader = Box::new(Tap {
+                    inner: o.reader,
+                    state: tap,
+                });
+                o.file = None;
+                // The tap names the line being folded: no reading ahead.
+                let opts = ScanOptions {
+                    threads: 1,
+                    ..env.scan_options()
+                };
+                super::scan_source(
+                    o,
+                    env,
+                    &opts,
+                    &mut Discard,
+                    &mut printer as &mut dyn Observer,
+                )
+            });
+            if second.is_ok()
+                && let Some(t) = torn
+            {
+                let written = printer.torn(t.line, t.byte, t.len);
+                if let Err(e) = written {
+                    printer.error.get_or_insert(e);
+                }
+            }
+            if let Err(e) = printer.out.flush() {
+                printer.error.get_or_insert(e);
+            }
+            (second, printer.error)
         });
-        o.file = None;
-        // The tap names the line being folded: no reading ahead.
-        let opts = ScanOptions {
-            threads: 1,
-            ..env.scan_options()
-        };
-        super::scan_source(
-            o,
-            env,
-            &opts,
-            &mut Discard,
-            &mut printer as &mut dyn Observer,
-        )
+        let mut failed = None;
+        for chunk in written {
+            if let Err(e) = out.write_all(&chunk) {
+                // Dropping the receiver tells the printer nobody reads on.
+                failed = Some(e);
+                break;
+            }
+        }
+        let (second, error) = pass
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (second, failed.or(error))
     });
-    if let Some(e) = printer.error.take() {
+    if let Some(e) = printed {
         return Err(e.into());
     }
     if let Err(e) = second {
         return Ok(super::read_failure(&name, &e));
-    }
-    if let Some(t) = first.torn.filter(|_| printer.filter.is_empty()) {
-        let written = printer.torn(t.line, t.byte, t.len);
-        written?;
     }
     super::note_status(&name, &first, first_error.0.as_ref(), env.quiet);
     Ok(super::outcome_of(&first))
@@ -296,8 +328,38 @@ impl SurfaceMark {
     }
 }
 
-struct Printer<'o, 'm> {
-    out: &'o mut dyn Write,
+/// Bytes the printer collects before handing them over to be written.
+const OUTBOX: usize = 64 * 1024;
+
+/// What the printer writes, collected and handed in buffers to the thread that writes
+/// standard output. A closed receiver (that thread failed to write) is a broken pipe here.
+struct Outbox {
+    buf: Vec<u8>,
+    to: crossbeam_channel::Sender<Vec<u8>>,
+}
+
+impl Write for Outbox {
+    fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= OUTBOX {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let full = std::mem::replace(&mut self.buf, Vec::with_capacity(OUTBOX));
+        self.to
+            .send(full)
+            .map_err(|_| io::Error::from(io::ErrorKind::BrokenPipe))
+    }
+}
+
+struct Printer<'m> {
+    out: Outbox,
     error: Option<io::Error>,
     tap: Arc<TapState>,
     filter: Filter<'m>,
@@ -386,12 +448,12 @@ const TIME_WIDTH: usize = 23;
 const TYPE_WIDTH: usize = 19;
 const TURN_WIDTH: usize = 5;
 
-impl Printer<'_, '_> {
+impl Printer<'_> {
     fn write(&mut self, f: impl FnOnce(&mut dyn Write) -> io::Result<()>) {
         if self.error.is_some() {
             return;
         }
-        if let Err(e) = f(&mut *self.out) {
+        if let Err(e) = f(&mut self.out) {
             self.error = Some(e);
             // Nobody reads what follows: stop the pass instead of folding the rest.
             self.tap.stop.store(true, Ordering::Relaxed);
@@ -467,7 +529,7 @@ impl Printer<'_, '_> {
     }
 }
 
-impl Observer for Printer<'_, '_> {
+impl Observer for Printer<'_> {
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
         if self.error.is_some() {
             return;

@@ -6,6 +6,7 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+pub(crate) mod chunks;
 pub mod zstd;
 
 pub use zstd::{Framing, ZstdEnd};

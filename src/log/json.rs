@@ -139,14 +139,10 @@ impl Clone for JStr<'_> {
 }
 
 /// Where the scan's parsers put a line's tree (see [`List`]): a bump arena, reset (and kept)
-/// for the next line or block, and the fast parser's two scratch stacks, kept empty from one
-/// line to the next (allocating them for every line cost ~2 % of a pass: each was alone on
-/// its allocator page, so every line also retired and took back a page).
+/// for the next line or block.
 #[derive(Default)]
 pub struct Arena {
     bump: bumpalo::Bump,
-    members: std::cell::Cell<Members<'static>>,
-    items: std::cell::Cell<Vec<Json<'static>>>,
 }
 
 impl Arena {
@@ -163,30 +159,16 @@ impl Arena {
     pub(crate) fn bump(&self) -> &bumpalo::Bump {
         &self.bump
     }
-
-    fn take_stacks<'a>(&self) -> (Members<'a>, Vec<Json<'a>>) {
-        (self.members.take(), self.items.take())
-    }
-
-    fn give_stacks(&self, members: Members<'_>, items: Vec<Json<'_>>) {
-        self.members.set(forget_lifetime(members));
-        self.items.set(forget_lifetime(items));
-    }
 }
 
-/// `v`'s buffer, emptied, as a vector of `'static` values.
-fn forget_lifetime<T: Retype<U>, U: 'static>(mut v: Vec<T>) -> Vec<U> {
-    v.clear();
-    let mut v = std::mem::ManuallyDrop::new(v);
-    // SAFETY: `T` and `U` are one type but for its lifetime (see `Retype`), so one layout;
-    // the vector is empty, so no value of the shorter lifetime survives.
-    unsafe { Vec::from_raw_parts(v.as_mut_ptr().cast::<U>(), 0, v.capacity()) }
+/// The fast parser's two scratch stacks (the members and items of the open objects and
+/// arrays), kept empty from one line to the next of a block: each line taking its own had
+/// put every line on fresh allocator pages.
+#[derive(Default)]
+pub struct Scratch<'a> {
+    pub(crate) members: Members<'a>,
+    pub(crate) items: Vec<Json<'a>>,
 }
-
-/// `Self` is `U` with a shorter lifetime (what [`forget_lifetime`] may change).
-trait Retype<U> {}
-impl Retype<Member<'static>> for Member<'_> {}
-impl Retype<Json<'static>> for Json<'_> {}
 
 /// The items of an array or the members of an object.
 ///
@@ -520,7 +502,7 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
-    match fast::parse(text, None) {
+    match fast::parse(text, None, None) {
         Some((v, _)) => Ok(v),
         None => parse_careful(text),
     }
@@ -529,16 +511,18 @@ pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
 /// [`parse_str`] and [`audit`] in one walk over the line (the common case); the careful
 /// path and a separate audit for lines the fast parser leaves to serde_json.
 pub fn parse_audited(text: &str) -> Result<(Json<'_>, Audit), String> {
-    parse_audited_in(text, None)
+    parse_audited_in(text, None, None)
 }
 
-/// [`parse_audited`] with the tree's lists and unescaped strings in `arena` (see [`List`]);
-/// a line the fast parser leaves to serde_json gets an owned tree.
+/// [`parse_audited`] with the tree's lists and unescaped strings in `arena` (see [`List`]),
+/// and the parser's stacks taken from `scratch` (and given back, empty); a line the fast
+/// parser leaves to serde_json gets an owned tree.
 pub fn parse_audited_in<'a>(
     text: &'a str,
     arena: Option<&'a Arena>,
+    scratch: Option<&mut Scratch<'a>>,
 ) -> Result<(Json<'a>, Audit), String> {
-    match fast::parse(text, arena) {
+    match fast::parse(text, arena, scratch) {
         Some(parsed) => Ok(parsed),
         None => parse_careful(text).map(|v| {
             let a = audit(&v);

@@ -162,7 +162,7 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    decode_in(text, pos, dialect, None)
+    decode_in(text, pos, dialect, None, None)
 }
 
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
@@ -175,15 +175,18 @@ pub fn decode_in<'a>(
     pos: Pos,
     dialect: &Dialect,
     arena: Option<&'a json::Arena>,
+    scratch: Option<&mut json::Scratch<'a>>,
 ) -> Row<'a> {
-    let (value, audit) = match json::parse_audited_in(text, arena) {
+    // An empty line is unparsable JSON (§3.2): said without asking a parser (a crash tail or
+    // a decompression bomb may hold billions of them).
+    let parsed = if text.is_empty() {
+        Err("empty line (not valid JSON)".to_owned())
+    } else {
+        json::parse_audited_in(text, arena, scratch)
+    };
+    let (value, audit) = match parsed {
         Ok(parsed) => parsed,
         Err(why) => {
-            let why = if text.is_empty() {
-                "empty line (not valid JSON)".to_owned()
-            } else {
-                why
-            };
             return Row::Bad(BadRow {
                 kind: BadKind::Unparsable,
                 why,
@@ -838,7 +841,7 @@ mod tests {
 
     /// Every event's data, as text, decoded with or without an arena.
     fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
-        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena) {
+        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena, None) {
             Row::Events(evs, _) => evs.into_vec(),
             Row::Packed(p, _) => p.members().collect(),
             Row::Bad(_) => panic!("bad row: {line}"),

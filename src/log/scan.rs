@@ -167,8 +167,9 @@ pub struct Unusable<'r> {
     pub speculative: bool,
 }
 
-/// Consumers that need every event (stats, show) without a second parser.
-pub trait Observer {
+/// Consumers that need every event (stats, show) without a second parser. An observer goes
+/// with the pass from thread to thread (see `pipeline`), so it is `Send`.
+pub trait Observer: Send {
     fn event(&mut self, _info: &EventInfo<'_, '_>, _state: &FoldState) {}
     /// Whether [`Observer::event`] must see every event. When not, the members of a packed
     /// row (format 0) after the first may be folded together, unseen (see `fold_packed`).
@@ -678,7 +679,7 @@ pub fn scan_framed(
             };
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
-            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena));
+            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena), None);
             if pass.line(pos, end, line.bytes, utf8_ok, &mut row) {
                 reached_stop = true;
                 break;
@@ -816,8 +817,8 @@ fn line_text(bytes: &[u8]) -> (std::borrow::Cow<'_, str>, bool) {
 }
 
 impl<O, S> Pass<O, S> {
-    /// The same pass with another observer and sink; the ones it had.
-    fn swap<O2, S2>(self, observer: O2, sink: S2) -> (Pass<O2, S2>, O, S) {
+    /// The same pass with another sink; the one it had.
+    fn with_sink<S2>(self, sink: S2) -> (Pass<O, S2>, S) {
         let Pass {
             ctx,
             out,
@@ -828,34 +829,17 @@ impl<O, S> Pass<O, S> {
             dropped,
             failed,
         } = self;
-        let Ctx {
-            dialect,
-            vocab,
-            session_id,
-            stop_after,
-            draft,
-            muted,
-            observer: had_observer,
-        } = ctx;
         let Counting {
-            inner: had_sink,
+            inner: had,
             tally,
-            muted: out_muted,
+            muted,
         } = out;
         let pass = Pass {
-            ctx: Ctx {
-                dialect,
-                vocab,
-                session_id,
-                stop_after,
-                draft,
-                muted,
-                observer,
-            },
+            ctx,
             out: Counting {
                 inner: sink,
                 tally,
-                muted: out_muted,
+                muted,
             },
             state,
             spec,
@@ -864,7 +848,7 @@ impl<O, S> Pass<O, S> {
             dropped,
             failed,
         };
-        (pass, had_observer, had_sink)
+        (pass, had)
     }
 }
 
@@ -981,7 +965,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     byte: raw.0,
                 };
                 let (text, utf8_ok) = line_text(raw.1);
-                let mut row = rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena));
+                let mut row = rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena), None);
                 let expected = self.state.surface.next_seq();
                 let (bad, _) = classify_row(
                     &row,

@@ -16,7 +16,7 @@ use std::borrow::Cow;
 
 use bumpalo::Bump;
 
-use super::{Arena, Audit, JStr, Json, List, Member, Members, Num, first_duplicate};
+use super::{Arena, Audit, JStr, Json, List, Member, Members, Num, Scratch, first_duplicate};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -24,9 +24,13 @@ const MAX_DEPTH: u32 = 100;
 /// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.
 /// With an arena, every list goes into it, and an escaped string is unescaped into it when
 /// first read (see [`List`]); without, the tree owns its lists and unescaped strings.
-pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Arena>) -> Option<(Json<'a>, Audit)> {
-    let (members, items) = match arena {
-        Some(a) => a.take_stacks(),
+pub(super) fn parse<'a>(
+    text: &'a str,
+    arena: Option<&'a Arena>,
+    mut scratch: Option<&mut Scratch<'a>>,
+) -> Option<(Json<'a>, Audit)> {
+    let (members, items) = match scratch.as_deref_mut() {
+        Some(s) => (std::mem::take(&mut s.members), std::mem::take(&mut s.items)),
         None => (Vec::with_capacity(32), Vec::with_capacity(32)),
     };
     let mut p = Parser {
@@ -45,8 +49,13 @@ pub(super) fn parse<'a>(text: &'a str, arena: Option<&'a Arena>) -> Option<(Json
     let v = p.value();
     p.ws();
     let whole = p.i == p.s.len();
-    if let Some(a) = arena {
-        a.give_stacks(p.members, p.items);
+    if let Some(s) = scratch {
+        // Empty again (a failed parse may leave values behind).
+        let (mut members, mut items) = (p.members, p.items);
+        members.clear();
+        items.clear();
+        s.members = members;
+        s.items = items;
     }
     let v = v.filter(|_| whole)?;
     Some((v, p.audit))
@@ -830,17 +839,17 @@ mod tests {
     /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
     /// member order, number kinds, and the audit).
     fn agrees(text: &str) {
-        if let Some((fast, fast_audit)) = super::parse(text, None) {
+        if let Some((fast, fast_audit)) = super::parse(text, None, None) {
             let careful = parse_careful(text).expect("fast path accepted what serde refuses");
             assert_eq!(format!("{fast:?}"), format!("{careful:?}"), "{text}");
             assert_eq!(fast_audit, audit(&careful), "{text}");
         }
         // In an arena: the same tree and audit, and nothing in it owns memory.
         let arena = super::super::Arena::default();
-        let in_arena = super::parse(text, Some(&arena));
+        let in_arena = super::parse(text, Some(&arena), Some(&mut super::Scratch::default()));
         assert_eq!(
             format!("{in_arena:?}"),
-            format!("{:?}", super::parse(text, None)),
+            format!("{:?}", super::parse(text, None, None)),
             "{text}"
         );
         if let Some((v, _)) = &in_arena {
@@ -864,7 +873,10 @@ mod tests {
             r#"{"é":"日本語","k":"a\u00e9b"}"#,
         ];
         for t in accepted {
-            assert!(super::parse(t, None).is_some(), "fast path should read {t}");
+            assert!(
+                super::parse(t, None, None).is_some(),
+                "fast path should read {t}"
+            );
             agrees(t);
         }
         // Left to the careful path: errors, lone surrogates, overflowing numbers, deep nesting.
@@ -887,12 +899,12 @@ mod tests {
         ];
         for t in refused {
             assert!(
-                super::parse(t, None).is_none(),
+                super::parse(t, None, None).is_none(),
                 "fast path should leave {t:?}"
             );
         }
         let deep = "[".repeat(200) + &"]".repeat(200);
-        assert!(super::parse(&deep, None).is_none());
+        assert!(super::parse(&deep, None, None).is_none());
         let ok_deep = "[".repeat(50) + &"]".repeat(50);
         agrees(&ok_deep);
     }
@@ -963,8 +975,8 @@ mod tests {
         let arena = super::super::Arena::default();
         let mut out = Vec::new();
         for v in [
-            super::parse(line, None).map(|(v, _)| v),
-            super::parse(line, Some(&arena)).map(|(v, _)| v),
+            super::parse(line, None, None).map(|(v, _)| v),
+            super::parse(line, Some(&arena), Some(&mut super::Scratch::default())).map(|(v, _)| v),
             parse_careful(line).ok(),
         ]
         .into_iter()
