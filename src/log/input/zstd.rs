@@ -687,15 +687,19 @@ impl<R: Read> ZstdReader<R> {
         if out.is_empty() {
             return Ok(());
         }
-        let newlines = out.iter().filter(|&&b| b == b'\n').count() as u64;
-        self.newlines += newlines;
-        self.frame_newlines += newlines;
-        self.plain += out.len() as u64;
-        self.last_byte = out.last().copied();
-        self.line_len = match out.iter().rposition(|&b| b == b'\n') {
-            Some(i) => (out.len() - i - 1) as u64,
+        // SIMD searches: a byte-by-byte count here took as many instructions as a fifth of
+        // the decompression.
+        self.line_len = match memchr::memrchr(b'\n', out) {
+            Some(i) => {
+                let newlines = memchr::memchr_iter(b'\n', &out[..=i]).count() as u64;
+                self.newlines += newlines;
+                self.frame_newlines += newlines;
+                (out.len() - i - 1) as u64
+            }
             None => self.line_len + out.len() as u64,
         };
+        self.plain += out.len() as u64;
+        self.last_byte = out.last().copied();
         if self.line_len > self.max_line {
             self.finish(false, true);
             return Err(io::Error::other(format!(
