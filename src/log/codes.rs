@@ -134,6 +134,9 @@ catalogue! {
     ZstdFrameInvalid = "zstd-frame-invalid", Error, Zstd, true, "§3.3",
         "A complete zstd frame fails to decode (reserved bits or block type, bad checksum, decoder error).",
         "The compressed log is corrupt; restore it from a backup.";
+    ZstdCommittedDamage = "zstd-committed-damage", Error, Zstd, true, "§3.3, §6",
+        "A zstd frame seems to run past the end of the file, yet a complete frame that decodes (and passes its checksum) starts inside it: a damaged block header, not a frame torn by a crash. The frames after it are committed data, so this is corruption, not a torn tail.",
+        "Restore the log from a backup. `repair` and `compact` refuse it: cutting the \"torn\" frame would throw away the committed frames after it.";
     ZstdHeaderFrame = "zstd-header-frame", Error, Zstd, true, "§3.3",
         "The first zstd frame must hold exactly the header line and its newline.",
         "The file was not written by DSH's zstd writer; recompress it as DSH does or use the plain log.";

@@ -8,9 +8,12 @@
 use std::collections::BTreeSet;
 
 use dshs::log::codes::CATALOGUE;
+use dshs::log::input::zstd::encode_frame;
+use dshs::log::scan::ScanOptions;
 use dshs::log::vocab::KnownTypes;
+use dshs::log::write::Encoding;
 
-use crate::build::{header, header_with, run_bytes, run_file};
+use crate::build::{Run, header, header_with, run_bytes, run_file};
 
 /// Codes no log can produce today, and why.
 const UNREACHABLE: &[(&str, &str)] = &[
@@ -20,15 +23,6 @@ const UNREACHABLE: &[(&str, &str)] = &[
         "file-not-regular",
         "needs a FIFO in a session directory (tests/pipes.rs)",
     ),
-    // dshs refuses zstd input for now (input.rs), so the zstd framing rules never run.
-    ("zstd-bad-magic", "zstd input is not supported yet"),
-    ("zstd-frame-invalid", "zstd input is not supported yet"),
-    ("zstd-header-frame", "zstd input is not supported yet"),
-    (
-        "zstd-torn-record-in-frame",
-        "zstd input is not supported yet",
-    ),
-    ("zstd-torn-frame", "zstd input is not supported yet"),
     // The fold's step 1 and provenance checks b, e, f repeat what the row decoder already
     // refused (§5.3, §11.2 step 6): a seq gap or a non-array / duplicate / not-earlier
     // `sourceEventSeqs` makes the row bad (committed-seq-gap, source-ranges-malformed) and
@@ -64,6 +58,85 @@ enum Input {
     Bytes(Vec<u8>),
     /// A file at this path (relative to a temp dir), for the name and layout checks.
     File(&'static str, String),
+    /// Zstd-framed bytes (§3.3), read the way a `.zstd` log is.
+    Zstd(Vec<u8>),
+}
+
+/// One zstd frame per part, as DSH writes them (frame 1: the header line alone).
+fn frames(parts: &[String]) -> Vec<u8> {
+    parts
+        .iter()
+        .flat_map(|p| encode_frame(p.as_bytes()).expect("compress"))
+        .collect()
+}
+
+/// A v3 header frame, then a frame per line (each with its newline).
+fn zstd_lines(lines: &[&str]) -> Vec<String> {
+    let mut parts = vec![header(3) + "\n"];
+    parts.extend(lines.iter().map(|l| format!("{l}\n")));
+    parts
+}
+
+/// Offset of the first block header of the frame starting at `frame` (§3.3).
+fn first_block_header(bytes: &[u8], frame: usize) -> usize {
+    let d = bytes[frame + 4];
+    let single = d & 0x20 != 0;
+    let dict = [0, 1, 2, 4][usize::from(d & 3)];
+    let content_size = match d >> 6 {
+        0 => usize::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    frame + 5 + usize::from(!single) + dict + content_size
+}
+
+/// The zstd rows of the table.
+fn zstd_rows() -> Vec<(&'static str, Input)> {
+    let turn = zstd_lines(&[TURN_0, TURN_1]);
+    let mut bad_magic = frames(&turn);
+    bad_magic.extend_from_slice(b"junk");
+    // Frame 3's checksum (its last byte) flipped.
+    let mut bad_checksum = frames(&turn);
+    let last = bad_checksum.len() - 1;
+    bad_checksum[last] ^= 0xFF;
+    // The header and the first event in frame 1.
+    let header_frame = frames(&[format!("{}\n{TURN_0}\n", header(3)), format!("{TURN_1}\n")]);
+    // The last complete frame ends inside a line.
+    let torn_record = frames(&[header(3) + "\n", format!("{TURN_0}\n{{\"type\"")]);
+    // The final frame cut short: a write cut by a crash.
+    let mut torn_frame = frames(&turn);
+    torn_frame.truncate(torn_frame.len() - 2);
+    // Frame 2's block size made to run past EOF while the complete frame 3 follows it.
+    let mut damaged = frames(&turn);
+    let frame_2 = encode_frame(turn[0].as_bytes()).expect("compress").len();
+    let at = first_block_header(&damaged, frame_2);
+    let h = u32::from_le_bytes([damaged[at], damaged[at + 1], damaged[at + 2], 0]);
+    let h = (h & 7) | (u32::try_from(damaged.len()).expect("small") << 3);
+    damaged[at..at + 3].copy_from_slice(&h.to_le_bytes()[..3]);
+    vec![
+        ("zstd-bad-magic", Input::Zstd(bad_magic)),
+        ("zstd-frame-invalid", Input::Zstd(bad_checksum)),
+        ("zstd-committed-damage", Input::Zstd(damaged)),
+        ("zstd-header-frame", Input::Zstd(header_frame)),
+        ("zstd-torn-record-in-frame", Input::Zstd(torn_record)),
+        ("zstd-torn-frame", Input::Zstd(torn_frame)),
+    ]
+}
+
+fn run_input(dir: &std::path::Path, input: Input) -> Run {
+    match input {
+        Input::Text(t) => run_bytes(t.as_bytes(), &KnownTypes::default()),
+        Input::Bytes(b) => run_bytes(&b, &KnownTypes::default()),
+        Input::File(rel, t) => run_file(dir, rel, &t),
+        Input::Zstd(b) => {
+            let mut findings = Vec::new();
+            let scan = Encoding::Zstd
+                .scan(&b[..], None, &ScanOptions::default(), &mut findings)
+                .expect("in-memory scan");
+            Run { scan, findings }
+        }
+    }
 }
 
 /// Join a header and event lines into a log.
@@ -207,6 +280,7 @@ fn table() -> Vec<(&'static str, Input)> {
         ("committed-seq-gap", log(header(3), &[r#"{"type":"turn/start","seq":5,"time":0,"data":{"turn":1}}"#, r#"{"type":"turn/end","seq":6,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#])),
         ("generation-name-mismatch", Input::File("p/session.jsonl", header(3) + "\n")),
         ("header-id-path-mismatch", Input::File("--w--/not-s1/session.v3.jsonl", header_with(3, r#","cwd":"/w""#) + "\n")),
+        // --- zstd framing: see zstd_rows ---------------------------------------------------
         // --- format version --------------------------------------------------------------
         ("format-version-unsupported", Input::Text("{\"version\":5}\n".into())),
         ("format-v4-draft", in_step(4, &tool_result(2, &wrapped("r", "c1", "c1", "x"), r#","surfaceOp":"append""#))),
@@ -352,6 +426,9 @@ fn table() -> Vec<(&'static str, Input)> {
         ("compaction-checkpoint-source", compaction(4, C_START, C_SUMMARY, C_END, &V4_CHECKPOINT.replace(r#""k""#, r#""k2""#))),
         ("compaction-open-at-end", log(header(0), &[r#"{"type":"compaction/start","seq":0,"time":0,"data":{"compactionId":"k","turn":null}}"#])),
     ]
+    .into_iter()
+    .chain(zstd_rows())
+    .collect()
 }
 
 #[test]
@@ -361,11 +438,7 @@ fn every_catalogue_code_is_produced_by_a_minimal_log() {
     let mut rows = BTreeSet::new();
     for (code, input) in table() {
         assert!(rows.insert(code), "{code} appears twice in the table");
-        let run = match input {
-            Input::Text(t) => run_bytes(t.as_bytes(), &KnownTypes::default()),
-            Input::Bytes(b) => run_bytes(&b, &KnownTypes::default()),
-            Input::File(rel, t) => run_file(dir.path(), rel, &t),
-        };
+        let run = run_input(dir.path(), input);
         assert!(
             run.has(code),
             "the log for {code} produced {:?}",
@@ -404,11 +477,7 @@ fn the_minimal_logs_of_the_table_are_minimal() {
     // out-of-context event breaks): it does not hide its point behind unrelated noise.
     let dir = tempfile::tempdir().expect("tempdir");
     for (code, input) in table() {
-        let run = match input {
-            Input::Text(t) => run_bytes(t.as_bytes(), &KnownTypes::default()),
-            Input::Bytes(b) => run_bytes(&b, &KnownTypes::default()),
-            Input::File(rel, t) => run_file(dir.path(), rel, &t),
-        };
+        let run = run_input(dir.path(), input);
         assert!(run.findings.len() <= 3, "{code}: {:?}", run.codes());
     }
 }

@@ -8,15 +8,28 @@
 //! goes to a shared [`Framing`] handle: plaintext offset → frame number while the scan runs,
 //! and the end state ([`ZstdEnd`]) the scan turns into findings.
 //!
+//! A damaged block header can make a mid-file frame seem to run past EOF, which would pass
+//! for a torn final frame and let `repair` cut every later frame. So while the walker spans
+//! a frame, the bytes it covers are searched for the frame magic (after the frame's own), and
+//! from each hit a [`Probe`] (its own walker and a decoder whose output is discarded) tries
+//! to read one complete frame. At EOF inside a frame, a probe that completed one (decoded,
+//! checksum verified) turns the "torn frame" into committed damage (`zstd-committed-damage`,
+//! FORMAT.md §3.3). Probes go when their frame ends normally. All this works in one pass,
+//! from a pipe too: probes see the bytes as the walker does, never seek back.
+//!
 //! Memory stays small: one input buffer, the decoder's window, and one `u64` per frame
-//! (its plaintext start, for naming the frame of a finding). A frame that decompresses to
+//! (its plaintext start, for naming the frame of a finding). At most [`MAX_PROBES`] probes
+//! live at once, each with a window of at most 2^[`PROBE_WINDOW_LOG`] bytes, and all run in
+//! step over the same bytes, so a file full of fake magics costs at most that many extra
+//! decoding passes over it: linear time, bounded memory. A frame that decompresses to
 //! one gigantic line (a "zstd bomb") stops with an error once the line passes
 //! [`max_line_bytes`].
 
 use std::io::{self, Read};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
 
-use zstd::stream::raw::{Decoder, InBuffer, Operation, OutBuffer};
+use memchr::memmem;
+use zstd::stream::raw::{DParameter, Decoder, InBuffer, Operation, OutBuffer};
 
 use crate::log::codes::{Code, Severity};
 use crate::log::finding::{Finding, Pos, Sink};
@@ -62,6 +75,9 @@ pub struct TornFrame {
     pub line: u64,
     /// Plaintext bytes recovered from it.
     pub plain_len: u64,
+    /// Frame magics inside it that were not tried as the start of a complete frame (too many
+    /// at once, see the module doc): the check for committed damage was not complete.
+    pub untried: u64,
 }
 
 /// What the reader knows once it has reached the end (or stopped at corruption).
@@ -261,6 +277,239 @@ impl Walker {
     }
 }
 
+/// Probes that may run at once inside one frame (see the module doc).
+pub const MAX_PROBES: usize = 4;
+
+/// The largest window a probe accepts (log2 bytes): DSH's default level uses at most 2^21,
+/// and a hostile frame header cannot make a probe allocate more than this.
+pub const PROBE_WINDOW_LOG: u32 = 23;
+
+/// Output of the probes' decoders, discarded.
+const PROBE_SCRATCH: usize = 32 * 1024;
+
+static MAGIC_FINDER: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new(&ZSTD_MAGIC));
+
+/// What feeding bytes to a [`Probe`] showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Probed {
+    /// Needs more bytes.
+    Running,
+    /// Not a frame that decodes: structure, decoder or checksum failed.
+    Failed,
+    /// One whole frame decoded and verified; it ends after this many of the bytes fed.
+    Complete(usize),
+}
+
+/// An attempt to read one complete frame from a magic found inside another frame.
+struct Probe {
+    walker: Walker,
+    decoder: Decoder<'static>,
+    /// Compressed offset of its magic.
+    start: u64,
+    live: bool,
+}
+
+impl Probe {
+    fn new() -> io::Result<Self> {
+        let mut decoder = Decoder::new()?;
+        decoder.set_parameter(DParameter::WindowLogMax(PROBE_WINDOW_LOG))?;
+        Ok(Probe {
+            walker: Walker::new(),
+            decoder,
+            start: 0,
+            live: false,
+        })
+    }
+
+    /// Start over at a magic at compressed offset `start` (the magic itself is fed here).
+    fn restart(&mut self, start: u64, scratch: &mut [u8]) {
+        self.walker = Walker::new();
+        self.start = start;
+        self.live = self.decoder.reinit().is_ok();
+        if self.live {
+            // Four bytes cannot complete a frame: this only leaves the probe running (or not).
+            self.feed(&ZSTD_MAGIC, scratch);
+        }
+    }
+
+    /// The next bytes after those fed so far (the decoder's output goes to `scratch`).
+    fn feed(&mut self, bytes: &[u8], scratch: &mut [u8]) -> Probed {
+        let outcome = self.step(bytes, scratch);
+        if outcome != Probed::Running {
+            self.live = false;
+        }
+        outcome
+    }
+
+    fn step(&mut self, bytes: &[u8], scratch: &mut [u8]) -> Probed {
+        let Ok(n) = self.walker.walk(bytes) else {
+            return Probed::Failed;
+        };
+        let mut input = InBuffer::around(&bytes[..n]);
+        loop {
+            let before = input.pos();
+            let mut output = OutBuffer::around(&mut *scratch);
+            let Ok(hint) = self.decoder.run(&mut input, &mut output) else {
+                return Probed::Failed;
+            };
+            let produced = output.pos();
+            if hint == 0 {
+                // The decoder has read a whole frame: it must be where the structure ends.
+                return if self.walker.ended() && input.pos() == n {
+                    Probed::Complete(n)
+                } else {
+                    Probed::Failed
+                };
+            }
+            let drained = input.pos() == n && produced < scratch.len();
+            if drained || (input.pos() == before && produced == 0) {
+                // Everything fed is used up: more is needed, unless the structure is over.
+                return if self.walker.ended() {
+                    Probed::Failed
+                } else {
+                    Probed::Running
+                };
+            }
+        }
+    }
+}
+
+/// The probes of the current frame, all at the same position in it.
+#[derive(Default)]
+struct Probes {
+    slots: Vec<Probe>,
+    scratch: Vec<u8>,
+    /// The last bytes (up to 3) of the current frame searched so far, for a magic that
+    /// straddles two searches.
+    carry: [u8; 3],
+    carry_len: usize,
+    /// A probe read a complete frame: its compressed start and end.
+    evidence: Option<(u64, u64)>,
+    /// Magics passed over because every probe was busy.
+    untried: u64,
+}
+
+impl Probes {
+    /// The current frame ended normally: whatever the probes found lay inside it.
+    fn reset(&mut self) {
+        for p in &mut self.slots {
+            p.live = false;
+        }
+        self.carry_len = 0;
+        self.evidence = None;
+        self.untried = 0;
+    }
+
+    /// The walker of the frame starting at compressed offset `frame_start` has walked
+    /// `bytes`, which start at compressed offset `at`.
+    fn scan(&mut self, bytes: &[u8], at: u64, frame_start: u64) {
+        if self.evidence.is_some() || bytes.is_empty() {
+            return;
+        }
+        // Bytes `..fed` have been given to every live probe: they all stand at `at + fed`.
+        let mut fed = 0;
+        // A magic begun in the carried bytes and finished in these.
+        let mut joined = [0u8; 6];
+        let k = bytes.len().min(3);
+        joined[..self.carry_len].copy_from_slice(&self.carry[..self.carry_len]);
+        joined[self.carry_len..self.carry_len + k].copy_from_slice(&bytes[..k]);
+        let straddling = (0..self.carry_len)
+            .find(|&s| s + 4 <= self.carry_len + k && joined[s..s + 4] == ZSTD_MAGIC);
+        if let Some(s) = straddling {
+            let start = at - (self.carry_len - s) as u64;
+            self.candidate(
+                bytes,
+                at,
+                &mut fed,
+                s + 4 - self.carry_len,
+                start,
+                frame_start,
+            );
+        }
+        for i in MAGIC_FINDER.find_iter(bytes) {
+            if self.evidence.is_some() {
+                return;
+            }
+            self.candidate(bytes, at, &mut fed, i + 4, at + i as u64, frame_start);
+        }
+        if self.evidence.is_none() {
+            self.feed_live(bytes, at, &mut fed, bytes.len());
+        }
+        // Keep the last three bytes of the frame searched so far.
+        let mut tail = [0u8; 6];
+        let n = self.carry_len + k;
+        tail[..self.carry_len].copy_from_slice(&self.carry[..self.carry_len]);
+        tail[self.carry_len..n].copy_from_slice(&bytes[bytes.len() - k..]);
+        let keep = n.min(3);
+        self.carry[..keep].copy_from_slice(&tail[n - keep..n]);
+        self.carry_len = keep;
+    }
+
+    /// A magic at compressed offset `start` ends at `bytes[magic_end]` (`bytes` start at
+    /// offset `at`): bring the live probes there, then start a probe on it if one is free.
+    fn candidate(
+        &mut self,
+        bytes: &[u8],
+        at: u64,
+        fed: &mut usize,
+        magic_end: usize,
+        start: u64,
+        frame_start: u64,
+    ) {
+        if start == frame_start {
+            // The frame's own magic.
+            return;
+        }
+        self.feed_live(bytes, at, fed, magic_end);
+        if self.evidence.is_some() {
+            return;
+        }
+        let slot = match self.slots.iter().position(|p| !p.live) {
+            Some(i) => i,
+            None if self.slots.len() < MAX_PROBES => match Probe::new() {
+                Ok(p) => {
+                    self.slots.push(p);
+                    self.slots.len() - 1
+                }
+                // No decoder to be had: this check is an extra, reading goes on without it.
+                Err(_) => {
+                    self.untried += 1;
+                    return;
+                }
+            },
+            None => {
+                self.untried += 1;
+                return;
+            }
+        };
+        if self.scratch.is_empty() {
+            self.scratch = vec![0; PROBE_SCRATCH];
+        }
+        self.slots[slot].restart(start, &mut self.scratch);
+    }
+
+    /// Feed `bytes[*fed..to]` to every live probe (`bytes` start at compressed offset `at`).
+    fn feed_live(&mut self, bytes: &[u8], at: u64, fed: &mut usize, to: usize) {
+        if to <= *fed {
+            return;
+        }
+        let part = &bytes[*fed..to];
+        for p in self.slots.iter_mut().filter(|p| p.live) {
+            if let Probed::Complete(n) = p.feed(part, &mut self.scratch) {
+                self.evidence = Some((p.start, at + (*fed + n) as u64));
+                break;
+            }
+        }
+        *fed = to;
+        if self.evidence.is_some() {
+            for p in &mut self.slots {
+                p.live = false;
+            }
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum State {
     Reading,
@@ -290,6 +539,8 @@ pub struct ZstdReader<R> {
     decoder: Decoder<'static>,
     /// The decoder reported the current frame finished.
     frame_done: bool,
+    /// Complete frames looked for inside the current one (see the module doc).
+    probes: Probes,
     shared: Framing,
     state: State,
     frame: u64,
@@ -324,6 +575,7 @@ impl<R: Read> ZstdReader<R> {
             decode_error: None,
             decoder: Decoder::new()?,
             frame_done: false,
+            probes: Probes::default(),
             shared: shared.clone(),
             state: State::Reading,
             frame: 0,
@@ -371,8 +623,31 @@ impl<R: Read> ZstdReader<R> {
         }
         self.complete_end = self.plain;
         self.walker = Walker::new();
+        self.probes.reset();
         self.frame_done = false;
         self.decoder.reinit()
+    }
+
+    /// EOF inside the current frame: if a probe read a complete frame inside it, the frame is
+    /// not torn but damaged in the committed region (FORMAT.md §3.3). Reports that and stops.
+    fn committed_damage(&mut self) -> bool {
+        let Some((start, end)) = self.probes.evidence else {
+            return false;
+        };
+        let eof = self.base + self.len as u64;
+        let why = self
+            .decode_error
+            .take()
+            .map_or_else(String::new, |e| format!("; the decoder says: {e}"));
+        self.issue(
+            Code::ZstdCommittedDamage,
+            format!(
+                "corrupt Zstandard session log: zstd frame {} seems to run past the end of the log ({eof} bytes), yet a complete frame that decodes and passes its checksum starts inside it, at compressed bytes {start}..{end}: the frame is damaged (a block header?), not cut by a crash, and what follows it is committed{why}",
+                self.frame
+            ),
+        );
+        self.finish(false, true);
+        true
     }
 
     fn issue(&mut self, code: Code, message: String) {
@@ -395,6 +670,7 @@ impl<R: Read> ZstdReader<R> {
             plain_start: self.frame_plain_start,
             line: self.frame_line,
             plain_len: self.plain - self.frame_plain_start,
+            untried: self.probes.untried,
         });
         let mut s = self.shared.lock();
         s.end.frames = self.frame;
@@ -411,15 +687,19 @@ impl<R: Read> ZstdReader<R> {
         if out.is_empty() {
             return Ok(());
         }
-        let newlines = out.iter().filter(|&&b| b == b'\n').count() as u64;
-        self.newlines += newlines;
-        self.frame_newlines += newlines;
-        self.plain += out.len() as u64;
-        self.last_byte = out.last().copied();
-        self.line_len = match out.iter().rposition(|&b| b == b'\n') {
-            Some(i) => (out.len() - i - 1) as u64,
+        // SIMD searches: a byte-by-byte count here took as many instructions as a fifth of
+        // the decompression.
+        self.line_len = match memchr::memrchr(b'\n', out) {
+            Some(i) => {
+                let newlines = memchr::memchr_iter(b'\n', &out[..=i]).count() as u64;
+                self.newlines += newlines;
+                self.frame_newlines += newlines;
+                (out.len() - i - 1) as u64
+            }
             None => self.line_len + out.len() as u64,
         };
+        self.plain += out.len() as u64;
+        self.last_byte = out.last().copied();
         if self.line_len > self.max_line {
             self.finish(false, true);
             return Err(io::Error::other(format!(
@@ -467,7 +747,12 @@ impl<R: Read> ZstdReader<R> {
             self.begin_frame();
         }
         match self.walker.walk(&self.buf[self.walked..self.len]) {
-            Ok(n) => self.walked += n,
+            Ok(n) => {
+                let walked = &self.buf[self.walked..self.walked + n];
+                let at = self.base + self.walked as u64;
+                self.probes.scan(walked, at, self.frame_start);
+                self.walked += n;
+            }
             Err(e) => self.walk_error = Some(e),
         }
     }
@@ -510,8 +795,11 @@ impl<R: Read> ZstdReader<R> {
                     }
                     self.pos = self.walked;
                     if self.walked == self.len && !self.refill()? {
-                        // EOF inside the damaged frame: it is the torn final frame.
-                        self.finish(true, false);
+                        // EOF inside the damaged frame: it is the torn final frame, unless a
+                        // complete frame lies inside what seemed to be its blocks.
+                        if !self.committed_damage() {
+                            self.finish(true, false);
+                        }
                         return Ok(0);
                     }
                     self.walk_ahead();
@@ -592,7 +880,7 @@ impl<R: Read> ZstdReader<R> {
             if self.walked == self.len && !self.walker.ended() && !self.refill()? {
                 if self.walker.at_boundary() {
                     self.finish(false, false);
-                } else {
+                } else if !self.committed_damage() {
                     self.state = State::Flushing;
                 }
                 continue;
@@ -666,12 +954,19 @@ pub fn report_end(end: &ZstdEnd, torn_line: Option<(u64, u64, u64)>, sink: &mut 
         });
     debug_assert_eq!(Code::ZstdTornFrame.severity(None), Severity::Warning);
     let how = "cut short, a write cut by a crash";
+    let untried = match t.untried {
+        0 => String::new(),
+        n => format!(
+            "; {n} frame magic{} inside it could not be tried as the start of a complete frame (too many at once), so damage there would pass for this torn frame",
+            if n == 1 { "" } else { "s" }
+        ),
+    };
     sink.push(at(
         t.line,
         t.plain_start,
         Code::ZstdTornFrame,
         format!(
-            "torn final zstd frame {} (compressed bytes {}..{}, {how}): {} bytes decompressed from it{partial}",
+            "torn final zstd frame {} (compressed bytes {}..{}, {how}): {} bytes decompressed from it{partial}{untried}",
             t.frame, t.start, end.compressed_len, t.plain_len
         ),
     ));
@@ -828,6 +1123,195 @@ mod tests {
                 end.torn.is_some()
                     || !end.issues.is_empty()
                     || end.compressed_len == d.len() as u64
+            );
+        }
+    }
+
+    /// A reader that hands out at most `step` bytes per read (a pipe, a slow writer).
+    struct Trickle<'a> {
+        data: &'a [u8],
+        step: usize,
+    }
+
+    impl Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.step.min(self.data.len()).min(buf.len());
+            buf[..n].copy_from_slice(&self.data[..n]);
+            self.data = &self.data[n..];
+            Ok(n)
+        }
+    }
+
+    /// Read all of `bytes` through a [`Trickle`]; the reader is returned for its probes.
+    fn trickle(bytes: &[u8], step: usize) -> (ZstdEnd, ZstdReader<Trickle<'_>>) {
+        let inner = Trickle { data: bytes, step };
+        let (mut r, framing) = ZstdReader::with_max_line(inner, 1 << 20).unwrap();
+        let mut chunk = [0u8; 64];
+        let mut calls = 0;
+        while let Ok(n @ 1..) = r.read(&mut chunk) {
+            calls += 1;
+            assert!(calls < 1_000_000, "reading does not end ({n})");
+        }
+        (framing.end(), r)
+    }
+
+    /// Offset of the first block header of the frame starting at `frame`.
+    fn first_block_header(bytes: &[u8], frame: usize) -> usize {
+        let d = bytes[frame + 4];
+        let single = d & 0x20 != 0;
+        let dict = [0, 1, 2, 4][usize::from(d & 3)];
+        let size = [usize::from(single), 2, 4, 8][usize::from(d >> 6)];
+        frame + 5 + usize::from(!single) + dict + size
+    }
+
+    fn set_block_size(bytes: &mut [u8], at: usize, size: u32) {
+        let h = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], 0]);
+        let h = (h & 7) | (size << 3);
+        bytes[at..at + 3].copy_from_slice(&h.to_le_bytes()[..3]);
+    }
+
+    /// A frame of one raw block holding `payload` verbatim: no content size, no checksum, a
+    /// 128 KiB window (`payload` must not be longer).
+    fn raw_frame(payload: &[u8]) -> Vec<u8> {
+        let mut f = ZSTD_MAGIC.to_vec();
+        f.extend_from_slice(&[0x00, 7 << 3]);
+        let h = 1 | (u32::try_from(payload.len()).unwrap() << 3);
+        f.extend_from_slice(&h.to_le_bytes()[..3]);
+        f.extend_from_slice(payload);
+        f
+    }
+
+    const TEXT: [&str; 6] = [
+        "h\n",
+        "alpha beta gamma delta\n",
+        "epsilon zeta eta theta\n",
+        "iota kappa lambda mu\n",
+        "nu xi omicron pi rho\n",
+        "sigma tau upsilon phi\n",
+    ];
+
+    fn frame_starts() -> Vec<usize> {
+        let mut at = 0;
+        TEXT.iter()
+            .map(|t| {
+                let start = at;
+                at += encode_frame(t.as_bytes()).unwrap().len();
+                start
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_run_past_eof_mid_file_is_committed_damage_at_any_read_size() {
+        let data = frames(&TEXT);
+        let starts = frame_starts();
+        // Within the block maximum (the decoder waits for input) and beyond it (the decoder
+        // fails at once); the frame damaged is frame 3.
+        for size in [data.len() as u32, (1 << 21) - 1] {
+            let mut d = data.clone();
+            let at = first_block_header(&d, starts[2]);
+            set_block_size(&mut d, at, size);
+            for step in [1, 2, 3, 5, 7, 4096] {
+                let (end, _) = trickle(&d, step);
+                let what = format!("size {size}, step {step}: {:?}", end.issues);
+                assert!(end.torn.is_none() && end.stopped, "{what}");
+                assert_eq!(end.issues.len(), 1, "{what}");
+                let issue = &end.issues[0];
+                assert_eq!(issue.code, Code::ZstdCommittedDamage, "{what}");
+                assert_eq!(issue.frame, 3, "{what}");
+                assert_eq!(issue.compressed, starts[2] as u64, "{what}");
+                // The evidence is frame 4, named by its compressed bytes.
+                let span = format!("compressed bytes {}..{}", starts[3], starts[4]);
+                assert!(issue.message.contains(&span), "{what}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_final_frame_cut_by_eof_is_torn_at_any_read_size() {
+        let data = frames(&TEXT);
+        let last = *frame_starts().last().unwrap();
+        for cut in [last + 3, last + 5, data.len() - 1] {
+            for step in [1, 3, 4096] {
+                let (end, _) = trickle(&data[..cut], step);
+                assert!(end.issues.is_empty(), "cut {cut}: {:?}", end.issues);
+                assert_eq!(end.torn.map(|t| t.start), Some(last as u64), "cut {cut}");
+            }
+        }
+    }
+
+    /// A frame found inside a frame that then ends normally is no evidence: the probes go
+    /// with that frame, and a later torn frame is torn.
+    #[test]
+    fn probes_end_with_their_frame() {
+        let inner = encode_frame(b"x\n").unwrap();
+        let mut data = frames(&TEXT[..2]);
+        data.extend(raw_frame(&inner));
+        let torn_start = data.len();
+        data.extend(frames(&TEXT[2..3]));
+        data.pop();
+        for step in [1, 4096] {
+            let (end, _) = trickle(&data, step);
+            assert!(end.issues.is_empty(), "{:?}", end.issues);
+            assert_eq!(
+                end.torn.map(|t| (t.frame, t.start)),
+                Some((4, torn_start as u64))
+            );
+        }
+        // The same frame cut inside: the complete one inside it makes it committed damage
+        // (the rule only ever turns a cut into a refusal).
+        let mut cut = frames(&TEXT[..2]);
+        let mut padded = inner.clone();
+        padded.extend_from_slice(b"more");
+        // 9 bytes of frame and block header, the inner frame, half the rest.
+        cut.extend_from_slice(&raw_frame(&padded)[..9 + inner.len() + 2]);
+        let (end, _) = trickle(&cut, 4096);
+        assert_eq!(end.issues.len(), 1);
+        assert_eq!(end.issues[0].code, Code::ZstdCommittedDamage);
+    }
+
+    /// A frame full of fake magics, each starting a frame that never ends: at most
+    /// `MAX_PROBES` probes run, the rest are passed over, and reading ends with the DSH
+    /// verdict (a torn frame) in linear time.
+    #[test]
+    fn fake_magics_start_a_bounded_number_of_probes() {
+        // Each period: a raw block header (the probe of the previous magic lands on it), then
+        // a magic, a frame header with a 1 KiB window and a raw block up to the next period.
+        let filler = 52u32;
+        let period = 12 + filler;
+        let mut payload = Vec::new();
+        while payload.len() + period as usize <= 120 * 1024 {
+            payload.extend_from_slice(&((period - 3) << 3).to_le_bytes()[..3]);
+            payload.extend_from_slice(&ZSTD_MAGIC);
+            payload.extend_from_slice(&[0x00, 0x00]);
+            payload.extend_from_slice(&(filler << 3).to_le_bytes()[..3]);
+            payload.extend(std::iter::repeat_n(b'.', filler as usize));
+        }
+        let magics = payload.len() / period as usize;
+        let mut data = frames(&TEXT[..2]);
+        let hostile = raw_frame(&payload);
+        data.extend_from_slice(&hostile[..hostile.len() - 1]);
+        for step in [1, 4096] {
+            let (end, r) = trickle(&data, step);
+            assert!(end.issues.is_empty(), "{:?}", end.issues);
+            let untried = (magics - MAX_PROBES) as u64;
+            assert_eq!(
+                end.torn.as_ref().map(|t| (t.frame, t.untried)),
+                Some((3, untried))
+            );
+            assert_eq!(r.probes.slots.len(), MAX_PROBES);
+            assert!(
+                r.probes.slots.iter().all(|p| p.live),
+                "the fakes stay alive"
+            );
+            // The torn-frame finding says the check was not complete.
+            let mut findings = Vec::new();
+            report_end(&end, None, &mut findings);
+            let said = format!("{untried} frame magics inside it could not be tried");
+            assert!(
+                findings[0].message.contains(&said),
+                "{}",
+                findings[0].message
             );
         }
     }
