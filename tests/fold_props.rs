@@ -873,7 +873,7 @@ fn derive_lib(path: &std::path::Path, s: &Scan) -> Vec<Value> {
         .surface
         .iter()
         .filter(|n| n.derives)
-        .map(|n| serde_json::from_slice(&d.message(n).expect("message")).expect("JSON"))
+        .map(|n| serde_json::from_slice(&d.message(&n).expect("message")).expect("JSON"))
         .collect()
 }
 

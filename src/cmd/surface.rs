@@ -77,14 +77,13 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     };
     let role_text = |n: &Node| {
         n.role
-            .as_deref()
             .map_or_else(|| "-".to_owned(), |r| escape(r).into_owned())
     };
     // Column widths, decided before the first row is printed.
     let (mut max_seq, mut max_role, mut max_op, mut silent) = (0, 0, 0, 0);
     for n in surface.iter() {
         max_seq = max_seq.max(n.seq);
-        max_role = max_role.max(n.role.as_deref().map_or(1, |r| width_of(&escape(r))));
+        max_role = max_role.max(n.role.map_or(1, |r| width_of(&escape(r))));
         max_op = max_op.max(match (n.op, surface.replaced_range(n.seq)) {
             (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(s) + digits(e),
             (op, _) => op.as_str().len(),
@@ -109,10 +108,10 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
             rows.push(Row {
                 seq: n.seq,
                 kind: n.kind,
-                role: role_text(n),
-                op: op_text(n),
+                role: role_text(&n),
+                op: op_text(&n),
                 replaced: n.op == EntryOp::Replace,
-                preview: preview_of(&f.name, n, deriver.as_mut(), layout.preview_width())?,
+                preview: preview_of(&f.name, &n, deriver.as_mut(), layout.preview_width())?,
             });
         }
         for line in layout.render(&rows, header) {

@@ -38,7 +38,7 @@ impl Serialize for NodeList<'_> {
             seq: n.seq,
             ty: n.kind.type_name(),
             op: n.op.as_str(),
-            role: n.role.as_deref(),
+            role: n.role,
         }))
     }
 }
