@@ -13,8 +13,10 @@
 //! the nodes it shadows, each once, as it removes them.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind, ToolResultShape};
@@ -26,7 +28,7 @@ use super::vocab::TypeClass;
 
 mod order;
 
-use order::{Fenwick, PointSet, select2};
+use order::{Counts, PointSet};
 
 /// How a node entered the surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,6 +123,173 @@ pub struct Replacement {
     pub shadowed: Vec<u64>,
 }
 
+/// The replacement history (for `surface --format json`), spooled to a temporary file so
+/// memory does not follow the log's history. A clone (the state a speculation saves) shares
+/// what is already spooled; a copy that writes on after the other did gets a file of its own.
+#[derive(Debug, Clone, Default)]
+struct History {
+    spool: Option<Arc<Mutex<Spool>>>,
+    /// Bytes of the spool that belong to this history.
+    spooled: u64,
+    /// Records not spooled yet (all of them when no temporary file can be written).
+    pending: Vec<u8>,
+    /// Spooling failed once: keep everything in memory from then on.
+    in_memory: bool,
+}
+
+#[derive(Debug)]
+struct Spool {
+    file: File,
+    /// Bytes written (the file's length).
+    len: u64,
+}
+
+/// Records are spooled in batches of about this many bytes.
+const SPOOL_BATCH: usize = 64 * 1024;
+
+impl History {
+    fn push(&mut self, r: &Replacement) {
+        for v in [r.seq, r.start, r.end, r.shadowed.len() as u64] {
+            self.pending.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in &r.shadowed {
+            self.pending.extend_from_slice(&s.to_le_bytes());
+        }
+        if self.pending.len() >= SPOOL_BATCH && !self.in_memory && self.spill().is_err() {
+            self.in_memory = true;
+        }
+    }
+
+    /// Write the pending records to the spool.
+    fn spill(&mut self) -> io::Result<()> {
+        let shared = match &self.spool {
+            Some(s) if lock(s).len == self.spooled => s.clone(),
+            // Another copy wrote past our part (or there is no spool yet): start our own,
+            // with our part of the old one.
+            old => {
+                let mut file = tempfile::tempfile()?;
+                if let Some(old) = old {
+                    let mut part = SpoolReader::new(Some(old.clone()), self.spooled, &[]);
+                    io::copy(&mut part, &mut file)?;
+                }
+                let s = Arc::new(Mutex::new(Spool {
+                    file,
+                    len: self.spooled,
+                }));
+                self.spool = Some(s.clone());
+                s
+            }
+        };
+        let mut spool = lock(&shared);
+        spool.file.write_all(&self.pending)?;
+        spool.len += self.pending.len() as u64;
+        self.spooled = spool.len;
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = io::Result<Replacement>> + '_ {
+        let mut r = io::BufReader::with_capacity(
+            SPOOL_BATCH,
+            SpoolReader::new(self.spool.clone(), self.spooled, &self.pending),
+        );
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            let mut word = || -> io::Result<u64> {
+                let mut b = [0u8; 8];
+                r.read_exact(&mut b)?;
+                Ok(u64::from_le_bytes(b))
+            };
+            let seq = match word() {
+                Ok(v) => v,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return None,
+                Err(e) => {
+                    failed = true;
+                    return Some(Err(e));
+                }
+            };
+            let record = (|| {
+                let (start, end, n) = (word()?, word()?, word()?);
+                let shadowed = (0..n).map(|_| word()).collect::<io::Result<Vec<u64>>>()?;
+                Ok(Replacement {
+                    seq,
+                    start,
+                    end,
+                    shadowed,
+                })
+            })();
+            failed = record.is_err();
+            Some(record)
+        })
+    }
+}
+
+fn lock(s: &Mutex<Spool>) -> std::sync::MutexGuard<'_, Spool> {
+    s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The first `len` bytes of a spool, then `tail`.
+struct SpoolReader<'a> {
+    spool: Option<Arc<Mutex<Spool>>>,
+    at: u64,
+    len: u64,
+    tail: &'a [u8],
+}
+
+impl<'a> SpoolReader<'a> {
+    fn new(spool: Option<Arc<Mutex<Spool>>>, len: u64, tail: &'a [u8]) -> Self {
+        SpoolReader {
+            spool,
+            at: 0,
+            len,
+            tail,
+        }
+    }
+}
+
+impl Read for SpoolReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at < self.len
+            && let Some(s) = &self.spool
+        {
+            let want = buf
+                .len()
+                .min(usize::try_from(self.len - self.at).unwrap_or(usize::MAX));
+            let n = read_at(&lock(s).file, &mut buf[..want], self.at)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the spooled replacement history is shorter than what was written",
+                ));
+            }
+            self.at += n as u64;
+            return Ok(n);
+        }
+        self.tail.read(buf)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "positional reads are not supported on this platform",
+    ))
+}
+
 /// A validated change, ready to commit.
 #[derive(Debug)]
 pub enum Plan {
@@ -182,11 +351,15 @@ struct Slots {
     /// The seq of the append that created each label: strictly increasing, so the label of
     /// a seq is a binary search away. For a node that is not displaced it is the node's seq.
     creator: Vec<u64>,
-    line: Vec<u64>,
+    /// The line number, or `u32::MAX` when it does not fit (see `SurfaceManager::long_lines`).
+    line: Vec<u32>,
     byte: Vec<u64>,
     /// `tool_calls` of an assistant message, `result_shape` of a tool result.
     extra: Vec<u64>,
     meta: Vec<u16>,
+    /// `creator` of every 64th label: a seq is looked up in this (small, so cached) index
+    /// first, then among 64 creators, instead of across the whole array.
+    every64: Vec<u64>,
 }
 
 impl Slots {
@@ -195,6 +368,9 @@ impl Slots {
     }
 
     fn push(&mut self, creator: u64, node: &NewNode, meta: u16) {
+        if self.creator.len().is_multiple_of(64) {
+            self.every64.push(creator);
+        }
         self.creator.push(creator);
         self.line.push(0);
         self.byte.push(0);
@@ -204,7 +380,7 @@ impl Slots {
     }
 
     fn set(&mut self, l: usize, node: &NewNode, meta: u16) {
-        self.line[l] = node.pos.line;
+        self.line[l] = u32::try_from(node.pos.line).unwrap_or(u32::MAX);
         self.byte[l] = node.pos.byte;
         self.extra[l] = match node.kind {
             SurfaceKind::Assistant => u64::from(node.tool_calls),
@@ -236,6 +412,7 @@ impl Slots {
             }
         }
         self.creator.truncate(to);
+        self.every64 = self.creator.iter().step_by(64).copied().collect();
         self.line.truncate(to);
         self.byte.truncate(to);
         self.extra.truncate(to);
@@ -382,23 +559,25 @@ pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u
 pub struct SurfaceManager {
     dialect: &'static Dialect,
     slots: Slots,
-    /// Live labels whose node is not displaced (`seq == creator`), and live displaced ones.
-    regular: Fenwick,
-    displaced_live: Fenwick,
+    /// Which labels are live, and whether their node is displaced.
+    counts: Counts,
     /// Displaced nodes by label, and their labels by seq.
     displaced: HashMap<u32, Displaced, SeqHash>,
     displaced_at: HashMap<u64, u32, SeqHash>,
-    /// `(seq, label)` of every displaced node, for counting them in a rectangle.
-    points: PointSet,
+    /// `(seq, label)` of every displaced node, for counting them in a rectangle: built the
+    /// first time a replace spans more displaced nodes than are checked one by one, then kept.
+    points: Option<PointSet>,
     /// Roles outside [`ROLES`], by label.
     odd_roles: HashMap<u32, Box<str>, SeqHash>,
     /// v0 only, by label (most nodes never need it).
     legacy: HashMap<u32, Box<LegacyNode>, SeqHash>,
+    /// Line numbers past `u32::MAX`, by label.
+    long_lines: HashMap<u32, u64, SeqHash>,
     /// Live nodes.
     count: usize,
     next_seq: u64,
     generation: u64,
-    replacements: Option<Vec<Replacement>>,
+    replacements: Option<History>,
     /// The highest seq ever linked: no node has a higher one.
     top: Option<u64>,
     headers: HeaderTools,
@@ -411,13 +590,13 @@ impl SurfaceManager {
         SurfaceManager {
             dialect,
             slots: Slots::default(),
-            regular: Fenwick::default(),
-            displaced_live: Fenwick::default(),
+            counts: Counts::default(),
             displaced: HashMap::default(),
             displaced_at: HashMap::default(),
-            points: PointSet::default(),
+            points: None,
             odd_roles: HashMap::default(),
             legacy: HashMap::default(),
+            long_lines: HashMap::default(),
             count: 0,
             next_seq: 0,
             generation: 0,
@@ -432,7 +611,7 @@ impl SurfaceManager {
     /// Keep every replacement (for `surface --format json`); off by default to keep memory
     /// independent of the log's history.
     pub fn record_replacements(&mut self) {
-        self.replacements.get_or_insert_with(Vec::new);
+        self.replacements.get_or_insert_with(History::default);
     }
 
     /// The range a node on the surface replaced (`None` for appended nodes).
@@ -441,8 +620,15 @@ impl SurfaceManager {
         self.displaced.get(l)?.range
     }
 
-    pub fn replacements(&self) -> &[Replacement] {
-        self.replacements.as_deref().unwrap_or_default()
+    /// Every replacement, in fold order, read back from the history (empty unless
+    /// [`SurfaceManager::record_replacements`] was called).
+    pub fn each_replacement(&self) -> impl Iterator<Item = io::Result<Replacement>> + '_ {
+        self.replacements.iter().flat_map(History::iter)
+    }
+
+    /// [`SurfaceManager::each_replacement`], collected.
+    pub fn replacements(&self) -> io::Result<Vec<Replacement>> {
+        self.each_replacement().collect()
     }
 
     pub fn len(&self) -> usize {
@@ -567,7 +753,14 @@ impl SurfaceManager {
         if let Some(&l) = self.displaced_at.get(&seq) {
             return Some(l as usize);
         }
-        let l = self.slots.creator.partition_point(|&c| c < seq);
+        let block = self
+            .slots
+            .every64
+            .partition_point(|&c| c <= seq)
+            .checked_sub(1)?;
+        let from = block * 64;
+        let near = &self.slots.creator[from..(from + 64).min(self.slots.len())];
+        let l = from + near.partition_point(|&c| c < seq);
         (self.slots.creator.get(l) == Some(&seq) && self.slots.meta[l] & (LIVE | DISPLACED) == LIVE)
             .then_some(l)
     }
@@ -600,7 +793,14 @@ impl SurfaceManager {
             },
             role,
             pos: Pos {
-                line: self.slots.line[l],
+                line: match self.slots.line[l] {
+                    u32::MAX => self
+                        .long_lines
+                        .get(&(l as u32))
+                        .copied()
+                        .unwrap_or(u64::from(u32::MAX)),
+                    line => u64::from(line),
+                },
                 byte: self.slots.byte[l],
             },
             derives: meta & DERIVES != 0,
@@ -624,7 +824,7 @@ impl SurfaceManager {
 
     /// Live labels before label `l` (its 0-based index when it is live).
     fn live_before(&self, l: usize) -> usize {
-        (self.regular.prefix(l) + self.displaced_live.prefix(l)) as usize
+        self.counts.prefix(l, order::LIVE) as usize
     }
 
     /// The first live label at or after `l`.
@@ -633,7 +833,7 @@ impl SurfaceManager {
             return Some(l);
         }
         let k = self.live_before(l) as u32;
-        let next = select2(&self.regular, Some(&self.displaced_live), k);
+        let next = self.counts.select(k, order::LIVE);
         (next < self.slots.len()).then_some(next)
     }
 
@@ -663,6 +863,7 @@ impl SurfaceManager {
         if ev.ty == "request/header" && self.dialect.developer {
             self.headers.record(ev.seq, &ev.data);
         }
+        self.prepare(ev, class);
         let planned = self.plan(ev, class, &at);
         self.next_seq = ev.seq.saturating_add(1);
         match planned {
@@ -844,6 +1045,47 @@ impl SurfaceManager {
         ))
     }
 
+    /// The uncited displaced nodes at labels `first..=last`, counted per gap; the first
+    /// [`LISTED`] found by bisection on the counts.
+    fn uncited_displaced(
+        &self,
+        points: &PointSet,
+        gaps: &[(u64, u64)],
+        first: usize,
+        last: usize,
+        total: &mut u64,
+        labels: &mut Vec<usize>,
+    ) {
+        let (lo, hi) = (first as u32, last as u32);
+        let hit: Vec<(u64, u64)> = gaps
+            .iter()
+            .copied()
+            .filter(|&(a, b)| {
+                let n = points.count(a, b, lo, hi) as u64;
+                *total += n;
+                n > 0
+            })
+            .collect();
+        let any_in =
+            |from: u32, to: u32| hit.iter().any(|&(a, b)| points.count(a, b, from, to) > 0);
+        let (mut from, mut found) = (lo, 0);
+        // The next uncited displaced label, by bisection on the counts.
+        while found < LISTED && from <= hi && any_in(from, hi) {
+            let (mut a, mut b) = (from, hi);
+            while a < b {
+                let mid = a + (b - a) / 2;
+                if any_in(from, mid) {
+                    b = mid;
+                } else {
+                    a = mid + 1;
+                }
+            }
+            labels.push(a as usize);
+            found += 1;
+            from = a + 1;
+        }
+    }
+
     /// The nodes at the live labels `first..=last` whose seq `cited` lacks (§11.2 step 6 g):
     /// how many, and the seqs of the first [`LISTED`] of them in surface order. The cost
     /// follows the number of runs in `cited`, never the length of the range: a replace that
@@ -864,52 +1106,25 @@ impl SurfaceManager {
             let lo = from + creators[from..].partition_point(|&c| c < a);
             let hi = lo + creators[lo..].partition_point(|&c| c <= b);
             from = hi;
-            let n = self.regular.between(first + lo, first + hi);
+            let n = self.counts.between(first + lo, first + hi, order::REGULAR);
             total += u64::from(n);
-            let k = self.regular.prefix(first + lo);
+            let k = self.counts.prefix(first + lo, order::REGULAR);
             let take = n.min(LISTED.saturating_sub(labels.len()) as u32);
-            labels.extend((k..k + take).map(|k| self.regular.select(k)));
+            labels.extend((k..k + take).map(|k| self.counts.select(k, order::REGULAR)));
         }
         // Displaced nodes: checked one by one when there are few, else counted per gap.
-        let displaced = self.displaced_live.between(first, last + 1);
-        if displaced <= FEW_DISPLACED {
-            let k = self.displaced_live.prefix(first);
-            for l in (k..k + displaced).map(|k| self.displaced_live.select(k)) {
+        let displaced = self.counts.between(first, last + 1, order::DISPLACED);
+        let points = self.points.as_ref().filter(|_| displaced > FEW_DISPLACED);
+        if let Some(points) = points {
+            self.uncited_displaced(points, &gaps, first, last, &mut total, &mut labels);
+        } else {
+            let k = self.counts.prefix(first, order::DISPLACED);
+            for l in (k..k + displaced).map(|k| self.counts.select(k, order::DISPLACED)) {
+                self.visit();
                 if in_gaps(&gaps, self.seq_at(l)) {
                     total += 1;
                     labels.push(l);
                 }
-            }
-        } else {
-            let (lo, hi) = (first as u32, last as u32);
-            let hit: Vec<(u64, u64)> = gaps
-                .iter()
-                .copied()
-                .filter(|&(a, b)| {
-                    let n = self.points.count(a, b, lo, hi) as u64;
-                    total += n;
-                    n > 0
-                })
-                .collect();
-            let any_in = |from: u32, to: u32| {
-                hit.iter()
-                    .any(|&(a, b)| self.points.count(a, b, from, to) > 0)
-            };
-            let (mut from, mut found) = (lo, 0);
-            // The next uncited displaced label, by bisection on the counts.
-            while found < LISTED && from <= hi && any_in(from, hi) {
-                let (mut a, mut b) = (from, hi);
-                while a < b {
-                    let mid = a + (b - a) / 2;
-                    if any_in(from, mid) {
-                        b = mid;
-                    } else {
-                        a = mid + 1;
-                    }
-                }
-                labels.push(a as usize);
-                found += 1;
-                from = a + 1;
             }
         }
         labels.sort_unstable();
@@ -1223,14 +1438,14 @@ impl SurfaceManager {
                 self.revive(first, node, Some((start, end)));
                 self.generation += 1;
                 if let Some(r) = &mut self.replacements {
-                    r.push(Replacement {
+                    r.push(&Replacement {
                         seq,
                         start,
                         end,
                         shadowed: seqs,
                     });
                 }
-                if self.points.wants_rebuild() {
+                if self.points.as_ref().is_some_and(PointSet::wants_rebuild) {
                     self.rebuild_points();
                 }
                 if self.slots.len() - self.count > self.count + SLACK {
@@ -1248,8 +1463,7 @@ impl SurfaceManager {
         let l = self.slots.len();
         self.slots
             .push(if regular { node.seq } else { last.unwrap_or(0) }, &node, 0);
-        self.regular.push(0);
-        self.displaced_live.push(0);
+        self.counts.push();
         self.top = self.top.max(Some(node.seq));
         self.revive(l, node, None);
     }
@@ -1266,8 +1480,11 @@ impl SurfaceManager {
         if let Some(legacy) = node.legacy.take() {
             self.legacy.insert(key, legacy);
         }
+        if node.pos.line >= u64::from(u32::MAX) {
+            self.long_lines.insert(key, node.pos.line);
+        }
         if displaced {
-            self.displaced_live.add(l, 1);
+            self.counts.set(l, order::DISPLACED);
             self.displaced.insert(
                 key,
                 Displaced {
@@ -1276,9 +1493,11 @@ impl SurfaceManager {
                 },
             );
             self.displaced_at.insert(node.seq, key);
-            self.points.insert(node.seq, key);
+            if let Some(p) = &mut self.points {
+                p.insert(node.seq, key);
+            }
         } else {
-            self.regular.add(l, 1);
+            self.counts.set(l, order::REGULAR);
         }
         self.count += 1;
     }
@@ -1289,12 +1508,14 @@ impl SurfaceManager {
         let meta = self.slots.meta[l];
         self.slots.meta[l] = meta & !LIVE;
         if meta & DISPLACED != 0 {
-            self.displaced_live.add(l, -1);
+            self.counts.set(l, 0);
             self.displaced.remove(&key);
             self.displaced_at.remove(&seq);
-            self.points.remove(seq, key);
+            if let Some(p) = &mut self.points {
+                p.remove(seq, key);
+            }
         } else {
-            self.regular.add(l, -1);
+            self.counts.set(l, 0);
         }
         if (meta >> ROLE_SHIFT) & 7 == ROLE_OTHER {
             self.odd_roles.remove(&key);
@@ -1302,12 +1523,40 @@ impl SurfaceManager {
         if !self.legacy.is_empty() {
             self.legacy.remove(&key);
         }
+        if self.slots.line[l] == u32::MAX {
+            self.long_lines.remove(&key);
+        }
         self.count -= 1;
     }
 
     fn rebuild_points(&mut self) {
-        self.points
-            .rebuild(self.displaced.iter().map(|(l, d)| (d.seq, *l)));
+        if let Some(p) = &mut self.points {
+            p.rebuild(self.displaced.iter().map(|(l, d)| (d.seq, *l)));
+        }
+    }
+
+    /// Before planning a replace whose range holds more displaced nodes than are checked one
+    /// by one: make sure they can be counted instead (see `points`).
+    fn prepare(&mut self, ev: &Event<'_>, class: TypeClass) {
+        if self.points.is_some() || !matches!(class, TypeClass::Surface(_)) {
+            return;
+        }
+        let at = Reporter {
+            version: None,
+            pos: ev.pos,
+            seq: None,
+            event_type: None,
+        };
+        let Ok(Some((start, end))) = marker(self.dialect, ev, &at) else {
+            return;
+        };
+        if let Ok((first, last)) = self.range_labels(start, end)
+            && self.counts.between(first, last + 1, order::DISPLACED) > FEW_DISPLACED
+        {
+            let mut p = PointSet::default();
+            p.rebuild(self.displaced.iter().map(|(l, d)| (d.seq, *l)));
+            self.points = Some(p);
+        }
     }
 
     /// Drop the dead labels: live ones are renumbered in order, so surface order, creators'
@@ -1316,6 +1565,7 @@ impl SurfaceManager {
         let mut displaced = HashMap::default();
         let mut odd_roles = HashMap::default();
         let mut legacy = HashMap::default();
+        let mut long_lines = HashMap::default();
         let mut to = 0u32;
         for from in 0..self.slots.len() {
             if self.slots.meta[from] & LIVE == 0 {
@@ -1332,13 +1582,22 @@ impl SurfaceManager {
             if let Some(x) = self.legacy.remove(&from) {
                 legacy.insert(to, x);
             }
+            if let Some(x) = self.long_lines.remove(&from) {
+                long_lines.insert(to, x);
+            }
             to += 1;
         }
         self.slots.retain_live();
         (self.displaced, self.odd_roles, self.legacy) = (displaced, odd_roles, legacy);
+        self.long_lines = long_lines;
         let metas = &self.slots.meta;
-        self.regular = Fenwick::build(metas.iter().map(|m| u32::from(m & DISPLACED == 0)));
-        self.displaced_live = Fenwick::build(metas.iter().map(|m| u32::from(m & DISPLACED != 0)));
+        self.counts = Counts::build(metas.iter().map(|m| {
+            Some(if m & DISPLACED == 0 {
+                order::REGULAR
+            } else {
+                order::DISPLACED
+            })
+        }));
         self.rebuild_points();
     }
 }

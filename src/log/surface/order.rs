@@ -1,98 +1,205 @@
 //! Order statistics over surface labels, so a replace is checked without walking its range.
 //!
 //! Every node holds a *label*: an append takes the next one, a replacing node the label of
-//! the first node it shadows, so labels follow surface order. [`Fenwick`] counts live labels
+//! the first node it shadows, so labels follow surface order. [`Counts`] counts live labels
 //! (positions, range sizes, the k-th node). [`PointSet`] counts points `(seq, label)` in a
 //! rectangle, for the nodes whose seq is not the seq that created their label.
 
-/// A Fenwick (binary indexed) tree of small counts, indexed from 0.
+/// Which of the two kinds of live label a count takes in (bit 0: a node whose seq created its
+/// label; bit 1: a displaced node).
+pub(crate) type Mask = u8;
+pub(crate) const REGULAR: Mask = 1;
+pub(crate) const DISPLACED: Mask = 2;
+pub(crate) const LIVE: Mask = REGULAR | DISPLACED;
+
+/// A Fenwick tree over words of labels, each cell holding one count per kind.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Fenwick {
+struct Fenwick {
     /// 1-based: `tree[0]` is unused.
-    tree: Vec<u32>,
+    tree: Vec<[u32; 2]>,
+}
+
+fn masked(v: [u32; 2], mask: Mask) -> u32 {
+    (if mask & REGULAR != 0 { v[0] } else { 0 }) + if mask & DISPLACED != 0 { v[1] } else { 0 }
 }
 
 impl Fenwick {
-    pub fn len(&self) -> usize {
+    fn len(&self) -> usize {
         self.tree.len().saturating_sub(1)
     }
 
-    /// A tree over `values`, in O(n).
-    pub fn build(values: impl Iterator<Item = u32>) -> Self {
-        let mut tree = vec![0];
+    fn build(values: impl Iterator<Item = [u32; 2]>) -> Self {
+        let mut tree = vec![[0, 0]];
         tree.extend(values);
         for j in 1..tree.len() {
             let parent = j + (j & j.wrapping_neg());
             if parent < tree.len() {
-                tree[parent] += tree[j];
+                let v = tree[j];
+                tree[parent][0] += v[0];
+                tree[parent][1] += v[1];
             }
         }
         Fenwick { tree }
     }
 
-    /// Append an element holding `v`.
-    pub fn push(&mut self, v: u32) {
+    fn push(&mut self, v: [u32; 2]) {
         if self.tree.is_empty() {
-            self.tree.push(0);
+            self.tree.push([0, 0]);
         }
         let j = self.tree.len();
         let low = j & j.wrapping_neg();
         // The new cell covers (j - low, j]: the element itself and the `low - 1` before it.
-        let below = self.prefix(j - 1) - self.prefix(j - low);
-        self.tree.push(v + below);
+        let (a, b) = (self.prefix(j - 1), self.prefix(j - low));
+        self.tree.push([v[0] + a[0] - b[0], v[1] + a[1] - b[1]]);
     }
 
-    pub fn add(&mut self, i: usize, delta: i32) {
+    fn add(&mut self, i: usize, kind: usize, delta: i32) {
         let mut j = i + 1;
         while j < self.tree.len() {
-            self.tree[j] = self.tree[j].wrapping_add_signed(delta);
+            self.tree[j][kind] = self.tree[j][kind].wrapping_add_signed(delta);
             j += j & j.wrapping_neg();
         }
     }
 
-    /// The sum of elements `[0, i)`.
-    pub fn prefix(&self, i: usize) -> u32 {
+    /// The sums of cells `[0, i)`.
+    fn prefix(&self, i: usize) -> [u32; 2] {
         let mut j = i.min(self.len());
-        let mut s = 0;
+        let mut s = [0, 0];
         while j > 0 {
-            s += self.tree[j];
+            s[0] += self.tree[j][0];
+            s[1] += self.tree[j][1];
             j &= j - 1;
         }
         s
     }
 
-    /// The sum of elements `[lo, hi)`.
-    pub fn between(&self, lo: usize, hi: usize) -> u32 {
-        if hi <= lo {
-            return 0;
+    /// The last cell index `w` with `prefix(w) <= k` (masked), and that prefix.
+    fn descend(&self, mut k: u32, mask: Mask) -> (usize, u32) {
+        let n = self.len();
+        let (mut pos, mut below) = (0, 0);
+        let mut step = if n == 0 { 0 } else { 1 << n.ilog2() };
+        while step > 0 {
+            let next = pos + step;
+            if next <= n {
+                let cell = masked(self.tree[next], mask);
+                if cell <= k {
+                    pos = next;
+                    k -= cell;
+                    below += cell;
+                }
+            }
+            step >>= 1;
         }
-        self.prefix(hi) - self.prefix(lo)
-    }
-
-    /// The index of the element where the running sum passes `k` (for 0/1 elements: the
-    /// `k`-th one, from 0), or `len()` when the total is `k` or less.
-    pub fn select(&self, k: u32) -> usize {
-        select2(self, None, k)
+        (pos, below)
     }
 }
 
-/// [`Fenwick::select`] over the element-wise sum of two trees of the same length.
-pub(crate) fn select2(a: &Fenwick, b: Option<&Fenwick>, mut k: u32) -> usize {
-    let n = a.len();
-    let mut pos = 0;
-    let mut step = if n == 0 { 0 } else { 1 << n.ilog2() };
-    while step > 0 {
-        let next = pos + step;
-        if next <= n {
-            let cell = a.tree[next] + b.map_or(0, |b| b.tree[next]);
-            if cell <= k {
-                pos = next;
-                k -= cell;
+/// The live labels of the slab, by kind: two bits per label, and a Fenwick tree over the
+/// complete 64-label words, so counts, ranks and selection cost O(log n), and an append
+/// (which only sets a bit of the last word) costs O(1) amortized.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Counts {
+    words: Vec<[u64; 2]>,
+    /// Over `words[..len / 64]` (the complete words).
+    tree: Fenwick,
+    len: usize,
+}
+
+/// The index of the `k`-th set bit of `w` (from 0), if there is one.
+fn select_bit(mut w: u64, k: u32) -> Option<u32> {
+    for _ in 0..k {
+        w &= w.wrapping_sub(1);
+    }
+    (w != 0).then(|| w.trailing_zeros())
+}
+
+impl Counts {
+    /// Counts over labels that are live as `kinds` says (`None`: dead).
+    pub fn build(kinds: impl Iterator<Item = Option<Mask>>) -> Self {
+        let mut c = Counts::default();
+        for k in kinds {
+            c.len += 1;
+            if c.len % 64 == 1 {
+                c.words.push([0, 0]);
+            }
+            if let Some(k) = k {
+                let (w, b) = ((c.len - 1) / 64, (c.len - 1) % 64);
+                c.words[w][usize::from(k == DISPLACED)] |= 1 << b;
             }
         }
-        step >>= 1;
+        let full = c.len / 64;
+        c.tree = Fenwick::build(c.words[..full].iter().map(word_counts));
+        c
     }
-    pos
+
+    /// Append a dead label.
+    pub fn push(&mut self) {
+        if self.len.is_multiple_of(64) {
+            self.words.push([0, 0]);
+        }
+        self.len += 1;
+        if self.len.is_multiple_of(64) {
+            // The last word is complete: it joins the tree.
+            let w = self.len / 64 - 1;
+            self.tree.push(word_counts(&self.words[w]));
+        }
+    }
+
+    /// Make label `l` live as `kind` (`REGULAR` or `DISPLACED`), or dead (`kind` 0).
+    pub fn set(&mut self, l: usize, kind: Mask) {
+        let (w, b) = (l / 64, l % 64);
+        for (ch, m) in [(0, REGULAR), (1, DISPLACED)] {
+            let was = self.words[w][ch] >> b & 1 == 1;
+            let now = kind == m;
+            if was != now {
+                self.words[w][ch] ^= 1 << b;
+                if w < self.tree.len() {
+                    self.tree.add(w, ch, if now { 1 } else { -1 });
+                }
+            }
+        }
+    }
+
+    /// Live labels of `mask` in `[0, l)`.
+    pub fn prefix(&self, l: usize, mask: Mask) -> u32 {
+        let (w, b) = (l / 64, l % 64);
+        let mut n = masked(self.tree.prefix(w), mask);
+        if b > 0 {
+            n += (masked_word(&self.words[w], mask) << (64 - b)).count_ones();
+        }
+        n
+    }
+
+    /// Live labels of `mask` in `[lo, hi)`.
+    pub fn between(&self, lo: usize, hi: usize, mask: Mask) -> u32 {
+        if hi <= lo {
+            return 0;
+        }
+        self.prefix(hi, mask) - self.prefix(lo, mask)
+    }
+
+    /// The `k`-th live label of `mask` (from 0), or `len()` when there are no more.
+    pub fn select(&self, k: u32, mask: Mask) -> usize {
+        let (w, below) = self.tree.descend(k, mask);
+        // `w` is the first word whose count takes the running sum past `k`, or the partial
+        // last word.
+        match self
+            .words
+            .get(w)
+            .and_then(|word| select_bit(masked_word(word, mask), k - below))
+        {
+            Some(b) if w * 64 + (b as usize) < self.len => w * 64 + b as usize,
+            _ => self.len,
+        }
+    }
+}
+
+fn word_counts(w: &[u64; 2]) -> [u32; 2] {
+    [w[0].count_ones(), w[1].count_ones()]
+}
+
+fn masked_word(w: &[u64; 2], mask: Mask) -> u64 {
+    (if mask & REGULAR != 0 { w[0] } else { 0 }) | if mask & DISPLACED != 0 { w[1] } else { 0 }
 }
 
 /// A bit vector with constant-time rank.
@@ -333,28 +440,44 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fenwick_counts_and_selects() {
-        let values = [1, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1];
-        let built = Fenwick::build(values.iter().copied());
-        let mut pushed = Fenwick::default();
-        for v in values {
-            pushed.push(v);
+    fn counts_rank_and_select_like_a_list() {
+        let mut rng = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut model: Vec<Mask> = Vec::new();
+        let mut c = Counts::default();
+        for round in 0..3000 {
+            if model.is_empty() || next(3) > 0 {
+                let kind = [REGULAR, DISPLACED][next(2) as usize];
+                c.push();
+                c.set(model.len(), kind);
+                model.push(kind);
+            } else {
+                let l = next(model.len() as u64) as usize;
+                let kind = [0, REGULAR, DISPLACED][next(3) as usize];
+                c.set(l, kind);
+                model[l] = kind;
+            }
+            if round % 200 == 0 {
+                c = Counts::build(model.iter().map(|&k| (k != 0).then_some(k)));
+            }
+            let l = next(model.len() as u64 + 1) as usize;
+            for mask in [REGULAR, DISPLACED, LIVE] {
+                let want = model[..l].iter().filter(|&&k| k & mask != 0).count() as u32;
+                assert_eq!(c.prefix(l, mask), want, "round {round}");
+                let nth: Vec<usize> = (0..model.len()).filter(|&i| model[i] & mask != 0).collect();
+                let k = next(nth.len() as u64 + 1) as usize;
+                assert_eq!(
+                    c.select(k as u32, mask),
+                    nth.get(k).copied().unwrap_or(model.len()),
+                    "round {round}"
+                );
+            }
         }
-        for i in 0..=values.len() {
-            let want: u32 = values[..i].iter().sum();
-            assert_eq!(built.prefix(i), want);
-            assert_eq!(pushed.prefix(i), want);
-        }
-        let ones: Vec<usize> = (0..values.len()).filter(|&i| values[i] == 1).collect();
-        for (k, &i) in ones.iter().enumerate() {
-            assert_eq!(built.select(k as u32), i);
-        }
-        assert_eq!(built.select(ones.len() as u32), values.len());
-        let mut f = built.clone();
-        f.add(2, -1);
-        assert_eq!(f.prefix(3), 1);
-        assert_eq!(f.select(1), 3);
-        assert_eq!(select2(&f, Some(&built), 2), 2);
     }
 
     #[test]

@@ -156,7 +156,7 @@ impl H {
         Snapshot {
             seqs: self.m.seqs(),
             generation: self.m.replace_generation(),
-            replacements: self.m.replacements().to_vec(),
+            replacements: self.m.replacements().unwrap(),
             len: self.m.len(),
         }
     }
@@ -393,7 +393,7 @@ fn replace_uses_surface_positions_not_numbers() {
         h.ok(h.user().replace(v, 3, 4).src("[3,4]"));
         assert_eq!(h.m.seqs(), vec![0, 5]);
         assert_eq!(h.m.replace_generation(), 2);
-        assert_eq!(h.m.replacements()[1].shadowed, vec![3, 4]);
+        assert_eq!(h.m.replacements().unwrap()[1].shadowed, vec![3, 4]);
         assert_eq!(h.m.node(5).map(|n| n.op), Some(EntryOp::Replace));
     }
 }
@@ -804,7 +804,7 @@ fn replace_range_order_is_by_position_so_start_9_end_4_can_be_valid() {
         );
         h.ok(h.user().replace(v, 9, 4).src("[4,9]"));
         assert_eq!(h.m.seqs(), vec![11]);
-        assert_eq!(h.m.replacements()[1].shadowed, vec![9, 4]);
+        assert_eq!(h.m.replacements().unwrap()[1].shadowed, vec![9, 4]);
     }
 }
 
@@ -1832,6 +1832,7 @@ fn a_rejected_replace_does_not_walk_its_range() {
             )
         );
     }
+    assert!(h.m.points.is_some(), "the displaced nodes were counted");
     assert!(
         h.visits() - before < 100,
         "200 rejected replaces over {} nodes visited {} nodes",
@@ -1961,5 +1962,43 @@ fn replaces_match_a_brute_force_model_of_the_fold() {
         }
         assert_eq!(h.m.seqs(), model);
         assert_eq!(h.m.len(), model.len());
+        assert!(
+            h.m.points.is_some(),
+            "v{v}: displaced nodes were also counted"
+        );
     }
+}
+
+#[test]
+fn the_spooled_history_reads_back_and_forks_cleanly() {
+    let rec = |i: u64| Replacement {
+        seq: i,
+        start: i / 2,
+        end: i / 2 + i % 7,
+        shadowed: (0..i % 50).map(|k| i * 100 + k).collect(),
+    };
+    let mut a = History::default();
+    for i in 0..3000 {
+        a.push(&rec(i));
+    }
+    assert!(
+        a.spool.is_some() && a.spooled > 0,
+        "batches went to the spool"
+    );
+    // A speculation's copy: the live state writes on first, then the copy does.
+    let mut b = a.clone();
+    for i in 3000..6000 {
+        a.push(&rec(i));
+    }
+    for i in 10_000..12_000 {
+        b.push(&rec(i));
+    }
+    let back = |h: &History| h.iter().collect::<io::Result<Vec<_>>>().unwrap();
+    assert_eq!(back(&a), (0..6000).map(rec).collect::<Vec<_>>());
+    let want_b: Vec<Replacement> = (0..3000).chain(10_000..12_000).map(rec).collect();
+    assert_eq!(back(&b), want_b);
+    assert!(!Arc::ptr_eq(
+        a.spool.as_ref().unwrap(),
+        b.spool.as_ref().unwrap()
+    ));
 }
