@@ -7,7 +7,7 @@
 //! append takes the next label; a replacing node takes the label of the first node it
 //! shadows, so labels follow surface order and the labels in between fall dead (the slab is
 //! compacted when dead labels outnumber live ones). Order questions are then answered
-//! without walking the surface (see [`order`]): "reversed" is a label comparison, a node's
+//! without walking the surface (see the `order` module): "reversed" is a label comparison, a node's
 //! index and a range's size are Fenwick counts, and whether a replace cites every node it
 //! would shadow is counted from its `sourceEventSeqs` runs. Only an accepted replace visits
 //! the nodes it shadows, each once, as it removes them.
