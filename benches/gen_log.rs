@@ -22,6 +22,7 @@ fn main() -> io::Result<()> {
     let mut size = 100u64 << 20;
     let mut seed = 42u64;
     let mut pathological: Option<(usize, u64)> = None;
+    let mut rejected: Option<(usize, u64, bool)> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         let value = args.next();
@@ -39,9 +40,30 @@ fn main() -> io::Result<()> {
                     std::process::exit(2);
                 }
             }
+            // --rejected-replaces NODES,REPLACES[,missing|reversed] (e.g. 100000,1000)
+            ("--rejected-replaces", Some(v)) => {
+                let parts: Vec<&str> = v.split(',').collect();
+                rejected = match parts.as_slice() {
+                    [n, r] | [n, r, "missing"] => n
+                        .parse()
+                        .ok()
+                        .zip(r.parse().ok())
+                        .map(|(n, r)| (n, r, false)),
+                    [n, r, "reversed"] => n
+                        .parse()
+                        .ok()
+                        .zip(r.parse().ok())
+                        .map(|(n, r)| (n, r, true)),
+                    _ => None,
+                };
+                if rejected.is_none() {
+                    eprintln!("--rejected-replaces takes NODES,REPLACES[,missing|reversed]");
+                    std::process::exit(2);
+                }
+            }
             _ => {
                 eprintln!(
-                    "usage: gen-log [--version 0-4] [--size N[K|M|G]] [--seed N] [--pathological NODES,REPLACES] > out.jsonl"
+                    "usage: gen-log [--version 0-4] [--size N[K|M|G]] [--seed N] [--pathological NODES,REPLACES] [--rejected-replaces NODES,REPLACES[,missing|reversed]] > out.jsonl"
                 );
                 std::process::exit(2);
             }
@@ -53,9 +75,10 @@ fn main() -> io::Result<()> {
         version,
         seed,
     );
-    match pathological {
-        Some((nodes, replaces)) => g.pathological(nodes, replaces)?,
-        None => g.run(size)?,
+    match (pathological, rejected) {
+        (_, Some((nodes, replaces, reversed))) => g.rejected_replaces(nodes, replaces, reversed)?,
+        (Some((nodes, replaces)), None) => g.pathological(nodes, replaces)?,
+        (None, None) => g.run(size)?,
     }
     eprintln!(
         "gen-log: v{version}, {} events, {} bytes",

@@ -9,7 +9,9 @@
 # Environment: RUNS (default 2) runs per file; DATA (default bench-data) where the generated
 # logs are cached (vN-SIZE.jsonl, path-100k.jsonl, path-1m.jsonl); FRESH=0 skips rewriting
 # each log before timing it (see fresh in benches/lib.sh); NO_PATH=1 skips the pathological
-# logs.
+# logs; NO_REJECTED=1 skips the rejected-replace logs (100,000 nodes and 1,000 replaces over all
+# of them that the fold rejects, see benches/README.md; rej-none.jsonl is the same surface
+# without them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=${*:-100M 1G 4G}
@@ -48,5 +50,13 @@ if [ -z "${NO_PATH:-}" ]; then
       "validate $(measured "$bin" validate -q "$log")" \
       "| surface $(measured "$bin" surface "$log")" \
       "| derive --format ndjson $(measured "$bin" derive --format ndjson "$log")"
+  done
+fi
+if [ -z "${NO_REJECTED:-}" ]; then
+  for spec in 100000,0:rej-none 100000,1000,missing:rej-missing 100000,1000,reversed:rej-reversed; do
+    log=$data/${spec#*:}.jsonl
+    [ -s "$log" ] || "$gen" --version 3 --rejected-replaces "${spec%:*}" > "$log"
+    fresh "$log"
+    echo "rejected replaces ${spec%:*} ($(stat -c %s "$log") bytes): validate $(measured "$bin" validate -q "$log")"
   done
 fi

@@ -586,7 +586,7 @@ proptest! {
         prop_assert_eq!(model.events, b.seq);
         prop_assert_eq!(state.surface.seqs(), model.nodes.clone());
         prop_assert_eq!(state.surface.seqs(), b.surface.iter().map(|n| n.0).collect::<Vec<_>>());
-        prop_assert_eq!(state.surface.replacements(), model.replacements.as_slice());
+        prop_assert_eq!(state.surface.replacements().unwrap(), model.replacements.as_slice());
         prop_assert_eq!(state.surface.replace_generation(), model.replacements.len() as u64);
         prop_assert_eq!(s.surface_nodes(), model.nodes.len());
 
@@ -611,7 +611,7 @@ proptest! {
             prop_assert_eq!(at.events(), k + 1, "v{} --at {}", v, k);
             prop_assert_eq!(at.events(), prefix.events);
             prop_assert_eq!(at_state.surface.seqs(), prefix.nodes.clone(), "v{} --at {}", v, k);
-            prop_assert_eq!(at_state.surface.replacements(), prefix.replacements.as_slice());
+            prop_assert_eq!(at_state.surface.replacements().unwrap(), prefix.replacements.as_slice());
 
             // 4. At a line boundary it is exactly the truncated log.
             let line = line_last.partition_point(|last| *last < k);
@@ -625,7 +625,7 @@ proptest! {
             prop_assert_eq!(at.status(), cut.status());
             let (a, c) = (at.state.as_ref().unwrap(), cut.state.as_ref().unwrap());
             prop_assert_eq!(a.surface.seqs(), c.surface.seqs());
-            prop_assert_eq!(a.surface.replacements(), c.surface.replacements());
+            prop_assert_eq!(a.surface.replacements().unwrap(), c.surface.replacements().unwrap());
         }
     }
 }
@@ -873,7 +873,7 @@ fn derive_lib(path: &std::path::Path, s: &Scan) -> Vec<Value> {
         .surface
         .iter()
         .filter(|n| n.derives)
-        .map(|n| serde_json::from_slice(&d.message(n).expect("message")).expect("JSON"))
+        .map(|n| serde_json::from_slice(&d.message(&n).expect("message")).expect("JSON"))
         .collect()
 }
 
@@ -1033,7 +1033,7 @@ proptest! {
             prop_assert_eq!(zs.physical_len(), z.len() as u64);
             let (a, b) = (zs.state.as_ref().expect("folded"), p.state.as_ref().expect("folded"));
             prop_assert_eq!(a.surface.seqs(), b.surface.seqs());
-            prop_assert_eq!(a.surface.replacements(), b.surface.replacements());
+            prop_assert_eq!(a.surface.replacements().unwrap(), b.surface.replacements().unwrap());
         }
     }
 }

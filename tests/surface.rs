@@ -493,3 +493,65 @@ fixtures! {
     fx_zhengxuyu_compaction_recovery_v4: "zhengxuyu__snapshots__session__compaction-recovery__session.v4.concrete.jsonl" => Want::Nodes(&[7, 21, 13, 15, 24], None);
     fx_zhengxuyu_packed_chunks_writer_v4: "zhengxuyu__snapshots__session__packed-chunks__writer.expected.concrete.jsonl" => Want::Nodes(&[7, 8, 9, 13, 17, 20], None);
 }
+
+/// A v3 log of `n` user messages (texts of varied width), with every 50th replaced.
+fn long_log(n: usize) -> String {
+    let mut out = String::from(
+        r#"{"type":"session","version":3,"id":"long","createdAt":1790000000000,"cwd":"/work","isSeeded":false,"delegationDepth":0}"#,
+    );
+    out.push('\n');
+    let mut seq = 0;
+    for i in 0..n {
+        let text = format!(
+            "message {i} {}",
+            ["é", "日本語", "tab\\there", "x"][i % 4].repeat(i % 40)
+        );
+        out.push_str(&format!(
+            r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"id":"u{seq}","role":"user","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+        ));
+        out.push('\n');
+        seq += 1;
+        if i % 50 == 49 {
+            let prev = seq - 1;
+            out.push_str(&format!(
+                r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"id":"r{seq}","role":"user","content":[{{"type":"text","text":"replaced {prev}"}}],"source":{{"kind":"user"}}}},"sourceEventSeqs":[{prev}],"surfaceOp":{{"op":"replace","startSeq":{prev},"endSeq":{prev}}}}}"#
+            ));
+            out.push('\n');
+            seq += 1;
+        }
+    }
+    out
+}
+
+#[test]
+fn the_table_is_the_same_on_one_thread_and_on_two() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.jsonl");
+    std::fs::write(&path, long_log(1500)).unwrap();
+    let table = |threads: &str, columns: &str| {
+        let out = dshs()
+            .args(["surface"])
+            .arg(&path)
+            .env("DSHS_THREADS", threads)
+            .env("COLUMNS", columns)
+            .output()
+            .expect("runs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    for columns in ["120", "40"] {
+        let one = table("1", columns);
+        assert_eq!(
+            one.lines().count(),
+            2 + 1500 + 1,
+            "header, rule, rows, summary"
+        );
+        assert!(one.contains("replace 49..49"), "{one}");
+        assert_eq!(table("2", columns), one, "COLUMNS={columns}");
+    }
+}

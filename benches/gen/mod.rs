@@ -213,6 +213,56 @@ impl<W: Write> Generator<W> {
         Ok(())
     }
 
+    /// A log for the rejected-replace benchmark: turns until the surface holds `nodes` nodes
+    /// (the only replacements are the occasional system-prompt rewrites), then `replaces` replace markers spanning the whole surface after
+    /// the system head, each of which the fold rejects. `reversed`: the endpoints are swapped
+    /// (`replace-range-reversed`); otherwise the provenance cites every shadowed seq but the
+    /// one in the middle (`replace-missing-shadowed-source`), as two runs.
+    pub fn rejected_replaces(
+        &mut self,
+        nodes: usize,
+        replaces: u64,
+        reversed: bool,
+    ) -> io::Result<()> {
+        self.pathological(nodes, 0)?;
+        let skip = usize::from(self.surface.first().is_some_and(|n| n.kind == Kind::System));
+        let span: Vec<u64> = self.surface[skip..].iter().map(|n| n.seq).collect();
+        let (Some(&first), Some(&last)) = (span.first(), span.last()) else {
+            return Ok(());
+        };
+        let mid = span[span.len() / 2];
+        let sources = if reversed {
+            encode_ranges(&[first])
+        } else {
+            let mut runs = Vec::new();
+            if mid > first {
+                runs.push(format!("[{first},{}]", mid - 1));
+            }
+            if last > mid {
+                runs.push(format!("[{},{last}]", mid + 1));
+            }
+            format!("[{}]", runs.join(","))
+        };
+        let (start, end) = if reversed {
+            (last, first)
+        } else {
+            (first, last)
+        };
+        let op = self.replace_op(start, end);
+        for _ in 0..replaces {
+            let data = format!(
+                r#"{{"content":[{{"type":"text","text":"summary"}}],"role":"user","id":"rejected-{}"}}"#,
+                self.seq
+            );
+            self.event(
+                "user/message",
+                &data,
+                &format!(r#","sourceEventSeqs":{sources},"surfaceOp":{op}"#),
+            )?;
+        }
+        Ok(())
+    }
+
     fn push_node(&mut self, node: NodeInfo) {
         if let Some(sp) = &mut self.spread {
             sp.index.insert(node.seq, self.surface.len());

@@ -41,7 +41,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         out.write_all(b"[")?;
     }
     for node in folded.state.surface.iter().filter(|n| n.derives) {
-        let bytes = match deriver.message(node) {
+        let bytes = match deriver.message(&node) {
             Ok(b) => b,
             Err(DeriveError::Message {
                 seq,
@@ -55,7 +55,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
                 );
                 continue;
             }
-            Err(e) => return Err(fold::reread_failure(&folded.name, node, &e)),
+            Err(e) => return Err(fold::reread_failure(&folded.name, &node, &e)),
         };
         match args.format {
             DeriveFormat::Json => {
@@ -73,7 +73,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
                         seq: node.seq,
                         source: MessageError::NotJson(why.to_string()),
                     };
-                    fold::reread_failure(&folded.name, node, &e)
+                    fold::reread_failure(&folded.name, &node, &e)
                 })?;
                 out.write_all(markdown::message(node.seq, node.kind, &msg).as_bytes())?;
             }

@@ -54,7 +54,10 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         Ok(s) => s,
         Err(e) => return Ok(super::read_failure(&name, &e)),
     };
-    let marks = Marks::of(&first);
+    let marks = match Marks::of(&first) {
+        Ok(m) => m,
+        Err(e) => return Ok(super::read_failure(&name, &e)),
+    };
     // Pass 2 builds its own fold state; do not hold two surfaces at once.
     first.state = None;
 
@@ -176,27 +179,28 @@ struct Marks {
 }
 
 impl Marks {
-    fn of(scan: &Scan) -> Marks {
+    fn of(scan: &Scan) -> std::io::Result<Marks> {
         let mut shadowed_by = HashMap::new();
         let mut replaces = HashMap::new();
         if let Some(state) = &scan.state {
-            for r in state.surface.replacements() {
+            for r in state.surface.each_replacement() {
+                let r = r?;
                 for s in &r.shadowed {
                     shadowed_by.insert(*s, r.seq);
                 }
-                replaces.insert(r.seq, r.clone());
+                replaces.insert(r.seq, r);
             }
         }
         let last = scan
             .state
             .as_ref()
             .map_or(0, |s| s.surface.next_seq().saturating_sub(1));
-        Marks {
+        Ok(Marks {
             shadowed_by,
             replaces,
             crash_from: scan.crash.map(|c| c.byte),
             seq_width: last.to_string().len(),
-        }
+        })
     }
 }
 

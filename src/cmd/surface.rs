@@ -45,11 +45,16 @@ pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
 
 fn write_json(f: &Folded, out: &mut dyn Write) -> Result<()> {
     let surface = &f.state.surface;
+    // The history is read back from its spool as it is written out; read it through once
+    // first, so a failure cannot leave half a document on standard output.
+    for r in surface.each_replacement() {
+        r.context("cannot read back the replacement history")?;
+    }
     let doc = SurfaceDocument {
         version: f.scan.version,
         nodes: NodeList(surface),
         replace_generation: surface.replace_generation(),
-        replacements: ReplacementList(surface.replacements()),
+        replacements: ReplacementList(surface),
     };
     serde_json::to_writer(&mut *out, &doc)?;
     out.write_all(b"\n")?;
@@ -77,14 +82,13 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     };
     let role_text = |n: &Node| {
         n.role
-            .as_deref()
             .map_or_else(|| "-".to_owned(), |r| escape(r).into_owned())
     };
     // Column widths, decided before the first row is printed.
     let (mut max_seq, mut max_role, mut max_op, mut silent) = (0, 0, 0, 0);
     for n in surface.iter() {
         max_seq = max_seq.max(n.seq);
-        max_role = max_role.max(n.role.as_deref().map_or(1, |r| width_of(&escape(r))));
+        max_role = max_role.max(n.role.map_or(1, |r| width_of(&escape(r))));
         max_op = max_op.max(match (n.op, surface.replaced_range(n.seq)) {
             (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(s) + digits(e),
             (op, _) => op.as_str().len(),
@@ -93,32 +97,80 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     }
     let layout = TableLayout::new(max_seq, max_role, max_op, terminal_width(), env.color_out);
 
-    let mut deriver =
-        match &f.lines {
-            Some(path) => Some(Deriver::open(path).with_context(|| {
+    // Rows are made on up to `workers` threads, each fetching its messages through a reader
+    // of its own: fetching and previewing a message costs more than folding its event.
+    let workers = output_workers(env);
+    let mut derivers = Vec::new();
+    if let Some(path) = &f.lines {
+        for _ in 0..workers {
+            derivers.push(Deriver::open(path).with_context(|| {
                 format!("cannot reopen {} to read its messages", escape(&f.name))
-            })?),
-            None => None,
-        };
-    let mut rows = Vec::with_capacity(CHUNK);
+            })?);
+        }
+    }
+    let name = f.name.as_str();
+    let row_of = |n: &Node<'_>, deriver: Option<&mut Deriver>| -> Result<Row> {
+        Ok(Row {
+            seq: n.seq,
+            kind: n.kind,
+            role: role_text(n),
+            op: op_text(n),
+            replaced: n.op == EntryOp::Replace,
+            preview: preview_of(name, n, deriver, layout.preview_width())?,
+        })
+    };
+    let mut nodes = Vec::with_capacity(CHUNK * workers);
     let mut header = true;
     let mut iter = surface.iter().peekable();
     while iter.peek().is_some() || header {
-        rows.clear();
-        for n in iter.by_ref().take(CHUNK) {
-            rows.push(Row {
-                seq: n.seq,
-                kind: n.kind,
-                role: role_text(n),
-                op: op_text(n),
-                replaced: n.op == EntryOp::Replace,
-                preview: preview_of(&f.name, n, deriver.as_mut(), layout.preview_width())?,
-            });
+        nodes.clear();
+        nodes.extend(iter.by_ref().take(CHUNK * workers));
+        let rows = if derivers.len() > 1 && nodes.len() > CHUNK {
+            let part = nodes.len().div_ceil(derivers.len());
+            let (first, others) = derivers.split_at_mut(1);
+            std::thread::scope(|scope| -> Result<Vec<Row>> {
+                let handles: Vec<_> = nodes
+                    .chunks(part)
+                    .skip(1)
+                    .zip(others.iter_mut())
+                    .map(|(part, d)| {
+                        scope.spawn(move || {
+                            part.iter()
+                                .map(|n| row_of(n, Some(&mut *d)))
+                                .collect::<Result<Vec<Row>>>()
+                        })
+                    })
+                    .collect();
+                let mut rows = nodes[..part.min(nodes.len())]
+                    .iter()
+                    .map(|n| row_of(n, first.first_mut()))
+                    .collect::<Result<Vec<Row>>>()?;
+                for h in handles {
+                    let more = h
+                        .join()
+                        .map_err(|_| anyhow::anyhow!("a thread making table rows failed"))??;
+                    rows.extend(more);
+                }
+                Ok(rows)
+            })?
+        } else {
+            nodes
+                .iter()
+                .map(|n| row_of(n, derivers.first_mut()))
+                .collect::<Result<Vec<Row>>>()?
+        };
+        for chunk in rows.chunks(CHUNK) {
+            for line in layout.render(chunk, header) {
+                writeln!(out, "{line}")?;
+            }
+            header = false;
         }
-        for line in layout.render(&rows, header) {
-            writeln!(out, "{line}")?;
+        if rows.is_empty() {
+            for line in layout.render(&[], header) {
+                writeln!(out, "{line}")?;
+            }
+            header = false;
         }
-        header = false;
     }
     if !env.quiet {
         let painter = Painter {
@@ -127,6 +179,20 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{}", painter.dim(&summary(f, silent)))?;
     }
     Ok(())
+}
+
+/// Threads that make table rows: as many as the scan would parse on, at most 2 (one more
+/// reader of the file each).
+fn output_workers(env: &Env) -> usize {
+    let n = match env.threads {
+        0 => std::env::var(dshs::log::scan::THREADS_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse::<usize>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get())),
+        n => n,
+    };
+    n.clamp(1, 2)
 }
 
 fn digits(n: u64) -> usize {

@@ -520,7 +520,7 @@ pub fn plan(
             continue;
         };
         if node.derives {
-            let len = messages.message(node)?.len() as u64;
+            let len = messages.message(&node)?.len() as u64;
             shadowed_tokens += len.div_ceil(4);
         }
     }
@@ -679,7 +679,7 @@ fn split_call(
         if !wanted || !n.derives {
             continue;
         }
-        let bytes = messages.message(n)?;
+        let bytes = messages.message(&n)?;
         let text = String::from_utf8_lossy(&bytes);
         let Ok(msg) = json::parse(text.as_bytes()) else {
             continue;

@@ -8,9 +8,10 @@
 
 use std::borrow::Cow;
 use std::fmt;
-use std::io;
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
 use std::ops::Range;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
@@ -48,9 +49,11 @@ pub fn message_path(kind: SurfaceKind) -> &'static [&'static str] {
 /// the range points at the original bytes, which `derive` passes through (§3.2).
 pub fn message_span(line: &[u8], kind: SurfaceKind) -> Result<Range<usize>, MessageError> {
     let path = message_path(kind);
+    // The common line needs no parser: a skim finds the same span several times faster.
+    let skimmed = Skim { b: line, i: 0 }.line(path);
     // Bytes that are not UTF-8 only trouble the parser where it must read text (a key, the
     // raw message itself); only then is the same-length copy needed.
-    let found = match locate(line, path) {
+    let found = match skimmed.map(Ok).unwrap_or_else(|| locate(line, path)) {
         Err(_) if std::str::from_utf8(line).is_err() => locate(&utf8_shaped(line), path),
         other => other,
     };
@@ -59,6 +62,163 @@ pub fn message_span(line: &[u8], kind: SurfaceKind) -> Result<Range<usize>, Mess
     } else {
         "data.message"
     }))
+}
+
+/// Nesting past this is left to the parser (serde_json stops at 128 levels).
+const SKIM_DEPTH: u32 = 100;
+
+/// A skim of a stored line for the span [`locate`] finds, for the common line: keys without
+/// escapes, nesting within [`SKIM_DEPTH`]. It checks the structure (strings closed, brackets
+/// matched, nothing after the object) but not every token; `None` whenever it cannot tell,
+/// and the parser decides.
+struct Skim<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+impl<'a> Skim<'a> {
+    fn line(mut self, path: &[&str]) -> Option<Option<Range<usize>>> {
+        self.ws();
+        let found = self.object(path, 1)?;
+        self.ws();
+        (self.i == self.b.len()).then_some(found)
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while matches!(self.peek(), Some(b' ' | b'\t' | b'\n' | b'\r')) {
+            self.i += 1;
+        }
+    }
+
+    /// At `{`: the span of the value at `path` in this object (the last duplicate wins).
+    fn object(&mut self, path: &[&str], depth: u32) -> Option<Option<Range<usize>>> {
+        if self.peek() != Some(b'{') || depth > SKIM_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        let mut found = None;
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(None);
+        }
+        loop {
+            self.ws();
+            let key = self.key()?;
+            self.ws();
+            if self.peek() != Some(b':') {
+                return None;
+            }
+            self.i += 1;
+            self.ws();
+            let start = self.i;
+            match path.split_first() {
+                Some((want, rest)) if key == want.as_bytes() => {
+                    if rest.is_empty() {
+                        self.value(depth)?;
+                        found = Some(start..self.i);
+                    } else if self.peek() == Some(b'{') {
+                        found = self.object(rest, depth + 1)?;
+                    } else {
+                        self.value(depth)?;
+                        found = None;
+                    }
+                }
+                _ => self.value(depth)?,
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Some(found);
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// At a key: its bytes, when it has no escape.
+    fn key(&mut self) -> Option<&'a [u8]> {
+        let b = self.b;
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.i + 1;
+        let end = start + memchr::memchr2(b'"', b'\\', &b[start..])?;
+        if b[end] != b'"' {
+            return None;
+        }
+        self.i = end + 1;
+        Some(&b[start..end])
+    }
+
+    /// At `"`: past the closing quote.
+    fn string(&mut self) -> Option<()> {
+        let mut j = self.i + 1;
+        loop {
+            j += memchr::memchr2(b'"', b'\\', self.b.get(j..)?)?;
+            if self.b[j] == b'"' {
+                self.i = j + 1;
+                return Some(());
+            }
+            j += 2;
+        }
+    }
+
+    /// Past one value (nested at `depth`).
+    fn value(&mut self, depth: u32) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                // Open brackets, innermost last: 1 for an object, 0 for an array.
+                let mut open: u128 = 0;
+                let mut level = 0u32;
+                loop {
+                    match self.peek()? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        c @ (b'{' | b'[') => {
+                            level += 1;
+                            if depth + level > SKIM_DEPTH {
+                                return None;
+                            }
+                            open = open << 1 | u128::from(c == b'{');
+                        }
+                        c @ (b'}' | b']') => {
+                            if level == 0 || (open & 1 == 1) != (c == b'}') {
+                                return None;
+                            }
+                            open >>= 1;
+                            level -= 1;
+                            if level == 0 {
+                                self.i += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.i += 1;
+                }
+            }
+            _ => {
+                let start = self.i;
+                while !matches!(
+                    self.peek(),
+                    None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+                ) {
+                    self.i += 1;
+                }
+                (self.i > start).then_some(())
+            }
+        }
+    }
 }
 
 fn locate(text: &[u8], path: &[&'static str]) -> Result<Option<Range<usize>>, MessageError> {
@@ -191,33 +351,114 @@ pub enum DeriveError {
 }
 
 /// Produces the derived messages of surface nodes by fetching their lines on demand.
+///
+/// Surface order mostly follows the file, but not everywhere: a replacing node sits where its
+/// range was while its line comes much later in the file. A line at or a little ahead of the
+/// sequential reader is read through it; one behind it or far ahead (an excursion) is read
+/// through a second handle with a small buffer, so the sequential buffer is not thrown away
+/// and refilled for one line and then again to come back.
 pub struct Deriver {
     fetcher: LineFetcher,
+    /// The byte after the last line the sequential reader returned.
+    next: u64,
+    path: PathBuf,
+    jump: Option<File>,
+    /// Bytes `[jump_at, jump_at + jump_buf.len())` of the file, as last read for an excursion.
+    jump_buf: Vec<u8>,
+    jump_at: u64,
+    /// Excursions in a row that went forward: past a few, the sequential reader follows them.
+    forward: u32,
 }
+
+/// How far ahead of the sequential reader a line is still read through it.
+const AHEAD: u64 = 1 << 20;
+/// Excursions in a row, each ahead of the last, after which the sequential reader moves.
+const FOLLOW: u32 = 8;
+/// What an excursion reads at a time.
+const JUMP_READ: usize = 8 * 1024;
 
 impl Deriver {
     /// Derive from the plaintext log at `path` (a spooled copy for standard input).
     pub fn open(path: &Path) -> io::Result<Self> {
         Ok(Deriver {
             fetcher: LineFetcher::open(path)?,
+            next: 0,
+            path: path.to_path_buf(),
+            jump: None,
+            jump_buf: Vec::new(),
+            jump_at: 0,
+            forward: 0,
         })
     }
 
     /// The message `node` derives, byte-for-byte as stored; for v0 legacy shapes the
     /// normalized message, since the file holds none to copy (§16). Callers skip nodes whose
     /// `derives` is false (§12.1).
-    pub fn message(&mut self, node: &Node) -> Result<Cow<'_, [u8]>, DeriveError> {
+    pub fn message(&mut self, node: &Node<'_>) -> Result<Cow<'_, [u8]>, DeriveError> {
         if let Some(legacy) = node.legacy_message() {
             return Ok(Cow::Owned(legacy.as_bytes().to_vec()));
         }
         let seq = node.seq;
         let line = self
-            .fetcher
             .line_at(node.pos.byte)
             .map_err(|source| DeriveError::Io { seq, source })?;
         let span =
             message_span(line, node.kind).map_err(|source| DeriveError::Message { seq, source })?;
         Ok(Cow::Borrowed(&line[span]))
+    }
+
+    /// The line starting at `byte`, without its `\n`.
+    fn line_at(&mut self, byte: u64) -> io::Result<&[u8]> {
+        let in_reach = byte >= self.next && byte - self.next <= AHEAD;
+        if in_reach || self.forward >= FOLLOW {
+            self.forward = 0;
+            let line = self.fetcher.line_at(byte)?;
+            self.next = byte + line.len() as u64 + 1;
+            return Ok(line);
+        }
+        self.forward = if byte >= self.jump_at {
+            self.forward + 1
+        } else {
+            0
+        };
+        self.excursion(byte)
+    }
+
+    fn excursion(&mut self, byte: u64) -> io::Result<&[u8]> {
+        let held = byte
+            .checked_sub(self.jump_at)
+            .and_then(|off| usize::try_from(off).ok())
+            .filter(|&off| off < self.jump_buf.len());
+        let off = match held {
+            Some(off) if self.jump_buf[off..].contains(&b'\n') => off,
+            _ => {
+                let file = match &mut self.jump {
+                    Some(f) => f,
+                    None => self.jump.insert(File::open(&self.path)?),
+                };
+                file.seek(SeekFrom::Start(byte))?;
+                self.jump_buf.clear();
+                if self.jump_buf.capacity() > 16 * 1024 * 1024 {
+                    self.jump_buf.shrink_to(JUMP_READ);
+                }
+                self.jump_at = byte;
+                loop {
+                    let start = self.jump_buf.len();
+                    self.jump_buf.resize(start + JUMP_READ, 0);
+                    let n = file.read(&mut self.jump_buf[start..])?;
+                    self.jump_buf.truncate(start + n);
+                    if n == 0 || self.jump_buf[start..].contains(&b'\n') {
+                        break;
+                    }
+                }
+                0
+            }
+        };
+        let rest = &self.jump_buf[off..];
+        Ok(match rest.iter().position(|&b| b == b'\n') {
+            Some(end) => &rest[..end],
+            None => rest,
+        })
     }
 }
 

@@ -647,6 +647,11 @@ impl SeqList {
         self.len == 0
     }
 
+    /// The inclusive runs, in list order (a plain element is a run of one).
+    pub fn runs(&self) -> &[(u64, u64)] {
+        &self.runs
+    }
+
     pub fn contains(&self, seq: u64) -> bool {
         if self.increasing {
             let i = self.runs.partition_point(|(_, last)| *last < seq);

@@ -1,23 +1,34 @@
 //! The `SurfaceManager` (§11): the ordered list of surface nodes, folded one event at a time.
 //!
 //! Each event is first validated into a [`Plan`] without touching the state, then the plan is
-//! committed; a rejected event leaves the state exactly as before. The surface is a doubly
-//! linked list keyed by seq, so a replacement costs O(length of the replaced range) and
-//! locating a node is O(1) — never a rescan, however long the log.
+//! committed; a rejected event leaves the state exactly as before.
+//!
+//! Nodes live in a slab indexed by *label* (struct of arrays, a few words per node). An
+//! append takes the next label; a replacing node takes the label of the first node it
+//! shadows, so labels follow surface order and the labels in between fall dead (the slab is
+//! compacted when dead labels outnumber live ones). Order questions are then answered
+//! without walking the surface (see the `order` module): "reversed" is a label comparison, a node's
+//! index and a range's size are Fenwick counts, and whether a replace cites every node it
+//! would shadow is counted from its `sourceEventSeqs` runs. Only an accepted replace visits
+//! the nodes it shadows, each once, as it removes them.
 
 use std::collections::HashMap;
+use std::fs::File;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Arc;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind, ToolResultShape};
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::json::{self, Json, Seg};
-use super::rows::{Event, SourceError, decode_sources};
-use super::text::seq_list;
+use super::rows::{Event, SeqList, SourceError, decode_sources};
+use super::text::seq_list_counted;
 use super::vocab::TypeClass;
 
-const NIL: u64 = u64::MAX;
+mod order;
+
+use order::{Counts, PointSet};
 
 /// How a node entered the surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,16 +46,15 @@ impl EntryOp {
     }
 }
 
-/// One surface node: enough to fold, derive and display it without holding its bytes.
-#[derive(Debug, Clone)]
-pub struct Node {
-    prev: u64,
-    next: u64,
+/// One surface node, as read from the surface: enough to fold, derive and display it
+/// without holding its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Node<'a> {
     pub seq: u64,
     pub kind: SurfaceKind,
     pub op: EntryOp,
     /// The message role as stored (None when missing or not a string).
-    pub role: Option<Arc<str>>,
+    pub role: Option<&'a str>,
     /// Where the event's line starts (for fetching the message when it is emitted).
     pub pos: Pos,
     /// Whether the node derives a message (§12.1): false for an assistant, system or
@@ -54,8 +64,15 @@ pub struct Node {
     pub tool_calls: u32,
     /// For tool results: hash of `data` with the result content blanked (§11.2 step 7.3).
     pub result_shape: u64,
-    /// v0 only (boxed: most nodes never need it, and memory follows the surface).
-    legacy: Option<Box<LegacyNode>>,
+    /// v0 only.
+    legacy: Option<&'a LegacyNode>,
+}
+
+impl Node<'_> {
+    /// v0 legacy shapes: the normalized message to derive instead of the stored bytes.
+    pub fn legacy_message(&self) -> Option<&str> {
+        self.legacy?.message.as_deref()
+    }
 }
 
 /// What a v0 node needs beyond the file's bytes (§16).
@@ -67,23 +84,34 @@ struct LegacyNode {
     message_id: Option<Box<str>>,
 }
 
-impl Node {
-    /// v0 legacy shapes: the normalized message to derive instead of the stored bytes.
-    pub fn legacy_message(&self) -> Option<&str> {
-        self.legacy.as_ref()?.message.as_deref()
-    }
+/// The roles a node can name without a side table (code = index + 1; 0 = no role).
+const ROLES: [&str; 5] = ["system", "developer", "user", "assistant", "tool"];
+/// The role code of a role outside [`ROLES`], kept in a side table.
+const ROLE_OTHER: u16 = 6;
+
+/// A node about to join the surface.
+#[derive(Debug, Clone)]
+pub struct NewNode {
+    pub seq: u64,
+    pub kind: SurfaceKind,
+    pub op: EntryOp,
+    pub pos: Pos,
+    pub derives: bool,
+    pub tool_calls: u32,
+    pub result_shape: u64,
+    /// The role's code (see [`ROLES`]), and the role itself when it is not a common one.
+    role: (u16, Option<Box<str>>),
+    legacy: Option<Box<LegacyNode>>,
 }
 
-/// The common roles share one allocation each, so a node's role costs no heap memory.
-fn intern_role(role: &str) -> Arc<str> {
-    static COMMON: std::sync::OnceLock<[Arc<str>; 5]> = std::sync::OnceLock::new();
-    let common =
-        COMMON.get_or_init(|| ["system", "developer", "user", "assistant", "tool"].map(Arc::from));
-    common
-        .iter()
-        .find(|r| r.as_ref() == role)
-        .cloned()
-        .unwrap_or_else(|| Arc::from(role))
+fn role_code(role: Option<&str>) -> (u16, Option<Box<str>>) {
+    match role {
+        None => (0, None),
+        Some(r) => match ROLES.iter().position(|c| *c == r) {
+            Some(i) => (i as u16 + 1, None),
+            None => (ROLE_OTHER, Some(r.into())),
+        },
+    }
 }
 
 /// A replacement as recorded for `surface --format json`.
@@ -95,17 +123,186 @@ pub struct Replacement {
     pub shadowed: Vec<u64>,
 }
 
+/// The replacement history (for `surface --format json`), spooled to a temporary file so
+/// memory does not follow the log's history. A clone (the state a speculation saves) shares
+/// what is already spooled; a copy that writes on after the other did gets a file of its own.
+#[derive(Debug, Clone, Default)]
+struct History {
+    spool: Option<Arc<Mutex<Spool>>>,
+    /// Bytes of the spool that belong to this history.
+    spooled: u64,
+    /// Records not spooled yet (all of them when no temporary file can be written).
+    pending: Vec<u8>,
+    /// Spooling failed once: keep everything in memory from then on.
+    in_memory: bool,
+}
+
+#[derive(Debug)]
+struct Spool {
+    file: File,
+    /// Bytes written (the file's length).
+    len: u64,
+}
+
+/// Records are spooled in batches of about this many bytes.
+const SPOOL_BATCH: usize = 64 * 1024;
+
+impl History {
+    fn push(&mut self, r: &Replacement) {
+        for v in [r.seq, r.start, r.end, r.shadowed.len() as u64] {
+            self.pending.extend_from_slice(&v.to_le_bytes());
+        }
+        for s in &r.shadowed {
+            self.pending.extend_from_slice(&s.to_le_bytes());
+        }
+        if self.pending.len() >= SPOOL_BATCH && !self.in_memory && self.spill().is_err() {
+            self.in_memory = true;
+        }
+    }
+
+    /// Write the pending records to the spool.
+    fn spill(&mut self) -> io::Result<()> {
+        let shared = match &self.spool {
+            Some(s) if lock(s).len == self.spooled => s.clone(),
+            // Another copy wrote past our part (or there is no spool yet): start our own,
+            // with our part of the old one.
+            old => {
+                let mut file = tempfile::tempfile()?;
+                if let Some(old) = old {
+                    let mut part = SpoolReader::new(Some(old.clone()), self.spooled, &[]);
+                    io::copy(&mut part, &mut file)?;
+                }
+                let s = Arc::new(Mutex::new(Spool {
+                    file,
+                    len: self.spooled,
+                }));
+                self.spool = Some(s.clone());
+                s
+            }
+        };
+        let mut spool = lock(&shared);
+        spool.file.write_all(&self.pending)?;
+        spool.len += self.pending.len() as u64;
+        self.spooled = spool.len;
+        self.pending.clear();
+        Ok(())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = io::Result<Replacement>> + '_ {
+        let mut r = io::BufReader::with_capacity(
+            SPOOL_BATCH,
+            SpoolReader::new(self.spool.clone(), self.spooled, &self.pending),
+        );
+        let mut failed = false;
+        std::iter::from_fn(move || {
+            if failed {
+                return None;
+            }
+            let mut word = || -> io::Result<u64> {
+                let mut b = [0u8; 8];
+                r.read_exact(&mut b)?;
+                Ok(u64::from_le_bytes(b))
+            };
+            let seq = match word() {
+                Ok(v) => v,
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return None,
+                Err(e) => {
+                    failed = true;
+                    return Some(Err(e));
+                }
+            };
+            let record = (|| {
+                let (start, end, n) = (word()?, word()?, word()?);
+                let shadowed = (0..n).map(|_| word()).collect::<io::Result<Vec<u64>>>()?;
+                Ok(Replacement {
+                    seq,
+                    start,
+                    end,
+                    shadowed,
+                })
+            })();
+            failed = record.is_err();
+            Some(record)
+        })
+    }
+}
+
+fn lock(s: &Mutex<Spool>) -> std::sync::MutexGuard<'_, Spool> {
+    s.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The first `len` bytes of a spool, then `tail`.
+struct SpoolReader<'a> {
+    spool: Option<Arc<Mutex<Spool>>>,
+    at: u64,
+    len: u64,
+    tail: &'a [u8],
+}
+
+impl<'a> SpoolReader<'a> {
+    fn new(spool: Option<Arc<Mutex<Spool>>>, len: u64, tail: &'a [u8]) -> Self {
+        SpoolReader {
+            spool,
+            at: 0,
+            len,
+            tail,
+        }
+    }
+}
+
+impl Read for SpoolReader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.at < self.len
+            && let Some(s) = &self.spool
+        {
+            let want = buf
+                .len()
+                .min(usize::try_from(self.len - self.at).unwrap_or(usize::MAX));
+            let n = read_at(&lock(s).file, &mut buf[..want], self.at)?;
+            if n == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::UnexpectedEof,
+                    "the spooled replacement history is shorter than what was written",
+                ));
+            }
+            self.at += n as u64;
+            return Ok(n);
+        }
+        self.tail.read(buf)
+    }
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, offset)
+}
+
+#[cfg(windows)]
+fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
+}
+
+#[cfg(not(any(unix, windows)))]
+fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
+    Err(io::Error::new(
+        io::ErrorKind::Unsupported,
+        "positional reads are not supported on this platform",
+    ))
+}
+
 /// A validated change, ready to commit.
 #[derive(Debug)]
 pub enum Plan {
     /// Not a surface action.
     Nothing,
-    Append(Node),
+    Append(NewNode),
+    /// Replace the live nodes from label `first` to label `last` (inclusive).
     Replace {
-        node: Node,
+        node: NewNode,
         start: u64,
         end: u64,
-        shadowed: Vec<u64>,
+        first: usize,
+        last: usize,
     },
 }
 
@@ -115,6 +312,132 @@ pub enum RangeError {
     StartMissing,
     EndMissing,
     Reversed,
+}
+
+/// How many uncited shadowed seqs a `replace-missing-shadowed-source` message lists.
+const LISTED: usize = 20;
+
+/// Displaced nodes in a range up to this many are checked one by one; more are counted.
+const FEW_DISPLACED: u32 = 64;
+
+/// Dead labels tolerated beyond the number of live ones before the slab is compacted.
+const SLACK: usize = 4096;
+
+// Per-label flags (`Slots::meta`).
+const LIVE: u16 = 1;
+/// The node's seq is not the seq that created its label (a replacing node, or an append
+/// that came after a seq regression in damaged input): kept in `SurfaceManager::displaced`.
+const DISPLACED: u16 = 1 << 1;
+const REPLACED: u16 = 1 << 2;
+const DERIVES: u16 = 1 << 3;
+const KIND_SHIFT: u32 = 4;
+const ROLE_SHIFT: u32 = 7;
+
+const KINDS: [SurfaceKind; 5] = [
+    SurfaceKind::User,
+    SurfaceKind::Assistant,
+    SurfaceKind::ToolResult,
+    SurfaceKind::System,
+    SurfaceKind::Developer,
+];
+
+fn kind_code(kind: SurfaceKind) -> u16 {
+    KINDS.iter().position(|k| *k == kind).unwrap_or_default() as u16
+}
+
+/// The nodes, by label.
+#[derive(Debug, Clone, Default)]
+struct Slots {
+    /// The seq of the append that created each label: strictly increasing, so the label of
+    /// a seq is a binary search away. For a node that is not displaced it is the node's seq.
+    creator: Vec<u64>,
+    /// The line number, or `u32::MAX` when it does not fit (see `SurfaceManager::long_lines`).
+    line: Vec<u32>,
+    byte: Vec<u64>,
+    /// `tool_calls` of an assistant message, `result_shape` of a tool result.
+    extra: Vec<u64>,
+    meta: Vec<u16>,
+    /// `creator` of every 64th label: a seq is looked up in this (small, so cached) index
+    /// first, then among 64 creators, instead of across the whole array.
+    every64: Vec<u64>,
+}
+
+impl Slots {
+    fn len(&self) -> usize {
+        self.creator.len()
+    }
+
+    fn push(&mut self, creator: u64, node: &NewNode, meta: u16) {
+        if self.creator.len().is_multiple_of(64) {
+            self.every64.push(creator);
+        }
+        self.creator.push(creator);
+        self.line.push(0);
+        self.byte.push(0);
+        self.extra.push(0);
+        self.meta.push(0);
+        self.set(self.len() - 1, node, meta);
+    }
+
+    fn set(&mut self, l: usize, node: &NewNode, meta: u16) {
+        self.line[l] = u32::try_from(node.pos.line).unwrap_or(u32::MAX);
+        self.byte[l] = node.pos.byte;
+        self.extra[l] = match node.kind {
+            SurfaceKind::Assistant => u64::from(node.tool_calls),
+            SurfaceKind::ToolResult => node.result_shape,
+            _ => 0,
+        };
+        self.meta[l] = meta
+            | if node.derives { DERIVES } else { 0 }
+            | if node.op == EntryOp::Replace {
+                REPLACED
+            } else {
+                0
+            }
+            | kind_code(node.kind) << KIND_SHIFT
+            | node.role.0 << ROLE_SHIFT;
+    }
+
+    /// Drop the dead labels, keeping the order of the live ones.
+    fn retain_live(&mut self) {
+        let mut to = 0;
+        for from in 0..self.len() {
+            if self.meta[from] & LIVE != 0 {
+                self.creator[to] = self.creator[from];
+                self.line[to] = self.line[from];
+                self.byte[to] = self.byte[from];
+                self.extra[to] = self.extra[from];
+                self.meta[to] = self.meta[from];
+                to += 1;
+            }
+        }
+        self.creator.truncate(to);
+        self.every64 = self.creator.iter().step_by(64).copied().collect();
+        self.line.truncate(to);
+        self.byte.truncate(to);
+        self.extra.truncate(to);
+        self.meta.truncate(to);
+    }
+}
+
+/// What a displaced node keeps beside its slot.
+#[derive(Debug, Clone, Copy)]
+struct Displaced {
+    seq: u64,
+    /// The endpoints a replacing node replaced.
+    range: Option<(u64, u64)>,
+}
+
+/// Counts label visits in tests, so a test can tell a walk of the surface from a count.
+#[cfg(test)]
+#[derive(Debug, Default)]
+struct Visits(std::sync::atomic::AtomicU64);
+
+#[cfg(test)]
+impl Clone for Visits {
+    fn clone(&self) -> Self {
+        Visits(self.0.load(std::sync::atomic::Ordering::Relaxed).into())
+    }
 }
 
 /// A tool definition from a `request/header` (for v4 developer binding, §9.3).
@@ -235,56 +558,85 @@ pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u
 #[derive(Debug, Clone)]
 pub struct SurfaceManager {
     dialect: &'static Dialect,
-    nodes: HashMap<u64, Node, SeqHash>,
-    head: u64,
-    tail: u64,
+    slots: Slots,
+    /// Which labels are live, and whether their node is displaced.
+    counts: Counts,
+    /// Displaced nodes by label, and their labels by seq.
+    displaced: HashMap<u32, Displaced, SeqHash>,
+    displaced_at: HashMap<u64, u32, SeqHash>,
+    /// `(seq, label)` of every displaced node, for counting them in a rectangle: built the
+    /// first time a replace spans more displaced nodes than are checked one by one, then kept.
+    points: Option<PointSet>,
+    /// Roles outside [`ROLES`], by label.
+    odd_roles: HashMap<u32, Box<str>, SeqHash>,
+    /// v0 only, by label (most nodes never need it).
+    legacy: HashMap<u32, Box<LegacyNode>, SeqHash>,
+    /// Line numbers past `u32::MAX`, by label.
+    long_lines: HashMap<u32, u64, SeqHash>,
+    /// Live nodes.
+    count: usize,
     next_seq: u64,
     generation: u64,
-    replacements: Option<Vec<Replacement>>,
-    /// The endpoints of the replacement nodes now on the surface (bounded by the surface).
-    live_ranges: HashMap<u64, (u64, u64), SeqHash>,
+    replacements: Option<History>,
     /// The highest seq ever linked: no node has a higher one.
     top: Option<u64>,
     headers: HeaderTools,
+    #[cfg(test)]
+    visits: Visits,
 }
 
 impl SurfaceManager {
     pub fn new(dialect: &'static Dialect) -> Self {
         SurfaceManager {
             dialect,
-            nodes: HashMap::default(),
-            head: NIL,
-            tail: NIL,
+            slots: Slots::default(),
+            counts: Counts::default(),
+            displaced: HashMap::default(),
+            displaced_at: HashMap::default(),
+            points: None,
+            odd_roles: HashMap::default(),
+            legacy: HashMap::default(),
+            long_lines: HashMap::default(),
+            count: 0,
             next_seq: 0,
             generation: 0,
             replacements: None,
-            live_ranges: HashMap::default(),
             top: None,
             headers: HeaderTools::default(),
+            #[cfg(test)]
+            visits: Visits::default(),
         }
     }
 
     /// Keep every replacement (for `surface --format json`); off by default to keep memory
     /// independent of the log's history.
     pub fn record_replacements(&mut self) {
-        self.replacements.get_or_insert_with(Vec::new);
+        self.replacements.get_or_insert_with(History::default);
     }
 
     /// The range a node on the surface replaced (`None` for appended nodes).
     pub fn replaced_range(&self, seq: u64) -> Option<(u64, u64)> {
-        self.live_ranges.get(&seq).copied()
+        let l = self.displaced_at.get(&seq)?;
+        self.displaced.get(l)?.range
     }
 
-    pub fn replacements(&self) -> &[Replacement] {
-        self.replacements.as_deref().unwrap_or_default()
+    /// Every replacement, in fold order, read back from the history (empty unless
+    /// [`SurfaceManager::record_replacements`] was called).
+    pub fn each_replacement(&self) -> impl Iterator<Item = io::Result<Replacement>> + '_ {
+        self.replacements.iter().flat_map(History::iter)
+    }
+
+    /// [`SurfaceManager::each_replacement`], collected.
+    pub fn replacements(&self) -> io::Result<Vec<Replacement>> {
+        self.each_replacement().collect()
     }
 
     pub fn len(&self) -> usize {
-        self.nodes.len()
+        self.count
     }
 
     pub fn is_empty(&self) -> bool {
-        self.nodes.is_empty()
+        self.count == 0
     }
 
     pub fn replace_generation(&self) -> u64 {
@@ -312,70 +664,51 @@ impl SurfaceManager {
     }
 
     pub fn contains(&self, seq: u64) -> bool {
-        self.nodes.contains_key(&seq)
+        self.label_of(seq).is_some()
     }
 
-    pub fn node(&self, seq: u64) -> Option<&Node> {
-        self.nodes.get(&seq)
+    pub fn node(&self, seq: u64) -> Option<Node<'_>> {
+        self.label_of(seq).map(|l| self.node_at(l))
     }
 
-    pub fn head(&self) -> Option<&Node> {
-        self.nodes.get(&self.head)
+    pub fn head(&self) -> Option<Node<'_>> {
+        self.next_live(0).map(|l| self.node_at(l))
     }
 
     /// Nodes in model order.
-    pub fn iter(&self) -> impl Iterator<Item = &Node> + '_ {
-        let mut cur = self.head;
-        std::iter::from_fn(move || {
-            let n = self.nodes.get(&cur)?;
-            cur = n.next;
-            Some(n)
-        })
+    pub fn iter(&self) -> impl Iterator<Item = Node<'_>> + '_ {
+        (0..self.slots.len())
+            .filter(|&l| self.slots.meta[l] & LIVE != 0)
+            .map(|l| {
+                self.visit();
+                self.node_at(l)
+            })
     }
 
     pub fn seqs(&self) -> Vec<u64> {
         self.iter().map(|n| n.seq).collect()
     }
 
-    /// 0-based position of a node (O(n); for messages only).
+    /// 0-based position of a node.
     pub fn index_of(&self, seq: u64) -> Option<usize> {
-        self.iter().position(|n| n.seq == seq)
+        self.label_of(seq).map(|l| self.live_before(l))
     }
 
-    /// The nodes from `start` to `end` inclusive, in surface order. Searches outward from
-    /// `start` in both directions, so the cost is the distance between the two nodes.
+    /// The nodes from `start` to `end` inclusive, in surface order; the cost is the number
+    /// of nodes returned (an error costs no walk).
     pub fn range(&self, start: u64, end: u64) -> Result<Vec<u64>, RangeError> {
-        if !self.nodes.contains_key(&start) {
-            return Err(RangeError::StartMissing);
+        let (first, last) = self.range_labels(start, end)?;
+        Ok(self.walk(first, last).map(|l| self.seq_at(l)).collect())
+    }
+
+    /// The labels of `start` and `end`, checked to be live and in order.
+    fn range_labels(&self, start: u64, end: u64) -> Result<(usize, usize), RangeError> {
+        let first = self.label_of(start).ok_or(RangeError::StartMissing)?;
+        let last = self.label_of(end).ok_or(RangeError::EndMissing)?;
+        if first > last {
+            return Err(RangeError::Reversed);
         }
-        if !self.nodes.contains_key(&end) {
-            return Err(RangeError::EndMissing);
-        }
-        let mut forward = vec![start];
-        if start == end {
-            return Ok(forward);
-        }
-        let (mut fwd, mut bwd) = (self.nodes[&start].next, self.nodes[&start].prev);
-        loop {
-            if fwd != NIL {
-                forward.push(fwd);
-                if fwd == end {
-                    return Ok(forward);
-                }
-                fwd = self.nodes[&fwd].next;
-            }
-            if bwd != NIL {
-                if bwd == end {
-                    return Err(RangeError::Reversed);
-                }
-                bwd = self.nodes[&bwd].prev;
-            }
-            if fwd == NIL && bwd == NIL {
-                // Both ends of the list reached without meeting `end`: cannot happen for a
-                // consistent list, but never loop forever on a bug.
-                return Err(RangeError::EndMissing);
-            }
-        }
+        Ok((first, last))
     }
 
     /// Pairing balance of the cuts before `start` and after `end` (§15.3): the running count
@@ -404,6 +737,121 @@ impl SurfaceManager {
         Ok((before.unwrap_or(0), after.unwrap_or(0)))
     }
 
+    #[cfg(test)]
+    fn visit(&self) {
+        self.visits
+            .0
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    #[cfg(not(test))]
+    #[inline(always)]
+    fn visit(&self) {}
+
+    /// The live label holding `seq`.
+    fn label_of(&self, seq: u64) -> Option<usize> {
+        if let Some(&l) = self.displaced_at.get(&seq) {
+            return Some(l as usize);
+        }
+        let block = self
+            .slots
+            .every64
+            .partition_point(|&c| c <= seq)
+            .checked_sub(1)?;
+        let from = block * 64;
+        let near = &self.slots.creator[from..(from + 64).min(self.slots.len())];
+        let l = from + near.partition_point(|&c| c < seq);
+        (self.slots.creator.get(l) == Some(&seq) && self.slots.meta[l] & (LIVE | DISPLACED) == LIVE)
+            .then_some(l)
+    }
+
+    fn seq_at(&self, l: usize) -> u64 {
+        if self.slots.meta[l] & DISPLACED == 0 {
+            return self.slots.creator[l];
+        }
+        self.displaced
+            .get(&(l as u32))
+            .map_or(self.slots.creator[l], |d| d.seq)
+    }
+
+    fn node_at(&self, l: usize) -> Node<'_> {
+        let meta = self.slots.meta[l];
+        let kind = KINDS[usize::from((meta >> KIND_SHIFT) & 7).min(KINDS.len() - 1)];
+        let extra = self.slots.extra[l];
+        let role = match (meta >> ROLE_SHIFT) & 7 {
+            0 => None,
+            ROLE_OTHER => self.odd_roles.get(&(l as u32)).map(|r| &**r),
+            c => ROLES.get(usize::from(c) - 1).copied(),
+        };
+        Node {
+            seq: self.seq_at(l),
+            kind,
+            op: if meta & REPLACED != 0 {
+                EntryOp::Replace
+            } else {
+                EntryOp::Append
+            },
+            role,
+            pos: Pos {
+                line: match self.slots.line[l] {
+                    u32::MAX => self
+                        .long_lines
+                        .get(&(l as u32))
+                        .copied()
+                        .unwrap_or(u64::from(u32::MAX)),
+                    line => u64::from(line),
+                },
+                byte: self.slots.byte[l],
+            },
+            derives: meta & DERIVES != 0,
+            tool_calls: if kind == SurfaceKind::Assistant {
+                u32::try_from(extra).unwrap_or(u32::MAX)
+            } else {
+                0
+            },
+            result_shape: if kind == SurfaceKind::ToolResult {
+                extra
+            } else {
+                0
+            },
+            legacy: if self.legacy.is_empty() {
+                None
+            } else {
+                self.legacy.get(&(l as u32)).map(|b| &**b)
+            },
+        }
+    }
+
+    /// Live labels before label `l` (its 0-based index when it is live).
+    fn live_before(&self, l: usize) -> usize {
+        self.counts.prefix(l, order::LIVE) as usize
+    }
+
+    /// The first live label at or after `l`.
+    fn next_live(&self, l: usize) -> Option<usize> {
+        if self.slots.meta.get(l)? & LIVE != 0 {
+            return Some(l);
+        }
+        let k = self.live_before(l) as u32;
+        let next = self.counts.select(k, order::LIVE);
+        (next < self.slots.len()).then_some(next)
+    }
+
+    /// The live labels from `first` to `last` inclusive (both live), visiting each once.
+    fn walk(&self, first: usize, last: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut cur = Some(first);
+        std::iter::from_fn(move || {
+            let l = cur?;
+            self.visit();
+            cur = if l >= last {
+                None
+            } else {
+                self.next_live(l + 1).filter(|&n| n <= last)
+            };
+            Some(l)
+        })
+    }
+
     /// Fold one event: plan, then commit or reject. Returns whether the event was accepted.
     pub fn fold(&mut self, ev: &Event<'_>, class: TypeClass, sink: &mut dyn Sink) -> bool {
         let at = Reporter {
@@ -415,6 +863,7 @@ impl SurfaceManager {
         if ev.ty == "request/header" && self.dialect.developer {
             self.headers.record(ev.seq, &ev.data);
         }
+        self.prepare(ev, class);
         let planned = self.plan(ev, class, &at);
         self.next_seq = ev.seq.saturating_add(1);
         match planned {
@@ -454,7 +903,7 @@ impl SurfaceManager {
         // input can go back to a seq already on the surface: folding it would link the node
         // twice (found by fuzzing, testdata/fuzz/repeated-seq-on-surface). Only a seq no
         // higher than the highest ever linked can be on it: the lookup is skipped otherwise.
-        if self.top.is_some_and(|t| ev.seq <= t) && self.nodes.contains_key(&ev.seq) {
+        if self.top.is_some_and(|t| ev.seq <= t) && self.contains(ev.seq) {
             return Err(at.finding(
                 Code::SeqNotContiguous,
                 format!(
@@ -504,8 +953,8 @@ impl SurfaceManager {
         let Some((start, end)) = endpoints else {
             return Ok((Plan::Append(node), vec![]));
         };
-        // Step 7.1 — the range, by surface position.
-        let shadowed = self.range(start, end).map_err(|e| match e {
+        // Step 7.1 — the range, by surface position (labels follow it).
+        let (first, last) = self.range_labels(start, end).map_err(|e| match e {
             RangeError::StartMissing => at.finding(
                 Code::ReplaceStartNotOnSurface,
                 format!("surface replace: start seq {start} not found in surface"),
@@ -523,35 +972,32 @@ impl SurfaceManager {
                 ),
             ),
         })?;
+        let shadowed = self.live_before(last + 1) - self.live_before(first);
         // Step 7.2 — provenance (v0–v2: a–g; v3+: g).
         if !d.canonical {
             sources = self.provenance(ev, kind, at)?;
         }
-        let missing = match &sources {
-            Some(list) => list.missing(&shadowed),
-            None => shadowed.clone(),
-        };
-        if !missing.is_empty() {
+        let (missing, listed) = self.uncited(sources.as_ref(), first, last);
+        if missing > 0 {
             return Err(at.finding(
                 Code::ReplaceMissingShadowedSource,
                 format!(
                     "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
-                    seq_list(&missing, 20)
+                    seq_list_counted(&listed, missing, LISTED)
                 ),
             ));
         }
         // Step 7.3 — tool-result rule.
         if kind == SurfaceKind::ToolResult {
-            if shadowed.len() != 1 {
+            if shadowed != 1 {
                 return Err(at.finding(
                     Code::ToolResultReplaceNotSingle,
                     format!(
-                        "tool/result surface replacement must rewrite exactly one current node, but {start}..{end} covers {} nodes",
-                        shadowed.len()
+                        "tool/result surface replacement must rewrite exactly one current node, but {start}..{end} covers {shadowed} nodes"
                     ),
                 ));
             }
-            let target = &self.nodes[&shadowed[0]];
+            let target = self.node_at(first);
             if target.kind != SurfaceKind::ToolResult {
                 return Err(at.finding(
                     Code::ToolResultReplaceTargetNotResult,
@@ -573,16 +1019,16 @@ impl SurfaceManager {
             }
         }
         // Step 7.4 — protected system head (v3+).
-        if d.system_head && self.head == start {
-            let head_is_system = self.nodes[&start].kind == SurfaceKind::System;
-            if head_is_system && (kind != SurfaceKind::System || shadowed.len() != 1) {
+        if d.system_head && self.next_live(0) == Some(first) {
+            let head_is_system = self.node_at(first).kind == SurfaceKind::System;
+            if head_is_system && (kind != SurfaceKind::System || shadowed != 1) {
                 return Err(at.finding(
                     Code::SystemHeadProtected,
                     format!(
                         "surface replace: node 0 holds the system prompt and may be rewritten only by a system/message over exactly that node (this {} covers {} node{})",
                         kind.type_name(),
-                        shadowed.len(),
-                        if shadowed.len() == 1 { "" } else { "s" }
+                        shadowed,
+                        if shadowed == 1 { "" } else { "s" }
                     ),
                 ));
             }
@@ -592,10 +1038,98 @@ impl SurfaceManager {
                 node,
                 start,
                 end,
-                shadowed,
+                first,
+                last,
             },
             vec![],
         ))
+    }
+
+    /// The uncited displaced nodes at labels `first..=last`, counted per gap; the first
+    /// [`LISTED`] found by bisection on the counts.
+    fn uncited_displaced(
+        &self,
+        points: &PointSet,
+        gaps: &[(u64, u64)],
+        first: usize,
+        last: usize,
+        total: &mut u64,
+        labels: &mut Vec<usize>,
+    ) {
+        let (lo, hi) = (first as u32, last as u32);
+        let hit: Vec<(u64, u64)> = gaps
+            .iter()
+            .copied()
+            .filter(|&(a, b)| {
+                let n = points.count(a, b, lo, hi) as u64;
+                *total += n;
+                n > 0
+            })
+            .collect();
+        let any_in =
+            |from: u32, to: u32| hit.iter().any(|&(a, b)| points.count(a, b, from, to) > 0);
+        let (mut from, mut found) = (lo, 0);
+        // The next uncited displaced label, by bisection on the counts.
+        while found < LISTED && from <= hi && any_in(from, hi) {
+            let (mut a, mut b) = (from, hi);
+            while a < b {
+                let mid = a + (b - a) / 2;
+                if any_in(from, mid) {
+                    b = mid;
+                } else {
+                    a = mid + 1;
+                }
+            }
+            labels.push(a as usize);
+            found += 1;
+            from = a + 1;
+        }
+    }
+
+    /// The nodes at the live labels `first..=last` whose seq `cited` lacks (§11.2 step 6 g):
+    /// how many, and the seqs of the first [`LISTED`] of them in surface order. The cost
+    /// follows the number of runs in `cited`, never the length of the range: a replace that
+    /// is rejected leaves its range in place, and a walk would be paid again by the next one.
+    fn uncited(&self, cited: Option<&SeqList>, first: usize, last: usize) -> (u64, Vec<u64>) {
+        let gaps = gaps(cited, self.top.unwrap_or(0));
+        let mut total = 0u64;
+        let mut labels: Vec<usize> = Vec::new();
+        // Nodes that are not displaced: their seq is their label's creator, which grows with
+        // the label, so those whose seq lies in one gap hold one run of labels.
+        let creators = &self.slots.creator[first..=last];
+        let (low, high) = (creators[0], creators[creators.len() - 1]);
+        let mut from = 0;
+        for &(a, b) in &gaps[gaps.partition_point(|g| g.1 < low)..] {
+            if a > high {
+                break;
+            }
+            let lo = from + creators[from..].partition_point(|&c| c < a);
+            let hi = lo + creators[lo..].partition_point(|&c| c <= b);
+            from = hi;
+            let n = self.counts.between(first + lo, first + hi, order::REGULAR);
+            total += u64::from(n);
+            let k = self.counts.prefix(first + lo, order::REGULAR);
+            let take = n.min(LISTED.saturating_sub(labels.len()) as u32);
+            labels.extend((k..k + take).map(|k| self.counts.select(k, order::REGULAR)));
+        }
+        // Displaced nodes: checked one by one when there are few, else counted per gap.
+        let displaced = self.counts.between(first, last + 1, order::DISPLACED);
+        let points = self.points.as_ref().filter(|_| displaced > FEW_DISPLACED);
+        if let Some(points) = points {
+            self.uncited_displaced(points, &gaps, first, last, &mut total, &mut labels);
+        } else {
+            let k = self.counts.prefix(first, order::DISPLACED);
+            for l in (k..k + displaced).map(|k| self.counts.select(k, order::DISPLACED)) {
+                self.visit();
+                if in_gaps(&gaps, self.seq_at(l)) {
+                    total += 1;
+                    labels.push(l);
+                }
+            }
+        }
+        labels.sort_unstable();
+        labels.truncate(LISTED);
+        (total, labels.into_iter().map(|l| self.seq_at(l)).collect())
     }
 
     fn plan_log_only(
@@ -826,7 +1360,7 @@ impl SurfaceManager {
         Ok(())
     }
 
-    fn node_for(&self, ev: &Event<'_>, kind: SurfaceKind, replace: bool) -> Node {
+    fn node_for(&self, ev: &Event<'_>, kind: SurfaceKind, replace: bool) -> NewNode {
         let message = ev.message();
         let content = message.and_then(|m| m.get("content"));
         let empty = content
@@ -847,9 +1381,7 @@ impl SurfaceManager {
         } else {
             0
         };
-        Node {
-            prev: NIL,
-            next: NIL,
+        NewNode {
             seq: ev.seq,
             kind,
             op: if replace {
@@ -857,10 +1389,7 @@ impl SurfaceManager {
             } else {
                 EntryOp::Append
             },
-            role: message
-                .and_then(|m| m.get("role"))
-                .and_then(Json::as_str)
-                .map(intern_role),
+            role: role_code(message.and_then(|m| m.get("role")).and_then(Json::as_str)),
             pos: ev.pos,
             derives,
             tool_calls,
@@ -893,63 +1422,214 @@ impl SurfaceManager {
             Plan::Nothing => {}
             Plan::Append(node) => self.push_back(node),
             Plan::Replace {
-                mut node,
+                node,
                 start,
                 end,
-                shadowed,
+                first,
+                last,
             } => {
-                let (prev, next) = (self.nodes[&start].prev, self.nodes[&end].next);
-                for s in &shadowed {
-                    self.nodes.remove(s);
-                    self.live_ranges.remove(s);
+                let shadowed: Vec<usize> = self.walk(first, last).collect();
+                let seqs: Vec<u64> = shadowed.iter().map(|&l| self.seq_at(l)).collect();
+                for (&l, &seq) in shadowed.iter().zip(&seqs) {
+                    self.kill(l, seq);
                 }
-                self.live_ranges.insert(node.seq, (start, end));
                 let seq = node.seq;
-                node.prev = prev;
-                node.next = next;
                 self.top = self.top.max(Some(seq));
-                self.nodes.insert(seq, node);
-                match prev {
-                    NIL => self.head = seq,
-                    p => self.link_mut(p).next = seq,
-                }
-                match next {
-                    NIL => self.tail = seq,
-                    n => self.link_mut(n).prev = seq,
-                }
+                self.revive(first, node, Some((start, end)));
                 self.generation += 1;
                 if let Some(r) = &mut self.replacements {
-                    r.push(Replacement {
+                    r.push(&Replacement {
                         seq,
                         start,
                         end,
-                        shadowed,
+                        shadowed: seqs,
                     });
+                }
+                if self.points.as_ref().is_some_and(PointSet::wants_rebuild) {
+                    self.rebuild_points();
+                }
+                if self.slots.len() - self.count > self.count + SLACK {
+                    self.compact();
                 }
             }
         }
     }
 
-    fn link_mut(&mut self, seq: u64) -> &mut Node {
-        self.nodes
-            .get_mut(&seq)
-            .expect("linked surface node exists")
+    fn push_back(&mut self, node: NewNode) {
+        let last = self.slots.creator.last().copied();
+        // Creators must stay strictly increasing: an append whose seq is not above every
+        // earlier one (only after a seq regression in damaged input) is kept as displaced.
+        let regular = last.is_none_or(|c| node.seq > c);
+        let l = self.slots.len();
+        self.slots
+            .push(if regular { node.seq } else { last.unwrap_or(0) }, &node, 0);
+        self.counts.push();
+        self.top = self.top.max(Some(node.seq));
+        self.revive(l, node, None);
     }
 
-    fn push_back(&mut self, mut node: Node) {
-        let seq = node.seq;
-        node.prev = self.tail;
-        node.next = NIL;
-        if self.tail == NIL {
-            self.head = seq;
-        } else {
-            let tail = self.tail;
-            self.link_mut(tail).next = seq;
+    /// Put `node` at the dead (or new) label `l`.
+    fn revive(&mut self, l: usize, mut node: NewNode, range: Option<(u64, u64)>) {
+        let key = l as u32;
+        let displaced = self.slots.creator[l] != node.seq;
+        self.slots
+            .set(l, &node, LIVE | if displaced { DISPLACED } else { 0 });
+        if let Some(role) = node.role.1.take() {
+            self.odd_roles.insert(key, role);
         }
-        self.tail = seq;
-        self.top = self.top.max(Some(seq));
-        self.nodes.insert(seq, node);
+        if let Some(legacy) = node.legacy.take() {
+            self.legacy.insert(key, legacy);
+        }
+        if node.pos.line >= u64::from(u32::MAX) {
+            self.long_lines.insert(key, node.pos.line);
+        }
+        if displaced {
+            self.counts.set(l, order::DISPLACED);
+            self.displaced.insert(
+                key,
+                Displaced {
+                    seq: node.seq,
+                    range,
+                },
+            );
+            self.displaced_at.insert(node.seq, key);
+            if let Some(p) = &mut self.points {
+                p.insert(node.seq, key);
+            }
+        } else {
+            self.counts.set(l, order::REGULAR);
+        }
+        self.count += 1;
     }
+
+    /// Take the node with `seq` at label `l` off the surface.
+    fn kill(&mut self, l: usize, seq: u64) {
+        let key = l as u32;
+        let meta = self.slots.meta[l];
+        self.slots.meta[l] = meta & !LIVE;
+        if meta & DISPLACED != 0 {
+            self.counts.set(l, 0);
+            self.displaced.remove(&key);
+            self.displaced_at.remove(&seq);
+            if let Some(p) = &mut self.points {
+                p.remove(seq, key);
+            }
+        } else {
+            self.counts.set(l, 0);
+        }
+        if (meta >> ROLE_SHIFT) & 7 == ROLE_OTHER {
+            self.odd_roles.remove(&key);
+        }
+        if !self.legacy.is_empty() {
+            self.legacy.remove(&key);
+        }
+        if self.slots.line[l] == u32::MAX {
+            self.long_lines.remove(&key);
+        }
+        self.count -= 1;
+    }
+
+    fn rebuild_points(&mut self) {
+        if let Some(p) = &mut self.points {
+            p.rebuild(self.displaced.iter().map(|(l, d)| (d.seq, *l)));
+        }
+    }
+
+    /// Before planning a replace whose range holds more displaced nodes than are checked one
+    /// by one: make sure they can be counted instead (see `points`).
+    fn prepare(&mut self, ev: &Event<'_>, class: TypeClass) {
+        if self.points.is_some() || !matches!(class, TypeClass::Surface(_)) {
+            return;
+        }
+        let at = Reporter {
+            version: None,
+            pos: ev.pos,
+            seq: None,
+            event_type: None,
+        };
+        let Ok(Some((start, end))) = marker(self.dialect, ev, &at) else {
+            return;
+        };
+        if let Ok((first, last)) = self.range_labels(start, end)
+            && self.counts.between(first, last + 1, order::DISPLACED) > FEW_DISPLACED
+        {
+            let mut p = PointSet::default();
+            p.rebuild(self.displaced.iter().map(|(l, d)| (d.seq, *l)));
+            self.points = Some(p);
+        }
+    }
+
+    /// Drop the dead labels: live ones are renumbered in order, so surface order, creators'
+    /// order and every count stay as they were.
+    fn compact(&mut self) {
+        let mut displaced = HashMap::default();
+        let mut odd_roles = HashMap::default();
+        let mut legacy = HashMap::default();
+        let mut long_lines = HashMap::default();
+        let mut to = 0u32;
+        for from in 0..self.slots.len() {
+            if self.slots.meta[from] & LIVE == 0 {
+                continue;
+            }
+            let from = from as u32;
+            if let Some(d) = self.displaced.remove(&from) {
+                self.displaced_at.insert(d.seq, to);
+                displaced.insert(to, d);
+            }
+            if let Some(r) = self.odd_roles.remove(&from) {
+                odd_roles.insert(to, r);
+            }
+            if let Some(x) = self.legacy.remove(&from) {
+                legacy.insert(to, x);
+            }
+            if let Some(x) = self.long_lines.remove(&from) {
+                long_lines.insert(to, x);
+            }
+            to += 1;
+        }
+        self.slots.retain_live();
+        (self.displaced, self.odd_roles, self.legacy) = (displaced, odd_roles, legacy);
+        self.long_lines = long_lines;
+        let metas = &self.slots.meta;
+        self.counts = Counts::build(metas.iter().map(|m| {
+            Some(if m & DISPLACED == 0 {
+                order::REGULAR
+            } else {
+                order::DISPLACED
+            })
+        }));
+        self.rebuild_points();
+    }
+}
+
+/// The seqs in `[0, top]` that `cited` does not list, as sorted disjoint inclusive runs
+/// (every seq on the surface is at most `top`). An absent list cites nothing.
+fn gaps(cited: Option<&SeqList>, top: u64) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = cited.map(|l| l.runs().to_vec()).unwrap_or_default();
+    if !runs.is_sorted() {
+        runs.sort_unstable();
+    }
+    let mut gaps = Vec::new();
+    // The lowest seq not yet covered.
+    let mut next = 0u64;
+    for (a, b) in runs {
+        if next > top || a > top {
+            break;
+        }
+        if a > next {
+            gaps.push((next, a - 1));
+        }
+        next = next.max(b.saturating_add(1));
+    }
+    if next <= top {
+        gaps.push((next, top));
+    }
+    gaps
+}
+
+fn in_gaps(gaps: &[(u64, u64)], seq: u64) -> bool {
+    let i = gaps.partition_point(|g| g.1 < seq);
+    gaps.get(i).is_some_and(|g| g.0 <= seq)
 }
 
 /// Step 2 for a surface-eligible event: `None` for append, `Some((start, end))` for replace.
@@ -1035,7 +1715,7 @@ pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Opt
 
 impl super::legacy::MessageIds for SurfaceManager {
     fn message_id(&self, seq: u64) -> Option<String> {
-        let legacy = self.nodes.get(&seq)?.legacy.as_ref()?;
+        let legacy = self.legacy.get(&(self.label_of(seq)? as u32))?;
         legacy.message_id.as_deref().map(str::to_owned)
     }
 }

@@ -12,9 +12,14 @@ pub fn clip(s: &str, max: usize) -> Cow<'_, str> {
 
 /// A list of seqs for a message: `4, 5, 6` (at most `max` shown).
 pub fn seq_list(seqs: &[u64], max: usize) -> String {
-    let mut out: Vec<String> = seqs.iter().take(max).map(u64::to_string).collect();
-    if seqs.len() > max {
-        out.push(format!("… ({} in all)", seqs.len()));
+    seq_list_counted(seqs, seqs.len() as u64, max)
+}
+
+/// [`seq_list`] of a list of `total` seqs of which only the first ones are at hand.
+pub fn seq_list_counted(first: &[u64], total: u64, max: usize) -> String {
+    let mut out: Vec<String> = first.iter().take(max).map(u64::to_string).collect();
+    if total > max as u64 {
+        out.push(format!("… ({total} in all)"));
     }
     out.join(", ")
 }

@@ -2,6 +2,7 @@
 //! are fixed up front so it can be printed in chunks (memory does not follow the surface).
 
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ColumnConstraint, Table, Width};
+use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
@@ -38,30 +39,36 @@ impl Serialize for NodeList<'_> {
             seq: n.seq,
             ty: n.kind.type_name(),
             op: n.op.as_str(),
-            role: n.role.as_deref(),
+            role: n.role,
         }))
     }
 }
 
-pub struct ReplacementList<'a>(pub &'a [Replacement]);
+/// The replacement history, read back record by record as it is serialized.
+pub struct ReplacementList<'a>(pub &'a SurfaceManager);
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct ReplacementRecord<'a> {
+struct ReplacementRecord {
     seq: u64,
     start_seq: u64,
     end_seq: u64,
-    shadowed_seqs: &'a [u64],
+    shadowed_seqs: Vec<u64>,
 }
 
 impl Serialize for ReplacementList<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(|r| ReplacementRecord {
-            seq: r.seq,
-            start_seq: r.start,
-            end_seq: r.end,
-            shadowed_seqs: &r.shadowed,
-        }))
+        let mut list = s.serialize_seq(None)?;
+        for r in self.0.each_replacement() {
+            let r: Replacement = r.map_err(serde::ser::Error::custom)?;
+            list.serialize_element(&ReplacementRecord {
+                seq: r.seq,
+                start_seq: r.start,
+                end_seq: r.end,
+                shadowed_seqs: r.shadowed,
+            })?;
+        }
+        list.end()
     }
 }
 
@@ -124,6 +131,47 @@ impl TableLayout {
 
     /// The lines of a chunk of rows (with the header when `header`).
     pub fn render(&self, rows: &[Row], header: bool) -> Vec<String> {
+        if let Some(lines) = self.render_plain(rows, header) {
+            return lines;
+        }
+        self.render_table(rows, header)
+    }
+
+    /// What [`TableLayout::render_table`] prints without colour when every cell fits its
+    /// column (the usual case: cells are clipped to their columns), written directly: the
+    /// table crate costs ~20 µs a row. `None` when a cell would wrap.
+    fn render_plain(&self, rows: &[Row], header: bool) -> Option<Vec<String>> {
+        if self.color {
+            return None;
+        }
+        let widths = [
+            self.widths[0],
+            self.widths[1],
+            self.widths[2],
+            self.widths[3],
+            self.preview,
+        ];
+        let mut lines = Vec::with_capacity(rows.len() + 2);
+        if header {
+            lines.push(plain_line(&HEADERS, &widths, false)?);
+            let rule: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
+            lines.push(rule.join("┼").trim_end().to_owned());
+        }
+        for r in rows {
+            let seq = r.seq.to_string();
+            let role = clip_width(&r.role, MAX_ROLE);
+            let preview = match &r.preview {
+                Preview::Text(t) => t.as_str(),
+                Preview::NoMessage => NO_MESSAGE,
+                Preview::Missing => NO_OBJECT,
+            };
+            let cells = [seq.as_str(), r.kind.type_name(), &role, &r.op, preview];
+            lines.push(plain_line(&cells, &widths, true)?);
+        }
+        Some(lines)
+    }
+
+    fn render_table(&self, rows: &[Row], header: bool) -> Vec<String> {
         let mut t = Table::new();
         t.load_preset("     ─┼ │          ");
         if self.color {
@@ -156,8 +204,8 @@ impl TableLayout {
             };
             let (preview, dim) = match &r.preview {
                 Preview::Text(t) => (t.clone(), false),
-                Preview::NoMessage => ("(derives no message: empty content)".to_owned(), true),
-                Preview::Missing => ("(no message object)".to_owned(), true),
+                Preview::NoMessage => (NO_MESSAGE.to_owned(), true),
+                Preview::Missing => (NO_OBJECT.to_owned(), true),
             };
             t.add_row(vec![
                 Cell::new(r.seq).set_alignment(CellAlignment::Right),
@@ -186,12 +234,46 @@ impl TableLayout {
     }
 }
 
+const NO_MESSAGE: &str = "(derives no message: empty content)";
+const NO_OBJECT: &str = "(no message object)";
+
+/// One line of cells padded to their columns (one space each side, the first cell of a row
+/// aligned right), joined by `│`, trailing spaces cut; `None` when a cell does not fit.
+fn plain_line(cells: &[&str], widths: &[usize; 5], first_right: bool) -> Option<String> {
+    let mut line = String::with_capacity(widths.iter().sum::<usize>() + 20);
+    for (i, (text, w)) in cells.iter().zip(widths).enumerate() {
+        let used = width_of(text);
+        if used > *w || text.contains('\n') {
+            return None;
+        }
+        if i > 0 {
+            line.push('│');
+        }
+        line.push(' ');
+        let pad = w - used;
+        if i == 0 && first_right {
+            line.extend(std::iter::repeat_n(' ', pad));
+            line.push_str(text);
+        } else {
+            line.push_str(text);
+            line.extend(std::iter::repeat_n(' ', pad));
+        }
+        line.push(' ');
+    }
+    line.truncate(line.trim_end().len());
+    Some(line)
+}
+
 fn col(w: usize) -> u16 {
     u16::try_from(w).unwrap_or(u16::MAX)
 }
 
 /// Display width of text as a terminal shows it.
 pub fn width_of(text: &str) -> usize {
+    // Printable ASCII takes one column a byte (most previews): no table lookups.
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        return text.len();
+    }
     UnicodeWidthStr::width(text)
 }
 
@@ -230,11 +312,63 @@ mod tests {
         // Wide characters take two columns each.
         assert_eq!(clip_width("日本語テキスト", 7), "日本語…");
         assert!(width_of(&clip_width("日本語テキスト", 6)) <= 6);
+        for t in ["plain text ~!", "tab\there", "é", "\u{7f}x", ""] {
+            assert_eq!(width_of(t), UnicodeWidthStr::width(t), "{t:?}");
+        }
     }
 
     #[test]
     fn previews_are_escaped_before_clipping() {
         assert_eq!(preview_cell("a\u{1b}[31mb", 40), "a\\u{1b}[31mb");
+    }
+
+    #[test]
+    fn plain_rows_are_the_table_crate_rows() {
+        let texts = [
+            "hello",
+            "",
+            "日本語テキスト",
+            "e\u{301}te\u{301}",
+            "👩\u{200d}💻 emoji",
+            "tab\\t and quote\"",
+            "x",
+            "a very long preview text that goes on and on past any column width there is",
+            "  spaces  ",
+        ];
+        let mut n = 0;
+        for (width, max_role, max_op) in [(80, 9, 12), (40, 4, 6), (200, 12, 20), (30, 12, 30)] {
+            let layout = TableLayout::new(123_456, max_role, max_op, width, false);
+            let mut rows = Vec::new();
+            for (i, t) in texts.iter().enumerate() {
+                for (j, preview) in [
+                    Preview::Text(preview_cell(t, layout.preview_width())),
+                    Preview::Text((*t).to_owned()),
+                    Preview::NoMessage,
+                    Preview::Missing,
+                ]
+                .into_iter()
+                .enumerate()
+                {
+                    rows.push(Row {
+                        seq: (i * 1000 + j) as u64,
+                        kind: [SurfaceKind::User, SurfaceKind::ToolResult][j % 2],
+                        role: clip_width(texts[(i + j) % texts.len()], 12),
+                        op: ["append", "replace 1..2", "replace 10..200"][(i + j) % 3].to_owned(),
+                        replaced: j % 2 == 1,
+                        preview,
+                    });
+                }
+            }
+            for chunk in rows.chunks(1) {
+                for header in [true, false] {
+                    if let Some(plain) = layout.render_plain(chunk, header) {
+                        n += 1;
+                        assert_eq!(plain, layout.render_table(chunk, header));
+                    }
+                }
+            }
+        }
+        assert!(n > 100, "the plain path was taken {n} times");
     }
 
     #[test]

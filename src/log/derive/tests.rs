@@ -169,3 +169,102 @@ fn preview_of_bytes_agrees_with_the_tree_and_falls_back_when_needed() {
         Err(MessageError::NotJson(_))
     ));
 }
+
+#[test]
+fn lines_come_back_whatever_the_order_they_are_asked_in() {
+    use std::io::Write as _;
+    // Lines of varied length (some longer than an excursion's read), the last without `\n`.
+    let lines: Vec<String> = (0..3000)
+        .map(|i| {
+            format!(
+                "{{\"i\":{i},\"pad\":\"{}\"}}",
+                "x".repeat((i * 37) % 20_000)
+            )
+        })
+        .collect();
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    let mut starts = Vec::new();
+    let mut at = 0u64;
+    for (i, l) in lines.iter().enumerate() {
+        starts.push(at);
+        file.write_all(l.as_bytes()).unwrap();
+        at += l.len() as u64;
+        if i + 1 < lines.len() {
+            file.write_all(b"\n").unwrap();
+            at += 1;
+        }
+    }
+    file.flush().unwrap();
+    let mut order: Vec<usize> = (0..lines.len()).collect();
+    // In order with excursions far ahead and back, a run of excursions going forward, and
+    // backward steps.
+    for i in (0..order.len()).step_by(5) {
+        order.swap(i, (i * 7919) % lines.len());
+    }
+    order.extend((0..200).rev());
+    order.extend((2000..2100).step_by(3));
+    let mut d = Deriver::open(file.path()).unwrap();
+    for &i in &order {
+        let got = d.line_at(starts[i]).unwrap();
+        assert_eq!(got, lines[i].as_bytes(), "line {i}");
+    }
+}
+
+#[test]
+fn the_skim_finds_what_the_parser_finds() {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("testdata")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let bytes = std::fs::read(&p).unwrap();
+                lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+            }
+        }
+    }
+    lines.extend(
+        [
+            r#"{"data":{"message":{"a":1}},"data":{"message":[1,{"b":"}"}]}}"#,
+            r#"{"data":{"message":{"a":1}},"data":"x"}"#,
+            r#" { "data" : { "message" : "s\"}" , "x" : [ ] } } "#,
+            r#"{"d\u0061ta":{"message":1}}"#,
+            r#"{"data":{"message":{"a":[}}}"#,
+            r#"{"data":{"message":1}} x"#,
+            r#"{"data":{"message":1},}"#,
+            r#"{"data":{"message":"unterminated}}"#,
+            r#"{"data":{"message":{"a":1]}}"#,
+            r#"{"data":{}}"#,
+            r#"{}"#,
+        ]
+        .iter()
+        .map(|l| l.as_bytes().to_vec()),
+    );
+    let deep = format!(
+        r#"{{"data":{{"message":{}1{}}}}}"#,
+        "[".repeat(150),
+        "]".repeat(150)
+    );
+    lines.push(deep.into_bytes());
+    let mut skimmed = 0;
+    for line in &lines {
+        for path in [
+            message_path(SurfaceKind::User),
+            message_path(SurfaceKind::Assistant),
+        ] {
+            // What `message_span` found before it skimmed.
+            let by_parser = match locate(line, path) {
+                Err(_) if std::str::from_utf8(line).is_err() => locate(&utf8_shaped(line), path),
+                other => other,
+            }
+            .ok();
+            if let Some(found) = (Skim { b: line, i: 0 }).line(path) {
+                skimmed += 1;
+                assert_eq!(Some(found), by_parser, "{}", String::from_utf8_lossy(line));
+            }
+        }
+    }
+    assert!(skimmed > 1000, "{skimmed} lines skimmed");
+}

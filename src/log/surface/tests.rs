@@ -156,7 +156,7 @@ impl H {
         Snapshot {
             seqs: self.m.seqs(),
             generation: self.m.replace_generation(),
-            replacements: self.m.replacements().to_vec(),
+            replacements: self.m.replacements().unwrap(),
             len: self.m.len(),
         }
     }
@@ -393,7 +393,7 @@ fn replace_uses_surface_positions_not_numbers() {
         h.ok(h.user().replace(v, 3, 4).src("[3,4]"));
         assert_eq!(h.m.seqs(), vec![0, 5]);
         assert_eq!(h.m.replace_generation(), 2);
-        assert_eq!(h.m.replacements()[1].shadowed, vec![3, 4]);
+        assert_eq!(h.m.replacements().unwrap()[1].shadowed, vec![3, 4]);
         assert_eq!(h.m.node(5).map(|n| n.op), Some(EntryOp::Replace));
     }
 }
@@ -804,7 +804,7 @@ fn replace_range_order_is_by_position_so_start_9_end_4_can_be_valid() {
         );
         h.ok(h.user().replace(v, 9, 4).src("[4,9]"));
         assert_eq!(h.m.seqs(), vec![11]);
-        assert_eq!(h.m.replacements()[1].shadowed, vec![9, 4]);
+        assert_eq!(h.m.replacements().unwrap()[1].shadowed, vec![9, 4]);
     }
 }
 
@@ -1734,4 +1734,271 @@ fn balance_reports_a_result_without_a_call_on_the_surface() {
     h.ok(h.result("c").append()); // 1: counter goes negative
     h.users(1); // 2
     assert_eq!(h.m.balance_around(0, 2), Err(1));
+}
+
+// ---------------------------------------------------------------------------------------
+// Rejected replaces cost no walk (issue 20, finding 4); a brute-force model of the fold
+// ---------------------------------------------------------------------------------------
+
+impl H {
+    fn visits(&self) -> u64 {
+        self.m.visits.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Fold a line that must be rejected; returns its one finding's message.
+    fn rejection_message(&mut self, l: L) -> String {
+        let ev = self.decode_line(&l);
+        let (accepted, findings) = self.fold_event(&ev);
+        assert!(
+            !accepted && findings.len() == 1,
+            "v{}: {} gave {findings:?}",
+            self.v,
+            l.text()
+        );
+        findings[0].message.clone()
+    }
+}
+
+/// `sourceEventSeqs` citing every seq in `[from, to]` except `skip`, as runs.
+fn runs_except(from: u64, to: u64, skip: &[u64]) -> String {
+    let mut runs = Vec::new();
+    let mut next = from;
+    for &s in skip {
+        if s > next {
+            runs.push(format!("[{next},{}]", s - 1));
+        }
+        next = s + 1;
+    }
+    if next <= to {
+        runs.push(format!("[{next},{to}]"));
+    }
+    format!("[{}]", runs.join(","))
+}
+
+#[test]
+fn a_rejected_replace_does_not_walk_its_range() {
+    let mut h = H::new(3);
+    let users = h.users(20_000);
+    // Displaced nodes (replacing nodes) spread over the range, more than are checked one by
+    // one, so both ways of counting them are used.
+    for i in (100..20_000).step_by(97) {
+        let s = users[i];
+        h.ok(h.user().replace(3, s, s).src(&format!("[{s}]")));
+    }
+    let surface = h.m.seqs();
+    let (first, last) = (surface[0], surface[surface.len() - 1]);
+    let regular = surface[10_001];
+    let displaced = surface[(0..surface.len())
+        .find(|&i| i > 5_000 && surface[i] > users[19_999])
+        .unwrap()];
+    let top = h.seq() - 1;
+    let expect_missing = |missing: &[u64]| {
+        format!(
+            "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
+            crate::log::text::seq_list(missing, 20)
+        )
+    };
+    let before = h.visits();
+    for _ in 0..50 {
+        // One regular node left out.
+        let l = h
+            .user()
+            .replace(3, first, last)
+            .src(&runs_except(0, top, &[regular]));
+        assert_eq!(h.rejection_message(l), expect_missing(&[regular]));
+        // One displaced node and one regular node left out.
+        let mut skip = [regular, displaced];
+        skip.sort_unstable();
+        let l = h
+            .user()
+            .replace(3, first, last)
+            .src(&runs_except(0, top, &skip));
+        let mut want = vec![regular, displaced];
+        want.sort_by_key(|s| surface.iter().position(|x| x == s));
+        assert_eq!(h.rejection_message(l), expect_missing(&want));
+        // Nothing cited: the first 20 and the count.
+        let l = h.user().replace(3, first, last);
+        assert_eq!(h.rejection_message(l), expect_missing(&surface));
+        // Endpoints reversed.
+        let l = h
+            .user()
+            .replace(3, last, first)
+            .src(&format!("[[0,{top}]]"));
+        assert_eq!(
+            h.rejection_message(l),
+            format!(
+                "surface replace: start seq {last} (index {}) is after end seq {first} (index 0)",
+                surface.len() - 1
+            )
+        );
+    }
+    assert!(h.m.points.is_some(), "the displaced nodes were counted");
+    assert!(
+        h.visits() - before < 100,
+        "200 rejected replaces over {} nodes visited {} nodes",
+        surface.len(),
+        h.visits() - before
+    );
+    // An accepted replace of the same range visits each node it shadows once.
+    let before = h.visits();
+    h.ok(h
+        .user()
+        .replace(3, first, last)
+        .src(&format!("[[0,{top}]]")));
+    assert!(h.visits() - before <= surface.len() as u64 + 1);
+    assert_eq!(h.m.len(), 1);
+}
+
+/// A tiny deterministic PRNG for the model test.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}
+
+#[test]
+fn replaces_match_a_brute_force_model_of_the_fold() {
+    for (v, seed) in [(3, 7u64), (2, 11), (4, 13)] {
+        let mut h = H::new(v);
+        let mut rng = Rng(seed);
+        let mut model: Vec<u64> = h.users(600);
+        for round in 0..1500 {
+            let n = model.len();
+            if round == 700 {
+                // A long accepted replace: thousands of dead labels (slab compaction).
+                model.extend(h.users(2 * SLACK));
+                let (i, j) = (1, model.len() - 2);
+                let src = crate::log::rows::encode_sources_json(&{
+                    let mut s = model[i..=j].to_vec();
+                    s.sort_unstable();
+                    s
+                });
+                let seq = h.ok(h.user().replace(v, model[i], model[j]).src(&src));
+                model.splice(i..=j, [seq]);
+                assert_eq!(h.m.slots.len(), h.m.len(), "the dead labels were dropped");
+                continue;
+            }
+            match rng.below(10) {
+                0..=1 => model.push(h.ok(h.user().append())),
+                2..=5 => {
+                    // An accepted replace of a short range, citing it and some other seqs.
+                    let i = rng.below(n);
+                    let j = (i + rng.below(3)).min(n - 1);
+                    let mut src = model[i..=j].to_vec();
+                    src.extend((0..rng.below(3)).map(|_| rng.below(h.seq() as usize) as u64));
+                    src.sort_unstable();
+                    src.dedup();
+                    let src = crate::log::rows::encode_sources_json(&src);
+                    let seq = h.ok(h.user().replace(v, model[i], model[j]).src(&src));
+                    model.splice(i..=j, [seq]);
+                }
+                _ => {
+                    // A replace that is rejected: some shadowed seqs left out, or reversed.
+                    let (mut i, mut j) = (rng.below(n), rng.below(n));
+                    let reversed = i > j;
+                    if i == j {
+                        j = (j + 1).min(n - 1);
+                        i = i.saturating_sub(1);
+                    }
+                    let shadowed: Vec<u64> = if reversed {
+                        vec![]
+                    } else {
+                        model[i..=j].to_vec()
+                    };
+                    let shadowed_set: std::collections::HashSet<u64> =
+                        shadowed.iter().copied().collect();
+                    // Cite most shadowed seqs, and runs of other seqs around them.
+                    let mut src: std::collections::BTreeSet<u64> = shadowed
+                        .iter()
+                        .copied()
+                        .filter(|_| rng.below(4) != 0)
+                        .collect();
+                    for _ in 0..rng.below(4) {
+                        let a = rng.below(h.seq() as usize) as u64;
+                        let b = (a + rng.below(50) as u64).min(h.seq() - 1);
+                        src.extend((a..=b).filter(|s| !shadowed_set.contains(s)));
+                    }
+                    if !reversed && shadowed.iter().all(|s| src.contains(s)) {
+                        src.remove(&shadowed[rng.below(shadowed.len())]);
+                    }
+                    let src: Vec<u64> = src.into_iter().collect();
+                    let want = if reversed {
+                        format!(
+                            "surface replace: start seq {} (index {i}) is after end seq {} (index {j})",
+                            model[i], model[j]
+                        )
+                    } else {
+                        let missing: Vec<u64> = shadowed
+                            .iter()
+                            .copied()
+                            .filter(|s| src.binary_search(s).is_err())
+                            .collect();
+                        format!(
+                            "surface replace: sourceEventSeqs must include every shadowed surface node; missing {}",
+                            crate::log::text::seq_list(&missing, 20)
+                        )
+                    };
+                    let mut l = h.user().replace(v, model[i], model[j]);
+                    if !src.is_empty() {
+                        l = l.src(&crate::log::rows::encode_sources_json(&src));
+                    }
+                    assert_eq!(h.rejection_message(l), want, "v{v} round {round}");
+                }
+            }
+            if round % 100 == 0 {
+                assert_eq!(h.m.seqs(), model, "v{v} round {round}");
+                for (i, s) in model.iter().enumerate().step_by(37) {
+                    assert_eq!(h.m.index_of(*s), Some(i));
+                }
+                let (a, b) = (rng.below(model.len()), rng.below(model.len()));
+                let (a, b) = (a.min(b), a.max(b));
+                assert_eq!(h.m.range(model[a], model[b]), Ok(model[a..=b].to_vec()));
+            }
+        }
+        assert_eq!(h.m.seqs(), model);
+        assert_eq!(h.m.len(), model.len());
+        assert!(
+            h.m.points.is_some(),
+            "v{v}: displaced nodes were also counted"
+        );
+    }
+}
+
+#[test]
+fn the_spooled_history_reads_back_and_forks_cleanly() {
+    let rec = |i: u64| Replacement {
+        seq: i,
+        start: i / 2,
+        end: i / 2 + i % 7,
+        shadowed: (0..i % 50).map(|k| i * 100 + k).collect(),
+    };
+    let mut a = History::default();
+    for i in 0..3000 {
+        a.push(&rec(i));
+    }
+    assert!(
+        a.spool.is_some() && a.spooled > 0,
+        "batches went to the spool"
+    );
+    // A speculation's copy: the live state writes on first, then the copy does.
+    let mut b = a.clone();
+    for i in 3000..6000 {
+        a.push(&rec(i));
+    }
+    for i in 10_000..12_000 {
+        b.push(&rec(i));
+    }
+    let back = |h: &History| h.iter().collect::<io::Result<Vec<_>>>().unwrap();
+    assert_eq!(back(&a), (0..6000).map(rec).collect::<Vec<_>>());
+    let want_b: Vec<Replacement> = (0..3000).chain(10_000..12_000).map(rec).collect();
+    assert_eq!(back(&b), want_b);
+    assert!(!Arc::ptr_eq(
+        a.spool.as_ref().unwrap(),
+        b.spool.as_ref().unwrap()
+    ));
 }
