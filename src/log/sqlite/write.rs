@@ -641,7 +641,8 @@ pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         let backup = rusqlite::backup::Backup::new(from, &mut to)?;
-        backup.run_to_completion(-1, Duration::ZERO, None)?;
+        // One step copies every page under one read lock: a consistent snapshot.
+        backup.run_to_completion(i32::MAX, Duration::ZERO, None)?;
         Ok(())
     })();
     result.map_err(|e| {
