@@ -409,6 +409,13 @@ fn a_store_changed_since_planning_is_refused_with_nothing_written() {
         );
         assert_eq!(std::fs::read(&path).expect("read"), bytes, "{sql}");
     }
+    // New events while a torn tail stays would land after rows the reader drops.
+    let (_dir, path) = copy_of("torn-packed-tail.db");
+    let mut plan = repair_plan(&path, id);
+    plan.cut = false;
+    let e = write::apply(&path, &plan, Options::default()).expect_err("torn tail");
+    assert!(matches!(e, WriteError::TornTail { seq: 45, .. }), "{e}");
+    assert_eq!(e.class(), dshs::log::sqlite::Class::Invalid);
     // Events that do not continue the committed seqs are refused before anything opens.
     let (_dir, path) = copy_of("torn-packed-tail.db");
     let mut plan = repair_plan(&path, id);

@@ -172,7 +172,7 @@ pub fn events_of_line(line: &str) -> Vec<Event> {
                 ignorable: false,
                 delta: None,
             };
-            out.push(with_delta(ev, line_has_only_envelope(true)));
+            out.push(with_delta(ev, true));
         }
         return out;
     }
@@ -200,11 +200,7 @@ pub fn events_of_line(line: &str) -> Vec<Event> {
         ignorable: row.ignorable == Some(true),
         delta: None,
     };
-    vec![with_delta(ev, line_has_only_envelope(plain))]
-}
-
-fn line_has_only_envelope(plain: bool) -> bool {
-    plain
+    vec![with_delta(ev, plain)]
 }
 
 /// Whether `ev` is a chunk delta eligible for packing (S5 writer): envelope exactly
@@ -475,6 +471,34 @@ fn packed_row(run: &[Event]) -> (usize, String) {
     }
     n = lo;
     (n, run_data(&run[..n]))
+}
+
+/// Store a JSONL log read line by line (for logs too large to hold): the number of logical
+/// events stored.
+pub fn store_lines<I: Iterator<Item = String>>(
+    conn: &mut Connection,
+    mut lines: I,
+    policy: Policy,
+    batch: usize,
+) -> rusqlite::Result<(String, u64)> {
+    let header = lines.next().expect("a header");
+    let id = insert_session(conn, &header)?;
+    let mut pending: Vec<Event> = Vec::new();
+    let mut events = 0;
+    for line in lines {
+        for e in events_of_line(&line) {
+            pending.push(e);
+            events += 1;
+            if pending.len() >= batch {
+                append_batch(conn, &id, &pending, policy)?;
+                pending.clear();
+            }
+        }
+    }
+    if !pending.is_empty() {
+        append_batch(conn, &id, &pending, policy)?;
+    }
+    Ok((id, events))
 }
 
 /// Store the whole JSONL log `text` as a new session, in batches whose sizes `batch` picks;

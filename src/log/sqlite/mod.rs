@@ -166,6 +166,13 @@ pub fn has_magic(path: &Path) -> io::Result<bool> {
     Ok(got == head.len() && &head == MAGIC)
 }
 
+/// Whether the database file says WAL mode (header bytes 18 and 19 are 2).
+fn is_wal(path: &Path) -> io::Result<bool> {
+    let mut head = [0u8; 20];
+    File::open(path)?.read_exact(&mut head)?;
+    Ok(head[18] == 2 && head[19] == 2)
+}
+
 /// Split `A#B` per S11.3: `A#B` itself when it exists; otherwise at the first `#` whose
 /// left part is an existing SQLite file. `None`: no session is named.
 pub fn split_session_path(arg: &str) -> Option<(PathBuf, String)> {
@@ -240,9 +247,10 @@ pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
 /// How a read opened the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
-    /// No `-wal` or `-journal`: `immutable=1`, no lock, no side file (S11.4).
+    /// A WAL database without a `-wal`: `immutable=1`, no lock, no side file (S11.4).
     Immutable,
-    /// A `-wal` or `-journal` exists (DSH may be running): read-only with locking.
+    /// A `-wal` exists (DSH may be running), or the database uses a rollback journal:
+    /// read-only with SQLite's locks, in one read transaction per session.
     ReadOnly,
 }
 
@@ -303,7 +311,11 @@ impl Store {
         if !has_magic(path).map_err(io_err)? {
             return Err(StoreError::NotDatabase { path: shown });
         }
-        let busy = sibling(path, "-wal").exists() || sibling(path, "-journal").exists();
+        // A WAL database read with locks needs a -shm (created if missing), so without a
+        // -wal, i.e. no connection and nothing to replay, it is read immutable. A
+        // rollback-journal database is read with its locks: that creates no file and stays
+        // consistent while DSH writes.
+        let busy = !is_wal(path).map_err(io_err)? || sibling(path, "-wal").exists();
         let mode = if busy {
             ReadMode::ReadOnly
         } else {
@@ -459,8 +471,9 @@ enum Phase {
 /// The rows cut off as a torn tail (S7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TornRows {
-    /// The `seq` of the first dropped row (where a repair deletes from).
-    pub seq: u64,
+    /// The `seq` of the first dropped row (where a repair deletes from; negative only in a
+    /// schema-15 store, which has no storage-class pass).
+    pub seq: i64,
     /// Physical rows from there on.
     pub rows: u64,
 }
@@ -545,6 +558,8 @@ pub struct SessionReader<'c> {
     finished: bool,
     /// The reader opened the read transaction and ends it (a writer's re-scan does not).
     owns_txn: bool,
+    /// The row seq of the first committed damage.
+    damage_at: Option<i64>,
 }
 
 impl std::fmt::Debug for SessionReader<'_> {
@@ -596,6 +611,7 @@ impl<'c> SessionReader<'c> {
             span_at: 0,
             finished: false,
             owns_txn,
+            damage_at: None,
         };
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
@@ -825,6 +841,7 @@ impl<'c> SessionReader<'c> {
                 span_at: 0,
                 finished: false,
                 owns_txn: false,
+                damage_at: None,
             };
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
@@ -944,6 +961,7 @@ impl<'c> SessionReader<'c> {
                 Failure::Gap => (Code::CommittedSeqGap, "seq gap in the committed rows"),
             };
             self.refused = true;
+            self.damage_at = Some(seq);
             self.findings.push(finding(
                 code,
                 u64::try_from(seq).ok(),
@@ -965,7 +983,6 @@ impl<'c> SessionReader<'c> {
             )
             .map_err(sql)?;
         let rows = rows.max(1) as u64;
-        let seq = u64::try_from(seq).unwrap_or(0);
         self.torn = Some(TornRows { seq, rows });
         let after = match self.boundary {
             Some(b) => format!("follow the last committed turn/end (row seq {b})"),
@@ -973,7 +990,7 @@ impl<'c> SessionReader<'c> {
         };
         self.findings.push(finding(
             Code::CrashTail,
-            Some(seq),
+            u64::try_from(seq).ok(),
             ty,
             format!(
                 "torn tail: {rows} row{} of session {:?} from seq {seq} {after} and are dropped on load; first bad row: {why}",

@@ -16,7 +16,7 @@ use serde_json::value::RawValue;
 
 use super::identity::{self, Identity};
 use super::session::SessionRow;
-use super::{Schema, SessionReader, Snapshot, StoreError, js};
+use super::{Class, Schema, SessionReader, Snapshot, StoreError, js};
 
 /// `data` texts from this many bytes on are stored zstd-compressed when that is smaller
 /// (upstream's `ZSTD_DATA_THRESHOLD_BYTES`, level 3; S4.1).
@@ -179,6 +179,12 @@ pub enum WriteError {
         #[source]
         source: io::Error,
     },
+    /// New events after a torn tail that stays: DSH refuses such an append ("invalid
+    /// physical tail") until the tail is repaired.
+    #[error(
+        "session {id:?} in {path} has a torn tail from seq {seq}; appending after it would not be read back — run `dshs repair` first; nothing was written"
+    )]
+    TornTail { path: String, id: String, seq: i64 },
     #[error("{path} already exists; dshs never overwrites a file, choose another output path")]
     OutputExists { path: String },
     #[error("cannot write {path}: {message}; the transaction was rolled back, nothing was written")]
@@ -188,12 +194,21 @@ pub enum WriteError {
 impl WriteError {
     /// A refusal (exit 3): someone else has the database, it changed, or it is old.
     pub fn is_refusal(&self) -> bool {
-        matches!(
-            self,
+        self.class() == Class::Unsupported
+    }
+
+    pub fn class(&self) -> Class {
+        match self {
             WriteError::LiveOwner { .. }
-                | WriteError::Changed { .. }
-                | WriteError::OldSchema { .. }
-        ) || matches!(self, WriteError::Refused(e) if e.class() == super::Class::Unsupported)
+            | WriteError::Changed { .. }
+            | WriteError::OldSchema { .. } => Class::Unsupported,
+            WriteError::Refused(e) => e.class(),
+            WriteError::TornTail { .. } => Class::Invalid,
+            WriteError::BadEvent { .. }
+            | WriteError::Sidecar { .. }
+            | WriteError::OutputExists { .. }
+            | WriteError::Sqlite { .. } => Class::Failure,
+        }
     }
 }
 
@@ -208,6 +223,16 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         path: shown.clone(),
         message: e.to_string(),
     };
+    if let Some(torn) = plan.snapshot.torn
+        && !plan.cut
+        && !plan.append.is_empty()
+    {
+        return Err(WriteError::TornTail {
+            path: shown,
+            id: plan.snapshot.id.clone(),
+            seq: torn.seq,
+        });
+    }
     let rows = encode_events(plan)?;
 
     // Step 1: in place, the file's own journal mode, DSH's pragmas.
@@ -308,7 +333,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         let deleted = tx
             .execute(
                 "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
-                rusqlite::params![id, torn.seq as i64],
+                rusqlite::params![id, torn.seq],
             )
             .map_err(sql)?;
         if deleted as u64 != n {
@@ -535,7 +560,7 @@ fn encode_events(plan: &Plan) -> Result<Vec<NewRow>, WriteError> {
 
 /// Save the rows from `seq` on to a new `<db>.dshs-cut-<N>` (one JSON object per row, every
 /// column, BLOBs as `{"hex": …}`), synced with its directory. The row count saved.
-fn save_cut(conn: &Connection, db: &Path, id: &str, seq: u64) -> io::Result<(PathBuf, u64)> {
+fn save_cut(conn: &Connection, db: &Path, id: &str, seq: i64) -> io::Result<(PathBuf, u64)> {
     let (path, mut file) = crate::log::write::create_sidecar(db)?;
     let result = (|| -> io::Result<u64> {
         let mut stmt = conn
@@ -545,7 +570,7 @@ fn save_cut(conn: &Connection, db: &Path, id: &str, seq: u64) -> io::Result<(Pat
             )
             .map_err(io::Error::other)?;
         let mut rows = stmt
-            .query(rusqlite::params![id, seq as i64])
+            .query(rusqlite::params![id, seq])
             .map_err(io::Error::other)?;
         let names = [
             "session_id",
