@@ -2,7 +2,8 @@
 //!
 //! ```text
 //! sqlite-store store LOG.jsonl STORE.db [BATCH]   store a JSONL log as DSH's schema-17 store does
-//! sqlite-store read STORE.db ID                   read every logical line of a session through dshs
+//! sqlite-store read STORE.db ID [--expand]        read every line of a session through dshs
+//! sqlite-store validate STORE.db ID               the pass of `dshs validate` over those lines
 //! ```
 //!
 //! `store` packs chunk runs within append batches of BATCH events (default 256), compresses
@@ -49,10 +50,13 @@ fn main() {
             );
             println!("{id}");
         }
-        Some("read") if args.len() == 3 => {
+        Some("read") if args.len() >= 3 => {
             let t = Instant::now();
             let mut store = dshs::log::sqlite::Store::open(Path::new(&args[1])).expect("open");
             let mut r = store.read(&args[2]).expect("read");
+            if args.get(3).map(String::as_str) != Some("--expand") {
+                r.keep_packed_rows();
+            }
             let (mut lines, mut bytes) = (0u64, 0u64);
             while let Some(l) = r.next_line().expect("line") {
                 lines += 1;
@@ -66,9 +70,28 @@ fn main() {
                 t.elapsed()
             );
         }
+        Some("validate") if args.len() == 3 => {
+            let t = Instant::now();
+            let mut store = dshs::log::sqlite::Store::open(Path::new(&args[1])).expect("open");
+            let mut r = store.read(&args[2]).expect("read");
+            r.keep_packed_rows();
+            let mut findings = Vec::new();
+            let opts = dshs::log::scan::ScanOptions::default();
+            let s = dshs::log::scan::scan(&mut r, None, &opts, &mut findings, &mut ()).expect("scan");
+            let end = r.finish().expect("finish");
+            eprintln!(
+                "{}: {} events, {} surface nodes, {} findings + {} storage findings in {:.3?}",
+                dshs::log::sqlite::combined_status(s.status(), &end.findings).as_str(),
+                s.events(),
+                s.surface_nodes(),
+                findings.len(),
+                end.findings.len(),
+                t.elapsed()
+            );
+        }
         _ => {
             eprintln!(
-                "usage: sqlite-store store LOG.jsonl STORE.db [BATCH] | sqlite-store read STORE.db ID"
+                "usage: sqlite-store store LOG.jsonl STORE.db [BATCH] | read STORE.db ID [--expand] | validate STORE.db ID"
             );
             std::process::exit(2);
         }

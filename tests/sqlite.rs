@@ -77,6 +77,7 @@ fn codes(f: &[Finding]) -> Vec<&'static str> {
 #[test]
 fn every_fixture_session_rebuilds_its_expected_logical_log_byte_for_byte() {
     let mut compared = 0;
+    let mut packed_rows = 0;
     for rel in databases() {
         let path = fixtures().join("db").join(&rel);
         let name = rel.to_string_lossy().trim_end_matches(".db").to_owned();
@@ -150,10 +151,21 @@ fn every_fixture_session_rebuilds_its_expected_logical_log_byte_for_byte() {
                 "{name} {id}: {:?}",
                 end.findings
             );
+            // Packed rows handed on packed (format 0/1): the same answers again.
+            let mut r = store.read(id).expect("read");
+            let v01 = r.session_row().version.is_some_and(|v| v <= 1);
+            assert_eq!(r.keep_packed_rows(), v01, "{name} {id}");
+            let mut kept = Vec::new();
+            std::io::Read::read_to_end(&mut r, &mut kept).expect("stream");
+            let kept_end = r.finish().expect("finish");
+            assert_eq!(summary(&kept), summary(&want), "{name} {id}: packed rows kept");
+            assert_eq!(kept_end.events, end.events, "{name} {id}");
+            packed_rows += u64::from(kept.len() < got.len());
             compared += 1;
         }
     }
     assert!(compared >= 70, "only {compared} sessions compared");
+    assert!(packed_rows >= 20, "only {packed_rows} sessions had packed rows");
 }
 
 #[test]
@@ -960,6 +972,24 @@ fn packed_rows_expand_into_chunk_events() {
     );
     assert_eq!(end.events, 10);
     assert_eq!(end.last_time, Some(400));
+
+    // Kept packed: one JSONL v0 packed row per packed row, the same events to the pass.
+    d.conn.take();
+    let mut s = Store::open(&d.path).expect("open");
+    let mut r = s.read("s").expect("read");
+    assert!(r.keep_packed_rows());
+    let mut kept = Vec::new();
+    std::io::Read::read_to_end(&mut r, &mut kept).expect("stream");
+    let end = r.finish().expect("finish");
+    let kept = String::from_utf8(kept).expect("UTF-8");
+    assert_eq!(
+        event_lines(&kept)[0],
+        "{\"type\":\"text-chunks\",\"seq0\":0,\"time0\":100,\"data\":{\"turn\":1,\"step\":2,\"index\":0,\"dt\":[5,-2],\"texts\":[\"a\",\"b\\n\",\"c\"]}}"
+    );
+    assert_eq!(event_lines(&kept).len(), 4);
+    assert_eq!((end.events, end.last_time), (10, Some(400)));
+    let (a, b) = (summary(kept.as_bytes()), summary(text.as_bytes()));
+    assert_eq!((a.0, a.1), (b.0, b.1));
 }
 
 #[test]

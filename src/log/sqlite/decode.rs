@@ -36,6 +36,8 @@ pub struct RawRow<'r> {
 pub struct Decoded {
     /// Logical events (1 for a scalar row).
     pub members: u64,
+    /// Lines written (a packed row kept packed is one).
+    pub lines: u64,
     /// The time of the last of them.
     pub last_time: i64,
     /// A scalar `turn/end` (a packed row never is one).
@@ -50,19 +52,30 @@ pub type Undecodable = String;
 pub struct Scratch {
     data: Vec<u8>,
     seqs: Vec<u64>,
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+/// How a row is decoded.
+#[derive(Debug, Clone, Copy)]
+pub struct Mode {
+    pub schema: Schema,
+    /// Refuse scalar `data` BLOBs decompressing to more than this.
+    pub max_scalar_bytes: u64,
+    /// Write a valid packed row as one JSONL v0 packed row (FORMAT.md §5.2) instead of its
+    /// member events.
+    pub keep_packed: bool,
 }
 
 /// Decode `row` and append its logical lines (each ending in `\n`) to `out`; on failure
 /// `out` is left as it was.
 pub fn decode_row(
     row: &RawRow<'_>,
-    schema: Schema,
-    max_scalar_bytes: u64,
+    mode: Mode,
     scratch: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<Decoded, Undecodable> {
     let mark = out.len();
-    let r = decode_into(row, schema, max_scalar_bytes, scratch, out);
+    let r = decode_into(row, mode, scratch, out);
     if r.is_err() {
         out.truncate(mark);
     }
@@ -72,7 +85,7 @@ pub fn decode_row(
 fn text_of<'r>(v: ValueRef<'r>, column: &str) -> Result<Cow<'r, str>, Undecodable> {
     match v {
         // SQLite TEXT is whatever bytes were bound; Node decodes it lossily.
-        ValueRef::Text(t) => Ok(String::from_utf8_lossy(t)),
+        ValueRef::Text(t) => Ok(lossy(t)),
         other => Err(format!("{column} is {}, not TEXT", storage_class(other))),
     }
 }
@@ -97,11 +110,15 @@ pub fn storage_class(v: ValueRef<'_>) -> &'static str {
 
 fn decode_into(
     row: &RawRow<'_>,
-    schema: Schema,
-    max_scalar_bytes: u64,
+    mode: Mode,
     scratch: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<Decoded, Undecodable> {
+    let Mode {
+        schema,
+        max_scalar_bytes,
+        keep_packed,
+    } = mode;
     let ty = text_of(row.ty, "type")?;
     let time = int_of(row.time, "time")?;
     let ignorable = match row.ignorable {
@@ -115,14 +132,18 @@ fn decode_into(
         }
     };
     if schema == Schema::V17 && ignorable == Some(0) {
-        return packed(row, &ty, time, scratch, out);
+        return packed(row, &ty, time, keep_packed, scratch, out);
     }
-    let data = data_text(row.data, max_scalar_bytes, &mut scratch.data)?;
+    let data = data_text(row.data, max_scalar_bytes, &mut scratch.data, &mut scratch.zstd)?;
     // Everything is checked before a byte is written, so a failure leaves no partial line.
     let line_start = out.len();
     out.extend_from_slice(b"{\"type\":");
     write_plain_str(&ty, out);
-    let _ = write!(out, ",\"seq\":{},\"time\":{time},\"data\":", row.seq);
+    out.extend_from_slice(b",\"seq\":");
+    push_int(out, row.seq);
+    out.extend_from_slice(b",\"time\":");
+    push_int(out, time);
+    out.extend_from_slice(b",\"data\":");
     js::write_value(&data, out).map_err(|e| format!("data is not JSON ({e})"))?;
     match (schema, row.sources) {
         (_, ValueRef::Null) => {}
@@ -133,13 +154,13 @@ fn decode_into(
                 if i > 0 {
                     out.push(b',');
                 }
-                let _ = write!(out, "{s}");
+                push_int(out, *s as i64);
             }
             out.push(b']');
         }
         (Schema::V15, ValueRef::Text(t)) => {
             out.extend_from_slice(b",\"sourceEventSeqs\":");
-            js::write_value(&String::from_utf8_lossy(t), out)
+            js::write_value(&lossy(t), out)
                 .map_err(|e| format!("source_event_seqs is not JSON ({e})"))?;
         }
         (_, other) => {
@@ -150,7 +171,7 @@ fn decode_into(
         ValueRef::Null => {}
         ValueRef::Text(t) => {
             out.extend_from_slice(b",\"surfaceOp\":");
-            js::write_value(&String::from_utf8_lossy(t), out)
+            js::write_value(&lossy(t), out)
                 .map_err(|e| format!("surface_op is not JSON ({e})"))?;
         }
         other => return Err(format!("surface_op is {}", storage_class(other))),
@@ -162,6 +183,7 @@ fn decode_into(
     debug_assert!(!out[line_start..out.len() - 1].contains(&b'\n'));
     Ok(Decoded {
         members: 1,
+        lines: 1,
         last_time: time,
         turn_end: ty == "turn/end",
     })
@@ -174,17 +196,45 @@ pub fn write_plain_str(s: &str, out: &mut Vec<u8>) {
     out.extend_from_slice(t.as_bytes());
 }
 
+/// Bytes as text the way Node decodes SQLite TEXT: UTF-8, invalid sequences as U+FFFD.
+fn lossy(t: &[u8]) -> Cow<'_, str> {
+    match simdutf8::basic::from_utf8(t) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(t),
+    }
+}
+
+/// An integer in decimal, without the formatting machinery (two per line).
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd
 /// frame of strict UTF-8 whose leading U+FEFF is dropped, at most `max` bytes.
 fn data_text<'r>(
     v: ValueRef<'r>,
     max: u64,
     buf: &'r mut Vec<u8>,
+    zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
 ) -> Result<Cow<'r, str>, Undecodable> {
     match v {
-        ValueRef::Text(t) => Ok(String::from_utf8_lossy(t)),
+        ValueRef::Text(t) => Ok(lossy(t)),
         ValueRef::Blob(b) => {
-            decompress(b, max, buf)?;
+            decompress(b, max, buf, zstd)?;
             let text = std::str::from_utf8(buf)
                 .map_err(|e| format!("data BLOB decompresses to invalid UTF-8 ({e})"))?;
             Ok(Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)))
@@ -196,9 +246,39 @@ fn data_text<'r>(
     }
 }
 
-/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output.
-pub fn decompress(frame: &[u8], max: u64, buf: &mut Vec<u8>) -> Result<(), Undecodable> {
+/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output. A
+/// frame that states its content size (upstream's always do) is decoded in one call by a
+/// reused context; any other through the streaming decoder.
+pub fn decompress(
+    frame: &[u8],
+    max: u64,
+    buf: &mut Vec<u8>,
+    zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
+) -> Result<(), Undecodable> {
     buf.clear();
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
+        if size > max {
+            return Err(format!("data BLOB decompresses to more than {max} bytes"));
+        }
+        if zstd.is_none() {
+            *zstd = Some(
+                zstd::bulk::Decompressor::new()
+                    .map_err(|e| format!("no zstd decompressor ({e})"))?,
+            );
+        }
+        if let Some(d) = zstd.as_mut() {
+            buf.reserve_exact(size as usize);
+            let n = d
+                .decompress_to_buffer(frame, buf)
+                .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
+            if n as u64 != size {
+                return Err(format!(
+                    "data BLOB decompresses to {n} bytes, its frame says {size}"
+                ));
+            }
+            return Ok(());
+        }
+    }
     let decoder = zstd::stream::read::Decoder::with_buffer(frame)
         .map_err(|e| format!("data BLOB is not a zstd frame ({e})"))?;
     let mut limited = decoder.single_frame().take(max.saturating_add(1));
@@ -298,6 +378,7 @@ fn packed(
     row: &RawRow<'_>,
     tag: &str,
     time0: i64,
+    keep_packed: bool,
     scratch: &mut Scratch,
     out: &mut Vec<u8>,
 ) -> Result<Decoded, Undecodable> {
@@ -322,9 +403,14 @@ fn packed(
                     t.len()
                 ));
             }
-            String::from_utf8_lossy(t)
+            lossy(t)
         }
-        other => data_text(other, PACKED_MAX_BYTES as u64, &mut scratch.data)?,
+        other => data_text(
+            other,
+            PACKED_MAX_BYTES as u64,
+            &mut scratch.data,
+            &mut scratch.zstd,
+        )?,
     };
     if text.len() > PACKED_MAX_BYTES {
         return Err(format!(
@@ -332,8 +418,130 @@ fn packed(
             text.len()
         ));
     }
-    let v = Value::parse(&text, 16).map_err(|e| format!("packed row data is not JSON ({e})"))?;
     let tool = kind == "tool-call-delta";
+    let run = match js::run_fast(&text, tool) {
+        Some(run) => run,
+        None => slow_run(&text, tool)?,
+    };
+    let members = &run.members;
+    if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
+        return Err(format!(
+            "packed row holds {} members, not {PACKED_MIN_MEMBERS} to {PACKED_MAX_MEMBERS}",
+            members.len()
+        ));
+    }
+    let dt = &run.dt;
+    if dt.len() != members.len() - 1 {
+        return Err(format!(
+            "packed row dt has {} entries for {} members (members − 1 expected)",
+            dt.len(),
+            members.len()
+        ));
+    }
+    let last_seq = row.seq as u64 + members.len() as u64 - 1;
+    if last_seq > MAX_SAFE {
+        return Err("packed row's last member seq is not a safe integer".into());
+    }
+    let mut fixed = Vec::new();
+    if !keep_packed {
+        fixed.extend_from_slice(b",\"data\":{\"turn\":");
+        fixed.extend_from_slice(run.turn.as_bytes());
+        fixed.extend_from_slice(b",\"step\":");
+        fixed.extend_from_slice(run.step.as_bytes());
+        let _ = write!(fixed, ",\"chunk\":{{\"type\":\"{kind}\",\"index\":");
+        fixed.extend_from_slice(run.index.as_bytes());
+        if let Some(id) = run.id {
+            fixed.extend_from_slice(b",\"id\":");
+            js::write_string(id, &mut fixed);
+        }
+        if let Some(name) = run.name {
+            fixed.extend_from_slice(b",\"name\":");
+            js::write_string(name, &mut fixed);
+        }
+        fixed.extend_from_slice(if tool {
+            b",\"argumentsDelta\":"
+        } else {
+            b",\"text\":"
+        });
+    }
+    let mut t = time0;
+    for (k, m) in members.iter().enumerate() {
+        let Some(member) = m else {
+            return Err(format!("packed row member {k} is not a string"));
+        };
+        if k > 0 {
+            let Some(d) = dt[k - 1] else {
+                return Err(format!("packed row dt[{}] is not a number", k - 1));
+            };
+            if !is_safe(d) {
+                return Err(format!("packed row dt[{}] is not a safe integer", k - 1));
+            }
+            t = t
+                .checked_add(d as i64)
+                .filter(|t| t.unsigned_abs() <= MAX_SAFE)
+                .ok_or_else(|| format!("packed row time of member {k} is not a safe integer"))?;
+        }
+        if keep_packed {
+            continue;
+        }
+        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
+        push_int(out, row.seq + k as i64);
+        out.extend_from_slice(b",\"time\":");
+        push_int(out, t);
+        out.extend_from_slice(&fixed);
+        if run.canonical {
+            out.push(b'"');
+            out.extend_from_slice(member.as_bytes());
+            out.push(b'"');
+        } else {
+            js::write_string(member, out);
+        }
+        out.extend_from_slice(b"}}}\n");
+    }
+    if keep_packed {
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(tag.as_bytes());
+        out.extend_from_slice(b"\",\"seq0\":");
+        push_int(out, row.seq);
+        out.extend_from_slice(b",\"time0\":");
+        push_int(out, time0);
+        out.extend_from_slice(b",\"data\":");
+        if run.canonical {
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            js::write_value(&text, out)
+                .map_err(|e| format!("packed row data is not JSON ({e})"))?;
+        }
+        out.extend_from_slice(b"}\n");
+    }
+    Ok(Decoded {
+        members: members.len() as u64,
+        lines: if keep_packed { 1 } else { members.len() as u64 },
+        last_time: t,
+        turn_end: false,
+    })
+}
+
+/// A packed row's run data, checked for its keys (S5), spelled as `JSON.stringify` would.
+pub struct Run<'a> {
+    pub turn: Cow<'a, str>,
+    pub step: Cow<'a, str>,
+    pub index: Cow<'a, str>,
+    /// Raw string contents (between the quotes).
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    /// Raw member strings; `None`: not a string.
+    pub members: Vec<Option<&'a str>>,
+    /// `None`: not a number.
+    pub dt: Vec<Option<f64>>,
+    /// The whole text is `JSON.stringify` output, so raw strings are written as they are.
+    pub canonical: bool,
+}
+
+/// The general reading of run data: any valid JSON text (keys and types checked here, in
+/// the order the messages name them).
+fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
+    let v = Value::parse(text, 16).map_err(|e| format!("packed row data is not JSON ({e})"))?;
     let keys = v.keys();
     let has = |k: &str| {
         keys.iter()
@@ -356,7 +564,11 @@ fn packed(
         ));
     }
     let num = |k: &str| match v.get(k) {
-        Some(Value::Num(x)) => Ok(*x),
+        Some(Value::Num(x)) => {
+            let mut t = Vec::new();
+            js::js_number(*x, &mut t);
+            Ok(Cow::Owned(String::from_utf8(t).unwrap_or_default()))
+        }
         _ => Err(format!("packed row {k} is not a number")),
     };
     let (turn, step, index) = (num("turn")?, num("step")?, num("index")?);
@@ -376,76 +588,45 @@ fn packed(
             if tool { "args" } else { "texts" }
         ));
     };
-    if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
-        return Err(format!(
-            "packed row holds {} members, not {PACKED_MIN_MEMBERS} to {PACKED_MAX_MEMBERS}",
-            members.len()
-        ));
-    }
+    let members = members
+        .iter()
+        .map(|m| match m {
+            Value::Str(s) => Some(*s),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    // The bounds come first when the members are many or few (as upstream checks them).
     let Some(Value::Arr(dt)) = v.get("dt") else {
+        if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
+            return Ok(Run {
+                turn,
+                step,
+                index,
+                id,
+                name,
+                members,
+                dt: Vec::new(),
+                canonical: false,
+            });
+        }
         return Err("packed row dt is not an array".into());
     };
-    if dt.len() != members.len() - 1 {
-        return Err(format!(
-            "packed row dt has {} entries for {} members (members − 1 expected)",
-            dt.len(),
-            members.len()
-        ));
-    }
-    let last_seq = row.seq as u64 + members.len() as u64 - 1;
-    if last_seq > MAX_SAFE {
-        return Err("packed row's last member seq is not a safe integer".into());
-    }
-    let mut fixed = Vec::new();
-    fixed.extend_from_slice(b",\"data\":{\"turn\":");
-    js::js_number(turn, &mut fixed);
-    fixed.extend_from_slice(b",\"step\":");
-    js::js_number(step, &mut fixed);
-    let _ = write!(fixed, ",\"chunk\":{{\"type\":\"{kind}\",\"index\":");
-    js::js_number(index, &mut fixed);
-    if let Some(id) = id {
-        fixed.extend_from_slice(b",\"id\":");
-        js::write_string(id, &mut fixed);
-    }
-    if let Some(name) = name {
-        fixed.extend_from_slice(b",\"name\":");
-        js::write_string(name, &mut fixed);
-    }
-    fixed.extend_from_slice(if tool {
-        b",\"argumentsDelta\":"
-    } else {
-        b",\"text\":"
-    });
-    let mut t = time0;
-    for (k, m) in members.iter().enumerate() {
-        let Value::Str(text) = m else {
-            return Err(format!("packed row member {k} is not a string"));
-        };
-        if k > 0 {
-            let Value::Num(d) = &dt[k - 1] else {
-                return Err(format!("packed row dt[{}] is not a number", k - 1));
-            };
-            if !is_safe(*d) {
-                return Err(format!("packed row dt[{}] is not a safe integer", k - 1));
-            }
-            t = t
-                .checked_add(*d as i64)
-                .filter(|t| t.unsigned_abs() <= MAX_SAFE)
-                .ok_or_else(|| format!("packed row time of member {k} is not a safe integer"))?;
-        }
-        let _ = write!(
-            out,
-            "{{\"type\":\"assistant/chunk\",\"seq\":{},\"time\":{t}",
-            row.seq as u64 + k as u64
-        );
-        out.extend_from_slice(&fixed);
-        js::write_string(text, out);
-        out.extend_from_slice(b"}}}\n");
-    }
-    Ok(Decoded {
-        members: members.len() as u64,
-        last_time: t,
-        turn_end: false,
+    let dt = dt
+        .iter()
+        .map(|d| match d {
+            Value::Num(x) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    Ok(Run {
+        turn,
+        step,
+        index,
+        id,
+        name,
+        members,
+        dt,
+        canonical: false,
     })
 }
 
@@ -469,6 +650,51 @@ mod tests {
             encode_sources(list, &mut enc);
             assert_eq!(enc, bytes);
         }
+    }
+
+    fn fields(r: &Run<'_>) -> (String, String, String, Option<String>, Option<String>, Vec<Option<String>>, Vec<Option<f64>>) {
+        let w = |raw: &str| {
+            let mut out = Vec::new();
+            js::write_string(raw, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        (
+            r.turn.to_string(),
+            r.step.to_string(),
+            r.index.to_string(),
+            r.id.map(w),
+            r.name.map(w),
+            r.members.iter().map(|m| m.map(w)).collect(),
+            r.dt.clone(),
+        )
+    }
+
+    #[test]
+    fn the_fast_reading_of_run_data_agrees_with_the_general_one() {
+        let canonical = [
+            (r#"{"turn":1,"step":2,"index":0,"dt":[1,-3,0],"texts":["a","\n","\ud800","é"]}"#, false),
+            (r#"{"turn":1,"step":2,"index":3,"id":"c\"1","name":"bash","dt":[],"args":["{"]}"#, true),
+            (r#"{"dt":[5],"texts":["x","y"],"index":1.5,"step":2,"turn":1e+21}"#, false),
+        ];
+        for (text, tool) in canonical {
+            let fast = js::run_fast(text, tool).expect("canonical run data");
+            assert!(fast.canonical);
+            assert_eq!(fields(&fast), fields(&slow_run(text, tool).unwrap()), "{text}");
+        }
+        // Anything else takes the general reading.
+        for (text, tool) in [
+            (r#"{ "turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
+            (r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
+            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#, false),
+            (r#"{"turn":1,"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
+            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, true),
+            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":[1]}"#, false),
+        ] {
+            assert!(js::run_fast(text, tool).is_none(), "{text}");
+        }
+        let slow = slow_run(r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#, false).unwrap();
+        assert_eq!(fields(&slow).0, "1");
+        assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
     }
 
     #[test]

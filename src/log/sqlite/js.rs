@@ -5,7 +5,10 @@
 //! `1.0`, repeated keys, integer-like keys out of order) is rebuilt the way JavaScript
 //! would, and invalid text is what makes a row undecodable (SQLITE.md S4.1, S7).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+
+use super::decode::Run;
 
 /// Nesting the rebuild of a non-canonical text follows before giving up (V8's
 /// `JSON.stringify` is recursive too and throws on deep input; canonical text of any depth is
@@ -226,6 +229,7 @@ impl<'a> Checker<'a> {
         let mut i = start;
         let b = self.b;
         loop {
+            i = skip_plain(b, i);
             let Some(&c) = b.get(i) else {
                 return Err(err("unterminated string", start - 1));
             };
@@ -296,6 +300,166 @@ impl<'a> Checker<'a> {
         }
         Ok(())
     }
+}
+
+/// A packed row's run data as upstream writes it — `JSON.stringify` output with exactly the
+/// keys of its kind, each once — read in one pass without building a tree. `None` for
+/// anything else: the general reading (`decode::slow_run`) then decides, with its messages.
+pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
+    let b = text.as_bytes();
+    let mut c = Checker {
+        b,
+        i: 1,
+        canonical: true,
+        stack: Vec::new(),
+        keys: Vec::new(),
+    };
+    if b.first() != Some(&b'{') {
+        return None;
+    }
+    let mut nums: [Option<&str>; 3] = [None; 3];
+    let (mut id, mut name) = (None, None);
+    let (mut members, mut dt) = (None, None);
+    let mut seen = 0u8;
+    loop {
+        if b.get(c.i) != Some(&b'"') {
+            return None;
+        }
+        let (ks, ke) = c.string().ok()?;
+        if b.get(c.i) != Some(&b':') {
+            return None;
+        }
+        c.i += 1;
+        let bit = match (&b[ks..ke], tool) {
+            (b"turn", _) => 1,
+            (b"step", _) => 2,
+            (b"index", _) => 4,
+            (b"dt", _) => 8,
+            (b"texts", false) | (b"args", true) => 16,
+            (b"id", true) => 32,
+            (b"name", true) => 64,
+            _ => return None,
+        };
+        if seen & bit != 0 {
+            return None;
+        }
+        seen |= bit;
+        match bit {
+            1 | 2 | 4 => {
+                let start = c.i;
+                if !matches!(b.get(start), Some(b'-' | b'0'..=b'9')) {
+                    return None;
+                }
+                c.number().ok()?;
+                nums[bit.trailing_zeros() as usize] = Some(&text[start..c.i]);
+            }
+            32 | 64 => {
+                if b.get(c.i) != Some(&b'"') {
+                    return None;
+                }
+                let (s, e) = c.string().ok()?;
+                *(if bit == 32 { &mut id } else { &mut name }) = Some(&text[s..e]);
+            }
+            8 => {
+                let mut list = Vec::new();
+                c.array(|c| {
+                    let start = c.i;
+                    if !matches!(b.get(start), Some(b'-' | b'0'..=b'9')) {
+                        return None;
+                    }
+                    c.number().ok()?;
+                    let x: f64 = text[start..c.i].parse().ok()?;
+                    list.push(Some(x));
+                    Some(())
+                })?;
+                dt = Some(list);
+            }
+            _ => {
+                let mut list = Vec::new();
+                c.array(|c| {
+                    if b.get(c.i) != Some(&b'"') {
+                        return None;
+                    }
+                    let (s, e) = c.string().ok()?;
+                    list.push(Some(&text[s..e]));
+                    Some(())
+                })?;
+                members = Some(list);
+            }
+        }
+        match b.get(c.i) {
+            Some(b',') => c.i += 1,
+            Some(b'}') => {
+                c.i += 1;
+                break;
+            }
+            _ => return None,
+        }
+    }
+    let need = 1 | 2 | 4 | 8 | 16 | if tool { 32 } else { 0 };
+    if c.i != b.len() || !c.canonical || seen & need != need {
+        return None;
+    }
+    Some(Run {
+        turn: Cow::Borrowed(nums[0]?),
+        step: Cow::Borrowed(nums[1]?),
+        index: Cow::Borrowed(nums[2]?),
+        id,
+        name,
+        members: members?,
+        dt: dt?,
+        canonical: true,
+    })
+}
+
+impl Checker<'_> {
+    /// A `[...]` of items read by `item` (no whitespace), the cursor after it.
+    fn array(&mut self, mut item: impl FnMut(&mut Self) -> Option<()>) -> Option<()> {
+        if self.b.get(self.i) != Some(&b'[') {
+            return None;
+        }
+        self.i += 1;
+        if self.b.get(self.i) == Some(&b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            item(self)?;
+            match self.b.get(self.i) {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// Skip string bytes that need no attention (not `"`, `\\`, or a control character), eight
+/// at a time.
+#[inline]
+fn skip_plain(b: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    while let Some(chunk) = b.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
+        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+        // Bytes below 0x20 (a byte ≥ 0x80 never counts: its high bit is set).
+        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
+        if zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | control != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while let Some(&c) = b.get(i) {
+        if c == b'"' || c == b'\\' || c < 0x20 {
+            break;
+        }
+        i += 1;
+    }
+    i
 }
 
 /// The end of a JSON number starting at `i`, if the grammar matches.

@@ -13,6 +13,7 @@
 //! transaction. Writing (`repair`, `compact`) is [`write`] (S8.2).
 
 use std::fs::{self, File};
+use std::borrow::Borrow;
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
@@ -412,38 +413,54 @@ impl Store {
     }
 
     /// Read session `id`: one read transaction, held until the reader is finished.
-    pub fn read(&mut self, id: &str) -> Result<SessionReader<'_>, StoreError> {
-        let ids = || -> Vec<String> {
-            self.sessions()
-                .map(|s| s.into_iter().map(|i| i.row.id).collect())
-                .unwrap_or_default()
-        };
-        let (Some(conn), Identity::Store { schema, .. }) = (&self.conn, &self.identity) else {
-            return Err(StoreError::NoSession {
-                path: self.shown.clone(),
-                id: id.to_owned(),
-                ids: Vec::new(),
-            });
-        };
-        let schema = *schema;
-        let sql = |e| StoreError::sqlite(&self.shown, e);
-        conn.execute_batch("BEGIN").map_err(sql)?;
-        let reader =
-            SessionReader::begin(conn, &self.shown, id, schema, self.max_scalar_bytes, true);
-        match reader {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => {
-                let _ = conn.execute_batch("COMMIT");
-                Err(StoreError::NoSession {
+    pub fn read(&mut self, id: &str) -> Result<StoreReader<'_>, StoreError> {
+        let schema = match (&self.conn, &self.identity) {
+            (Some(_), Identity::Store { schema, .. }) => *schema,
+            _ => {
+                return Err(StoreError::NoSession {
                     path: self.shown.clone(),
                     id: id.to_owned(),
-                    ids: ids(),
-                })
+                    ids: Vec::new(),
+                });
             }
-            Err(e) => {
-                let _ = conn.execute_batch("COMMIT");
-                Err(e)
+        };
+        let ids: Vec<String> = {
+            let conn = self.conn.as_ref().ok_or_else(|| self.no_session(id, Vec::new()))?;
+            let sql = |e| StoreError::sqlite(&self.shown, e);
+            conn.execute_batch("BEGIN").map_err(sql)?;
+            let known = SessionRow::read(conn, id).map_err(sql);
+            match known {
+                Ok(Some(_)) => Vec::new(),
+                other => {
+                    let _ = conn.execute_batch("COMMIT");
+                    other?;
+                    let ids = self
+                        .sessions()
+                        .map(|s| s.into_iter().map(|i| i.row.id).collect())
+                        .unwrap_or_default();
+                    return Err(self.no_session(id, ids));
+                }
             }
+        };
+        debug_assert!(ids.is_empty());
+        let (shown, max) = (self.shown.clone(), self.max_scalar_bytes);
+        let missing = |ids| StoreError::NoSession {
+            path: shown.clone(),
+            id: id.to_owned(),
+            ids,
+        };
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(missing(Vec::new()));
+        };
+        // On an error the reader (and with it the read transaction) is already gone.
+        SessionReader::begin(conn, &shown, id, schema, max, true)?.ok_or_else(|| missing(Vec::new()))
+    }
+
+    fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {
+        StoreError::NoSession {
+            path: self.shown.clone(),
+            id: id.to_owned(),
+            ids,
         }
     }
 }
@@ -531,8 +548,8 @@ const EVENT_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface_o
 /// The logical log of one session, streamed (see the module doc). Read it as a
 /// [`BufRead`] of lines (header first, each line ending in `\n`) or line by line with
 /// [`SessionReader::next_line`] — one or the other — then call [`SessionReader::finish`].
-pub struct SessionReader<'c> {
-    conn: &'c Connection,
+pub struct SessionReader<C: Borrow<Connection>> {
+    conn: C,
     shown: String,
     id: String,
     schema: Schema,
@@ -560,9 +577,15 @@ pub struct SessionReader<'c> {
     owns_txn: bool,
     /// The row seq of the first committed damage.
     damage_at: Option<i64>,
+    /// Packed rows are handed on packed (see [`SessionReader::keep_packed_rows`]).
+    keep_packed: bool,
 }
 
-impl std::fmt::Debug for SessionReader<'_> {
+/// A session being read from a [`Store`] (it holds the store's connection, so it can move to
+/// another thread with the pass).
+pub type StoreReader<'s> = SessionReader<&'s mut Connection>;
+
+impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionReader")
             .field("id", &self.id)
@@ -572,20 +595,27 @@ impl std::fmt::Debug for SessionReader<'_> {
     }
 }
 
-impl<'c> SessionReader<'c> {
+impl<C: Borrow<Connection>> SessionReader<C> {
     /// Inside an open read transaction: the session row, the storage-class pass and the
     /// committed boundary. `None`: no such session.
     fn begin(
-        conn: &'c Connection,
+        conn: C,
         shown: &str,
         id: &str,
         schema: Schema,
         max_scalar_bytes: u64,
         owns_txn: bool,
-    ) -> Result<Option<SessionReader<'c>>, StoreError> {
+    ) -> Result<Option<SessionReader<C>>, StoreError> {
         let sql = |e| StoreError::sqlite(shown, e);
-        let Some(row) = SessionRow::read(conn, id).map_err(sql)? else {
-            return Ok(None);
+        let row = match SessionRow::read(conn.borrow(), id) {
+            Ok(Some(row)) => row,
+            found => {
+                if owns_txn {
+                    let _ = conn.borrow().execute_batch("COMMIT");
+                }
+                found.map_err(sql)?;
+                return Ok(None);
+            }
         };
         let mut r = SessionReader {
             conn,
@@ -612,6 +642,7 @@ impl<'c> SessionReader<'c> {
             finished: false,
             owns_txn,
             damage_at: None,
+            keep_packed: false,
         };
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
@@ -645,6 +676,26 @@ impl<'c> SessionReader<'c> {
         self.phase = Phase::Ended;
     }
 
+    /// Hand each valid packed chunk row on as one JSONL packed row (`{"type":"text-chunks",
+    /// "seq0":…,"time0":…,"data":…}`, FORMAT.md §5.2) instead of one line per member: the
+    /// pass folds such rows without building every member (the JSONL path's fast way), and
+    /// every rule gives the same answer, SQLite's bounds (3–1,024 members, 1 MiB) being
+    /// stricter than JSONL's. Only for sessions of format version 0 or 1, the versions whose
+    /// JSONL has packed rows; call before reading. Whether it applies.
+    pub fn keep_packed_rows(&mut self) -> bool {
+        let applies = !self.header_sent && matches!(self.row.version, Some(0 | 1));
+        self.keep_packed = applies;
+        applies
+    }
+
+    fn mode(&self) -> decode::Mode {
+        decode::Mode {
+            schema: self.schema,
+            max_scalar_bytes: self.max_scalar_bytes,
+            keep_packed: self.keep_packed,
+        }
+    }
+
     /// The header line (no newline); empty for a refused session.
     pub fn header_line(&self) -> &[u8] {
         &self.header
@@ -666,7 +717,7 @@ impl<'c> SessionReader<'c> {
     /// S4's storage-class rules over every row of the session, in SQL (reading only the
     /// record headers of large values).
     fn storage_class_pass(&self) -> rusqlite::Result<Option<Finding>> {
-        let mut stmt = self.conn.prepare(
+        let mut stmt = self.conn.borrow().prepare(
             "SELECT seq, typeof(type), type = '', time, typeof(data), typeof(source_event_seqs), \
              typeof(surface_op), ignorable FROM events WHERE session_id = ?1 AND NOT ( \
              seq BETWEEN 0 AND 9007199254740991 \
@@ -741,7 +792,8 @@ impl<'c> SessionReader<'c> {
 
     /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can).
     fn find_boundary(&mut self) -> rusqlite::Result<Option<i64>> {
-        let mut stmt = self.conn.prepare(&format!(
+        let mode = self.mode();
+        let mut stmt = self.conn.borrow().prepare(&format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
              ORDER BY seq DESC"
         ))?;
@@ -750,13 +802,8 @@ impl<'c> SessionReader<'c> {
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
             sink.clear();
-            if let Ok(d) = decode::decode_row(
-                &raw,
-                self.schema,
-                self.max_scalar_bytes,
-                &mut self.scratch,
-                &mut sink,
-            ) && d.turn_end
+            if let Ok(d) = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink)
+                && d.turn_end
             {
                 return Ok(Some(raw.seq));
             }
@@ -783,10 +830,12 @@ impl<'c> SessionReader<'c> {
     /// Reads the session once more to find where the committed rows end, only when a marker
     /// exists.
     fn is_seeded(&mut self) -> Result<bool, StoreError> {
+        let mode = self.mode();
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let markers: Vec<i64> = {
             let mut stmt = self
                 .conn
+                .borrow()
                 .prepare(&format!(
                     "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 \
                      AND type = 'session/end-seed' ORDER BY seq"
@@ -798,13 +847,7 @@ impl<'c> SessionReader<'c> {
             while let Some(r) = rows.next().map_err(sql)? {
                 let raw = raw_row(r).map_err(sql)?;
                 line.clear();
-                if decode::decode_row(
-                    &raw,
-                    self.schema,
-                    self.max_scalar_bytes,
-                    &mut self.scratch,
-                    &mut line,
-                )
+                if decode::decode_row(&raw, mode, &mut self.scratch, &mut line)
                 .is_ok()
                     && inherited(&line)
                 {
@@ -818,7 +861,7 @@ impl<'c> SessionReader<'c> {
         } else {
             // Only markers before the first row the stream would drop count.
             let mut probe = SessionReader {
-                conn: self.conn,
+                conn: self.conn.borrow(),
                 shown: self.shown.clone(),
                 id: self.id.clone(),
                 schema: self.schema,
@@ -842,6 +885,7 @@ impl<'c> SessionReader<'c> {
                 finished: false,
                 owns_txn: false,
                 damage_at: None,
+                keep_packed: false,
             };
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
@@ -871,6 +915,7 @@ impl<'c> SessionReader<'c> {
 
     /// Decode rows into the buffer until it holds [`FILL_TARGET`] bytes or the stream ends.
     fn fill_rows(&mut self) -> Result<(), StoreError> {
+        let mode = self.mode();
         let Phase::Rows(from) = self.phase else {
             return Ok(());
         };
@@ -878,6 +923,7 @@ impl<'c> SessionReader<'c> {
         let sql = |e| StoreError::sqlite(&shown, e);
         let mut stmt = self
             .conn
+            .borrow()
             .prepare(&format!(
                 "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
             ))
@@ -895,13 +941,7 @@ impl<'c> SessionReader<'c> {
             // The next fill starts after this row, whatever happens to it.
             self.phase = Phase::Rows(raw.seq.saturating_add(1));
             let start = self.buf.len();
-            let result = decode::decode_row(
-                &raw,
-                self.schema,
-                self.max_scalar_bytes,
-                &mut self.scratch,
-                &mut self.buf,
-            );
+            let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
             let failure = match result {
                 Err(why) => Some(Failure::Malformed(why)),
                 Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
@@ -910,7 +950,7 @@ impl<'c> SessionReader<'c> {
                 }
                 Ok(d) => {
                     let mut at = start;
-                    for member in 0..d.members as u32 {
+                    for member in 0..d.lines as u32 {
                         let end = at
                             + memchr::memchr(b'\n', &self.buf[at..]).unwrap_or(self.buf.len() - at);
                         self.spans.push(Span {
@@ -976,6 +1016,7 @@ impl<'c> SessionReader<'c> {
         }
         let rows: i64 = self
             .conn
+            .borrow()
             .query_row(
                 "SELECT count(*) FROM events WHERE session_id = ?1 AND seq >= ?2",
                 rusqlite::params![self.id, seq],
@@ -1050,17 +1091,13 @@ impl<'c> SessionReader<'c> {
             self.spans.clear();
             self.fill_rows()?;
         }
-        if self.refused
-            && self.boundary.is_some()
-            && !self.findings.iter().any(|f| {
-                f.code == Code::SqliteSessionRowInvalid || f.code == Code::SqliteStorageClass
-            })
-        {
-            self.more_damage()?;
+        if let Some(first) = self.damage_at {
+            self.more_damage(first)?;
         }
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let rows: i64 = self
             .conn
+            .borrow()
             .query_row(
                 "SELECT count(*) FROM events WHERE session_id = ?1",
                 [&self.id],
@@ -1069,7 +1106,7 @@ impl<'c> SessionReader<'c> {
             .map_err(sql)?;
         self.finished = true;
         if self.owns_txn {
-            self.conn.execute_batch("COMMIT").map_err(sql)?;
+            self.conn.borrow().execute_batch("COMMIT").map_err(sql)?;
         }
         let last_seq = self.expected.checked_sub(1);
         Ok(ReadEnd {
@@ -1092,19 +1129,16 @@ impl<'c> SessionReader<'c> {
     /// After committed damage DSH refuses the session; dshs goes on through the committed
     /// rows to name every other damaged one (a gap re-synchronises on the row's own seq, a
     /// row that does not decode is skipped), as FORMAT.md §6.3 does for a JSONL log.
-    fn more_damage(&mut self) -> Result<(), StoreError> {
+    fn more_damage(&mut self, first: i64) -> Result<(), StoreError> {
+        let mode = self.mode();
         let Some(boundary) = self.boundary else {
             return Ok(());
         };
-        let first = self
-            .findings
-            .last()
-            .and_then(|f| f.seq)
-            .map_or(0, |s| s as i64);
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
         let mut stmt = self
             .conn
+            .borrow()
             .prepare(&format!(
                 "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
                  AND seq <= ?3 ORDER BY seq"
@@ -1120,13 +1154,7 @@ impl<'c> SessionReader<'c> {
         while let Some(r) = rows.next().map_err(sql)? {
             let raw = raw_row(r).map_err(sql)?;
             sink.clear();
-            let decoded = decode::decode_row(
-                &raw,
-                self.schema,
-                self.max_scalar_bytes,
-                &mut self.scratch,
-                &mut sink,
-            );
+            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
             // The row already reported starts the walk.
             if std::mem::take(&mut first_row) {
                 expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
@@ -1172,10 +1200,10 @@ impl<'c> SessionReader<'c> {
     }
 }
 
-impl Drop for SessionReader<'_> {
+impl<C: Borrow<Connection>> Drop for SessionReader<C> {
     fn drop(&mut self) {
         if self.owns_txn && !self.finished {
-            let _ = self.conn.execute_batch("COMMIT");
+            let _ = self.conn.borrow().execute_batch("COMMIT");
         }
     }
 }
@@ -1221,7 +1249,7 @@ fn inherited(line: &[u8]) -> bool {
     )
 }
 
-impl Read for SessionReader<'_> {
+impl<C: Borrow<Connection>> Read for SessionReader<C> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
         let avail = self.fill_buf()?;
         let n = avail.len().min(out.len());
@@ -1231,7 +1259,7 @@ impl Read for SessionReader<'_> {
     }
 }
 
-impl BufRead for SessionReader<'_> {
+impl<C: Borrow<Connection>> BufRead for SessionReader<C> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos >= self.buf.len() {
             self.refill().map_err(io::Error::other)?;
