@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! sqlite-store store LOG.jsonl STORE.db [BATCH]   store a JSONL log as DSH's schema-17 store does
-//! sqlite-store read STORE.db ID [--expand]        read every line of a session through dshs
+//! sqlite-store read STORE.db ID [--expand] [--inline]  read every line of a session through dshs
 //! sqlite-store validate STORE.db ID               the pass of `dshs validate` over those lines
 //! ```
 //!
@@ -54,8 +54,12 @@ fn main() {
             let t = Instant::now();
             let mut store = dshs::log::sqlite::Store::open(Path::new(&args[1])).expect("open");
             let mut r = store.read(&args[2]).expect("read");
-            if args.get(3).map(String::as_str) != Some("--expand") {
+            let flag = |f: &str| args[3..].iter().any(|a| a == f);
+            if !flag("--expand") {
                 r.keep_packed_rows();
+            }
+            if flag("--inline") {
+                r.check_storage_class_inline();
             }
             let (mut lines, mut bytes) = (0u64, 0u64);
             while let Some(l) = r.next_line().expect("line") {
@@ -75,9 +79,11 @@ fn main() {
             let mut store = dshs::log::sqlite::Store::open(Path::new(&args[1])).expect("open");
             let mut r = store.read(&args[2]).expect("read");
             r.keep_packed_rows();
+            r.check_storage_class_inline();
             let mut findings = Vec::new();
             let opts = dshs::log::scan::ScanOptions::default();
-            let s = dshs::log::scan::scan(&mut r, None, &opts, &mut findings, &mut ()).expect("scan");
+            let s =
+                dshs::log::scan::scan(&mut r, None, &opts, &mut findings, &mut ()).expect("scan");
             let end = r.finish().expect("finish");
             eprintln!(
                 "{}: {} events, {} surface nodes, {} findings + {} storage findings in {:.3?}",
@@ -91,7 +97,7 @@ fn main() {
         }
         _ => {
             eprintln!(
-                "usage: sqlite-store store LOG.jsonl STORE.db [BATCH] | read STORE.db ID [--expand] | validate STORE.db ID"
+                "usage: sqlite-store store LOG.jsonl STORE.db [BATCH] | read STORE.db ID [--expand] [--inline] | validate STORE.db ID"
             );
             std::process::exit(2);
         }

@@ -158,14 +158,21 @@ fn every_fixture_session_rebuilds_its_expected_logical_log_byte_for_byte() {
             let mut kept = Vec::new();
             std::io::Read::read_to_end(&mut r, &mut kept).expect("stream");
             let kept_end = r.finish().expect("finish");
-            assert_eq!(summary(&kept), summary(&want), "{name} {id}: packed rows kept");
+            assert_eq!(
+                summary(&kept),
+                summary(&want),
+                "{name} {id}: packed rows kept"
+            );
             assert_eq!(kept_end.events, end.events, "{name} {id}");
             packed_rows += u64::from(kept.len() < got.len());
             compared += 1;
         }
     }
     assert!(compared >= 70, "only {compared} sessions compared");
-    assert!(packed_rows >= 20, "only {packed_rows} sessions had packed rows");
+    assert!(
+        packed_rows >= 20,
+        "only {packed_rows} sessions had packed rows"
+    );
 }
 
 #[test]
@@ -778,6 +785,36 @@ fn a_storage_class_violation_anywhere_refuses_the_whole_session() {
             end.findings[0].message
         );
     }
+    // Checked row by row instead: the stream ends at the violation, the session is refused.
+    let mut d = db(17);
+    d.turn(0).raw(
+        2,
+        "x/y",
+        2,
+        rusqlite::types::Value::Integer(7),
+        NULL,
+        None,
+        None,
+    );
+    d.conn.take();
+    let mut s = Store::open(&d.path).expect("open");
+    let mut r = s.read("s").expect("read");
+    r.check_storage_class_inline();
+    let mut text = Vec::new();
+    std::io::Read::read_to_end(&mut r, &mut text).expect("stream");
+    let end = r.finish().expect("finish");
+    assert_eq!(
+        String::from_utf8_lossy(&text).lines().count(),
+        3,
+        "header and the turn"
+    );
+    assert!(end.refused);
+    assert_eq!(codes(&end.findings), ["sqlite-storage-class"]);
+    assert!(
+        end.findings[0].message.contains("data is INTEGER"),
+        "{}",
+        end.findings[0].message
+    );
     // Schema 15 has no such pass: its JSON text sources are simply its encoding.
     let mut d = db(15);
     d.turn(0).raw(

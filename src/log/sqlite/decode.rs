@@ -134,7 +134,12 @@ fn decode_into(
     if schema == Schema::V17 && ignorable == Some(0) {
         return packed(row, &ty, time, keep_packed, scratch, out);
     }
-    let data = data_text(row.data, max_scalar_bytes, &mut scratch.data, &mut scratch.zstd)?;
+    let data = data_text(
+        row.data,
+        max_scalar_bytes,
+        &mut scratch.data,
+        &mut scratch.zstd,
+    )?;
     // Everything is checked before a byte is written, so a failure leaves no partial line.
     let line_start = out.len();
     out.extend_from_slice(b"{\"type\":");
@@ -171,8 +176,7 @@ fn decode_into(
         ValueRef::Null => {}
         ValueRef::Text(t) => {
             out.extend_from_slice(b",\"surfaceOp\":");
-            js::write_value(&lossy(t), out)
-                .map_err(|e| format!("surface_op is not JSON ({e})"))?;
+            js::write_value(&lossy(t), out).map_err(|e| format!("surface_op is not JSON ({e})"))?;
         }
         other => return Err(format!("surface_op is {}", storage_class(other))),
     }
@@ -187,6 +191,66 @@ fn decode_into(
         last_time: time,
         turn_end: ty == "turn/end",
     })
+}
+
+/// The storage-class rule of S4 a schema-17 row breaks, checked on the row as read (the
+/// canonical STRICT tables already guarantee `type` TEXT, `time` INTEGER, `surface_op` TEXT
+/// or NULL, `ignorable` NULL, 0 or 1; these are the rest). Same words as the SQL pass.
+pub fn class_violation(row: &RawRow<'_>) -> Option<String> {
+    let safe = |v: i64| v.unsigned_abs() <= MAX_SAFE;
+    if !(0..=MAX_SAFE as i64).contains(&row.seq) {
+        return Some(format!("seq {} is not a safe integer ≥ 0", row.seq));
+    }
+    match row.ty {
+        ValueRef::Text(t) if t.is_empty() => return Some("type is empty".into()),
+        ValueRef::Text(_) => {}
+        other => return Some(format!("type is {}, not TEXT", storage_class(other))),
+    }
+    match row.time {
+        ValueRef::Integer(t) if safe(t) => {}
+        ValueRef::Integer(t) => return Some(format!("time is not a safe integer ({t})")),
+        other => {
+            return Some(format!(
+                "time is not a safe integer ({})",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.data {
+        ValueRef::Text(_) | ValueRef::Blob(_) => {}
+        other => {
+            return Some(format!(
+                "data is {} (stored data must be a string or blob: TEXT or BLOB)",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.sources {
+        ValueRef::Null | ValueRef::Blob(_) => {}
+        other => {
+            return Some(format!(
+                "source_event_seqs is {}, not NULL or BLOB (schema 17 stores the varint list)",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.surface_op {
+        ValueRef::Null | ValueRef::Text(_) => {}
+        other => {
+            return Some(format!(
+                "surface_op is {}, not NULL or TEXT",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.ignorable {
+        ValueRef::Null | ValueRef::Integer(0 | 1) => None,
+        ValueRef::Integer(i) => Some(format!("ignorable is {i}, not NULL, 0 or 1")),
+        other => Some(format!(
+            "ignorable is {}, not NULL, 0 or 1",
+            storage_class(other)
+        )),
+    }
 }
 
 /// A string `JSON.stringify` writes from a decoded (not JSON-escaped) text.
@@ -652,7 +716,17 @@ mod tests {
         }
     }
 
-    fn fields(r: &Run<'_>) -> (String, String, String, Option<String>, Option<String>, Vec<Option<String>>, Vec<Option<f64>>) {
+    fn fields(
+        r: &Run<'_>,
+    ) -> (
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Vec<Option<String>>,
+        Vec<Option<f64>>,
+    ) {
         let w = |raw: &str| {
             let mut out = Vec::new();
             js::write_string(raw, &mut out);
@@ -672,27 +746,62 @@ mod tests {
     #[test]
     fn the_fast_reading_of_run_data_agrees_with_the_general_one() {
         let canonical = [
-            (r#"{"turn":1,"step":2,"index":0,"dt":[1,-3,0],"texts":["a","\n","\ud800","é"]}"#, false),
-            (r#"{"turn":1,"step":2,"index":3,"id":"c\"1","name":"bash","dt":[],"args":["{"]}"#, true),
-            (r#"{"dt":[5],"texts":["x","y"],"index":1.5,"step":2,"turn":1e+21}"#, false),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[1,-3,0],"texts":["a","\n","\ud800","é"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":3,"id":"c\"1","name":"bash","dt":[],"args":["{"]}"#,
+                true,
+            ),
+            (
+                r#"{"dt":[5],"texts":["x","y"],"index":1.5,"step":2,"turn":1e+21}"#,
+                false,
+            ),
         ];
         for (text, tool) in canonical {
             let fast = js::run_fast(text, tool).expect("canonical run data");
             assert!(fast.canonical);
-            assert_eq!(fields(&fast), fields(&slow_run(text, tool).unwrap()), "{text}");
+            assert_eq!(
+                fields(&fast),
+                fields(&slow_run(text, tool).unwrap()),
+                "{text}"
+            );
         }
         // Anything else takes the general reading.
         for (text, tool) in [
-            (r#"{ "turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
-            (r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
-            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#, false),
-            (r#"{"turn":1,"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, false),
-            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#, true),
-            (r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":[1]}"#, false),
+            (
+                r#"{ "turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                true,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":[1]}"#,
+                false,
+            ),
         ] {
             assert!(js::run_fast(text, tool).is_none(), "{text}");
         }
-        let slow = slow_run(r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#, false).unwrap();
+        let slow = slow_run(
+            r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#,
+            false,
+        )
+        .unwrap();
         assert_eq!(fields(&slow).0, "1");
         assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
     }

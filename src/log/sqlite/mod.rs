@@ -12,8 +12,8 @@
 //! `-wal`/`-shm` appears), read-only otherwise, and each session is read inside one read
 //! transaction. Writing (`repair`, `compact`) is [`write`] (S8.2).
 
-use std::fs::{self, File};
 use std::borrow::Borrow;
+use std::fs::{self, File};
 use std::io::{self, BufRead, Read};
 use std::path::{Path, PathBuf};
 
@@ -425,7 +425,10 @@ impl Store {
             }
         };
         let ids: Vec<String> = {
-            let conn = self.conn.as_ref().ok_or_else(|| self.no_session(id, Vec::new()))?;
+            let conn = self
+                .conn
+                .as_ref()
+                .ok_or_else(|| self.no_session(id, Vec::new()))?;
             let sql = |e| StoreError::sqlite(&self.shown, e);
             conn.execute_batch("BEGIN").map_err(sql)?;
             let known = SessionRow::read(conn, id).map_err(sql);
@@ -453,7 +456,8 @@ impl Store {
             return Err(missing(Vec::new()));
         };
         // On an error the reader (and with it the read transaction) is already gone.
-        SessionReader::begin(conn, &shown, id, schema, max, true)?.ok_or_else(|| missing(Vec::new()))
+        SessionReader::begin(conn, &shown, id, schema, max, true)?
+            .ok_or_else(|| missing(Vec::new()))
     }
 
     fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {
@@ -579,6 +583,16 @@ pub struct SessionReader<C: Borrow<Connection>> {
     damage_at: Option<i64>,
     /// Packed rows are handed on packed (see [`SessionReader::keep_packed_rows`]).
     keep_packed: bool,
+    /// The storage-class rules: not yet checked, checked by one pass before the first line,
+    /// or row by row as the rows are read (see [`SessionReader::check_storage_class_inline`]).
+    class_check: ClassCheck,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClassCheck {
+    Pending,
+    Done,
+    Inline,
 }
 
 /// A session being read from a [`Store`] (it holds the store's connection, so it can move to
@@ -643,6 +657,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             owns_txn,
             damage_at: None,
             keep_packed: false,
+            class_check: if schema == Schema::V17 {
+                ClassCheck::Pending
+            } else {
+                ClassCheck::Done
+            },
         };
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
@@ -659,13 +678,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             ));
             return Ok(Some(r));
         }
-        if schema == Schema::V17
-            && let Some(f) = r.storage_class_pass().map_err(sql)?
-        {
-            r.refuse(f);
-            return Ok(Some(r));
-        }
-        r.boundary = r.find_boundary().map_err(sql)?;
         r.header = r.row.header_line(None);
         Ok(Some(r))
     }
@@ -686,6 +698,33 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let applies = !self.header_sent && matches!(self.row.version, Some(0 | 1));
         self.keep_packed = applies;
         applies
+    }
+
+    /// Check S4's storage-class rules on each row as it is read instead of in one pass over
+    /// the session before the first line (a pass that costs about as much as SQLite's own
+    /// reading of the rows). A violation then ends the stream where it is found and
+    /// [`SessionReader::finish`] reports the session refused: for a consumer that decides
+    /// only at the end (`validate`, a repair plan), not for one that prints as it reads.
+    /// Call before reading.
+    pub fn check_storage_class_inline(&mut self) {
+        if self.class_check == ClassCheck::Pending {
+            self.class_check = ClassCheck::Inline;
+        }
+    }
+
+    /// The storage-class pass, if it is still due (before the first line).
+    fn class_pass_if_due(&mut self) -> Result<(), StoreError> {
+        if self.class_check != ClassCheck::Pending {
+            return Ok(());
+        }
+        self.class_check = ClassCheck::Done;
+        if let Some(f) = self
+            .storage_class_pass()
+            .map_err(|e| StoreError::sqlite(&self.shown, e))?
+        {
+            self.refuse(f);
+        }
+        Ok(())
     }
 
     fn mode(&self) -> decode::Mode {
@@ -771,8 +810,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             };
             first = Some((seq, why));
         }
-        Ok(first.map(|(seq, why)| {
-            let others = count - 1;
+        Ok(first.map(|(seq, why)| self.class_finding(seq, &why, count - 1)))
+    }
+
+    fn class_finding(&self, seq: i64, why: &str, others: u64) -> Finding {
+        {
             finding(
                 Code::SqliteStorageClass,
                 u64::try_from(seq).ok(),
@@ -781,23 +823,29 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     "session {:?}: the events row at seq {seq} breaks the storage-class rules: {why}{}; DSH refuses the whole session wherever such a row is",
                     self.id,
                     if others > 0 {
-                        format!(" ({others} more row{} break them too)", if others == 1 { "" } else { "s" })
+                        format!(
+                            " ({others} more row{} break them too)",
+                            if others == 1 { "" } else { "s" }
+                        )
                     } else {
                         String::new()
                     }
                 ),
             )
-        }))
+        }
     }
 
-    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can).
-    fn find_boundary(&mut self) -> rusqlite::Result<Option<i64>> {
+    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can),
+    /// looked for only among rows from `from` on. Asked only when a row fails: the failing
+    /// row lies at or before the boundary exactly when such a row exists there, so a
+    /// session without damage never pays for this pass.
+    fn find_boundary(&mut self, from: i64) -> rusqlite::Result<Option<i64>> {
         let mode = self.mode();
         let mut stmt = self.conn.borrow().prepare(&format!(
             "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
-             ORDER BY seq DESC"
+             AND seq >= ?2 ORDER BY seq DESC"
         ))?;
-        let mut rows = stmt.query([&self.id])?;
+        let mut rows = stmt.query(rusqlite::params![self.id, from])?;
         let mut sink = Vec::new();
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
@@ -819,6 +867,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// upstream's `toHeaderLine` writes, which a v2+ header check refuses for the missing
     /// field.
     pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
+        self.class_pass_if_due()?;
         if self.refused || self.header_sent || !self.row.version.is_some_and(|v| v >= 2) {
             return Ok(None);
         }
@@ -847,8 +896,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             while let Some(r) = rows.next().map_err(sql)? {
                 let raw = raw_row(r).map_err(sql)?;
                 line.clear();
-                if decode::decode_row(&raw, mode, &mut self.scratch, &mut line)
-                .is_ok()
+                if decode::decode_row(&raw, mode, &mut self.scratch, &mut line).is_ok()
                     && inherited(&line)
                 {
                     found.push(raw.seq);
@@ -886,6 +934,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 owns_txn: false,
                 damage_at: None,
                 keep_packed: false,
+                class_check: ClassCheck::Done,
             };
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
@@ -940,6 +989,16 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             let raw = raw_row(r).map_err(sql)?;
             // The next fill starts after this row, whatever happens to it.
             self.phase = Phase::Rows(raw.seq.saturating_add(1));
+            if self.class_check == ClassCheck::Inline
+                && let Some(why) = decode::class_violation(&raw)
+            {
+                let seq = raw.seq;
+                drop(rows);
+                drop(stmt);
+                let f = self.class_finding(seq, &why, 0);
+                self.refuse(f);
+                return Ok(());
+            }
             let start = self.buf.len();
             let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
             let failure = match result {
@@ -984,6 +1043,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// A row that fails to decode or breaks contiguity (S7 step 2).
     fn failed(&mut self, seq: i64, ty: Option<&str>, f: Failure) -> Result<(), StoreError> {
+        self.boundary = self
+            .find_boundary(seq)
+            .map_err(|e| StoreError::sqlite(&self.shown, e))?;
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let why = match &f {
             Failure::Malformed(why) => why.clone(),
@@ -1061,6 +1123,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     }
 
     fn refill(&mut self) -> Result<(), StoreError> {
+        self.class_pass_if_due()?;
         self.buf.clear();
         self.spans.clear();
         self.pos = 0;
@@ -1086,6 +1149,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// Read the rest (if the caller stopped early) and end the read transaction.
     pub fn finish(mut self) -> Result<ReadEnd, StoreError> {
+        self.class_pass_if_due()?;
         while self.phase != Phase::Ended {
             self.buf.clear();
             self.spans.clear();
