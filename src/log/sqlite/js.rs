@@ -224,6 +224,7 @@ impl<'a> Checker<'a> {
     }
 
     /// A string starting at its `"`; the byte span of its contents.
+    #[inline]
     fn string(&mut self) -> Result<(usize, usize), String> {
         let start = self.i + 1;
         let mut i = start;
@@ -280,6 +281,7 @@ impl<'a> Checker<'a> {
         }
     }
 
+    #[inline]
     fn number(&mut self) -> Result<(), String> {
         let start = self.i;
         let end = number_end(self.b, start).ok_or_else(|| err("invalid number", start))?;
@@ -368,8 +370,7 @@ pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
                         return None;
                     }
                     c.number().ok()?;
-                    let x: f64 = text[start..c.i].parse().ok()?;
-                    list.push(Some(x));
+                    list.push(Some(small_int(&b[start..c.i]).or_else(|| text[start..c.i].parse().ok())?));
                     Some(())
                 })?;
                 dt = Some(list);
@@ -410,6 +411,20 @@ pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
         dt: dt?,
         canonical: true,
     })
+}
+
+/// A plain integer of at most 15 digits (exact as a double), without the float parser.
+#[inline]
+fn small_int(t: &[u8]) -> Option<f64> {
+    let (neg, digits) = match t.split_first() {
+        Some((b'-', rest)) => (true, rest),
+        _ => (false, t),
+    };
+    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let v = digits.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+    Some(if neg { -(v as f64) } else { v as f64 })
 }
 
 impl Checker<'_> {
