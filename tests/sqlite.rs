@@ -378,7 +378,8 @@ impl Db {
         self
     }
 
-    /// Insert a raw row (any storage class).
+    /// Insert a raw row (any storage class): one argument per column.
+    #[allow(clippy::too_many_arguments)]
     fn raw(
         &self,
         seq: i64,
@@ -710,7 +711,8 @@ fn an_invalid_sessions_row_refuses_the_session_before_any_event() {
 
 #[test]
 fn a_storage_class_violation_anywhere_refuses_the_whole_session() {
-    let cases: Vec<(Box<dyn Fn(&Db)>, &str)> = vec![
+    type AddRow = Box<dyn Fn(&Db)>;
+    let cases: Vec<(AddRow, &str)> = vec![
         (
             Box::new(|d: &Db| {
                 d.raw(

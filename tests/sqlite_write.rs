@@ -79,11 +79,8 @@ fn index_of(name: &str) -> Vec<(String, String)> {
 }
 
 /// The rows of a session as stored, for comparing encodings.
-fn rows(
-    path: &Path,
-    id: &str,
-    from: i64,
-) -> Vec<(
+/// seq, type, time, typeof(data), data (BLOBs in hex), hex(sources), surface_op, ignorable.
+type StoredRow = (
     i64,
     String,
     i64,
@@ -92,7 +89,9 @@ fn rows(
     Option<String>,
     Option<String>,
     Option<i64>,
-)> {
+);
+
+fn rows(path: &Path, id: &str, from: i64) -> Vec<StoredRow> {
     let c = Connection::open_with_flags(
         format!("file:{}?immutable=1", path.display()),
         rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY | rusqlite::OpenFlags::SQLITE_OPEN_URI,
@@ -316,7 +315,7 @@ fn compaction_inserts_its_bracket_as_scalar_rows_with_varint_sources() {
 fn another_open_connection_makes_repair_and_compact_refuse_untouched() {
     let (dir, path) = copy_of("torn-packed-tail.db");
     let id = "open-mid-tool-call-stream";
-    let plan = repair_plan(&path, &id);
+    let plan = repair_plan(&path, id);
     let holder = Connection::open(&path).expect("open");
     holder
         .query_row("SELECT count(*) FROM events", [], |r| r.get::<_, i64>(0))

@@ -202,7 +202,7 @@ pub fn class_violation(row: &RawRow<'_>) -> Option<String> {
         return Some(format!("seq {} is not a safe integer ≥ 0", row.seq));
     }
     match row.ty {
-        ValueRef::Text(t) if t.is_empty() => return Some("type is empty".into()),
+        ValueRef::Text([]) => return Some("type is empty".into()),
         ValueRef::Text(_) => {}
         other => return Some(format!("type is {}, not TEXT", storage_class(other))),
     }
@@ -389,10 +389,10 @@ pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
             if value > 2 * MAX_SAFE {
                 return Err("delta is out of range".into());
             }
-            let d = if value % 2 == 0 {
+            let d = if value.is_multiple_of(2) {
                 (value / 2) as i64
             } else {
-                -(((value + 1) / 2) as i64)
+                -(value.div_ceil(2) as i64)
             };
             prev + d
         };
@@ -716,9 +716,8 @@ mod tests {
         }
     }
 
-    fn fields(
-        r: &Run<'_>,
-    ) -> (
+    /// turn, step, index, id, name, members (as written), dt.
+    type Fields = (
         String,
         String,
         String,
@@ -726,7 +725,9 @@ mod tests {
         Option<String>,
         Vec<Option<String>>,
         Vec<Option<f64>>,
-    ) {
+    );
+
+    fn fields(r: &Run<'_>) -> Fields {
         let w = |raw: &str| {
             let mut out = Vec::new();
             js::write_string(raw, &mut out);

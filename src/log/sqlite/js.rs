@@ -370,7 +370,9 @@ pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
                         return None;
                     }
                     c.number().ok()?;
-                    list.push(Some(small_int(&b[start..c.i]).or_else(|| text[start..c.i].parse().ok())?));
+                    list.push(Some(
+                        small_int(&b[start..c.i]).or_else(|| text[start..c.i].parse().ok())?,
+                    ));
                     Some(())
                 })?;
                 dt = Some(list);
@@ -423,7 +425,9 @@ fn small_int(t: &[u8]) -> Option<f64> {
     if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    let v = digits.iter().fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
+    let v = digits
+        .iter()
+        .fold(0i64, |v, d| v * 10 + i64::from(d - b'0'));
     Some(if neg { -(v as f64) } else { v as f64 })
 }
 
@@ -589,12 +593,7 @@ pub fn js_number(x: f64, out: &mut Vec<u8>) {
             out.push(b'.');
             out.extend_from_slice(&digits[1..]);
         }
-        let _ = write!(
-            out,
-            "e{}{}",
-            if n - 1 >= 0 { "+" } else { "-" },
-            (n - 1).abs()
-        );
+        let _ = write!(out, "e{}{}", if n > 0 { "+" } else { "-" }, (n - 1).abs());
     }
 }
 

@@ -868,7 +868,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// field.
     pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
         self.class_pass_if_due()?;
-        if self.refused || self.header_sent || !self.row.version.is_some_and(|v| v >= 2) {
+        if self.refused || self.header_sent || self.row.version.is_none_or(|v| v < 2) {
             return Ok(None);
         }
         let seeded = self.is_seeded()?;

@@ -497,15 +497,14 @@ struct Envelope<'a> {
 
 /// Parse the lines to insert; they must continue the committed seqs without a gap.
 fn encode_events(plan: &Plan) -> Result<Vec<NewRow>, WriteError> {
-    let mut next = plan.snapshot.last_seq.map_or(0, |s| s + 1);
+    let first = plan.snapshot.last_seq.map_or(0, |s| s + 1);
     let mut rows = Vec::with_capacity(plan.append.len());
-    for (index, line) in plan.append.iter().enumerate() {
+    for (next, (index, line)) in (first..).zip(plan.append.iter().enumerate()) {
         let bad = |why: String| WriteError::BadEvent { index, why };
         let e: Envelope<'_> = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
         if e.seq != next {
             return Err(bad(format!("seq {} where {next} comes next", e.seq)));
         }
-        next += 1;
         let canon = |raw: &RawValue| -> Result<String, WriteError> {
             let mut out = Vec::new();
             js::write_value(raw.get(), &mut out).map_err(|w| bad(w.clone()))?;
