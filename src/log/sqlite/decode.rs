@@ -268,18 +268,30 @@ fn lossy(t: &[u8]) -> Cow<'_, str> {
     }
 }
 
-/// An integer in decimal, without the formatting machinery (two per line).
+/// An integer in decimal, two digits at a time, without the formatting machinery (a line
+/// holds two, and a `sourceEventSeqs` list thousands).
 fn push_int(out: &mut Vec<u8>, v: i64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
     let mut digits = [0u8; 20];
     let mut n = v.unsigned_abs();
     let mut at = digits.len();
-    loop {
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
         at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
+        digits[at] = b'0' + n as u8;
     }
     if v < 0 {
         out.push(b'-');
@@ -805,6 +817,15 @@ mod tests {
         .unwrap();
         assert_eq!(fields(&slow).0, "1");
         assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
+    }
+
+    #[test]
+    fn integers_are_written_in_plain_decimal() {
+        for v in [0, 7, 10, 99, 100, 101, 12345, -1, -10, -100, i64::MAX, i64::MIN, 9_007_199_254_740_991] {
+            let mut out = Vec::new();
+            push_int(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+        }
     }
 
     #[test]
