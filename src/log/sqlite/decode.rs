@@ -821,7 +821,21 @@ mod tests {
 
     #[test]
     fn integers_are_written_in_plain_decimal() {
-        for v in [0, 7, 10, 99, 100, 101, 12345, -1, -10, -100, i64::MAX, i64::MIN, 9_007_199_254_740_991] {
+        for v in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            101,
+            12345,
+            -1,
+            -10,
+            -100,
+            i64::MAX,
+            i64::MIN,
+            9_007_199_254_740_991,
+        ] {
             let mut out = Vec::new();
             push_int(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
