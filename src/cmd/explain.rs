@@ -94,7 +94,7 @@ pub fn run(args: &ExplainArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     writeln!(out, "{}", painter.bold(info.name))?;
     writeln!(out, "  severity: {}", severity_text(info.severity))?;
     writeln!(out, "  area:     {}", info.code_area())?;
-    writeln!(out, "  rule:     FORMAT.md {}", info.section)?;
+    writeln!(out, "  rule:     {}", info.rule())?;
     if info.blocks_fold {
         writeln!(
             out,

@@ -33,6 +33,8 @@ pub enum Area {
     Fold,
     Lifecycle,
     Compaction,
+    /// The SQLite session store's container (SQLITE.md): identity, session rows, event rows.
+    Sqlite,
 }
 
 impl Area {
@@ -50,6 +52,7 @@ impl Area {
             Area::Fold => "surface fold",
             Area::Lifecycle => "lifecycle",
             Area::Compaction => "compaction",
+            Area::Sqlite => "SQLite storage",
         }
     }
 }
@@ -401,6 +404,42 @@ catalogue! {
     CompactionOpenAtEnd = "compaction-open-at-end", Warning, Compaction, false, "§15.4",
         "A compaction started but did not end before the end of the log (a crash during compaction).",
         "DSH expires it at the next resume; nothing to fix by hand.";
+    SqliteStoreEmpty = "sqlite-store-empty", Warning, Sqlite, false, "S2",
+        "The SQLite database is empty (a 0-byte file, or no schema version, application id or tables): DSH would initialise it on first use, so it holds no session.",
+        "Nothing to check; name the database DSH really writes to (its path comes from the deployment configuration).";
+    SqliteNotSessionStore = "sqlite-not-session-store", Unsupported, Sqlite, true, "S0, S2",
+        "The SQLite database is not a DSH session store: a DSH search index (application id 0x44534851), another application's database, or one without a schema version.",
+        "Point dshs at the session store itself; a search index is rebuilt from the store and holds no session of its own.";
+    SqliteSchemaUnsupported = "sqlite-schema-unsupported", Unsupported, Sqlite, true, "S1, S2",
+        "The session store's layout version (`PRAGMA user_version`) is neither 17 (current) nor 15 (the one-row-per-event layout): an older development layout or a fork's (19, 20).",
+        "Open it with the DSH build that wrote it; DSH never migrates a store and dshs does not guess at other layouts.";
+    SqliteSchemaMismatch = "sqlite-schema-mismatch", Unsupported, Sqlite, true, "S2",
+        "The store's tables differ from the canonical DDL of its layout version (schema 17: the exact set of schema objects; schema 15: the three tables): a fork's layout or a hand-altered database.",
+        "Open it with the harness that wrote it; dshs reads only the layouts upstream DSH wrote.";
+    SqliteStoreIdentityInvalid = "sqlite-store-identity-invalid", Error, Sqlite, true, "S2",
+        "The store has no valid identity: no `persistence_state` row, an empty `store_id`, or (schema 17) a `store_id` that is not a UUID. DSH refuses to open it.",
+        "The database was damaged or assembled by hand; restore it from a backup.";
+    SqliteStorageClass = "sqlite-storage-class", Error, Sqlite, true, "S4",
+        "An `events` row of the session holds a value of the wrong storage class (e.g. INTEGER `data`, TEXT `source_event_seqs` in schema 17, a negative `seq`); DSH refuses the whole session wherever the row is.",
+        "Corruption or a foreign writer; fix or delete the row by hand (with a backup), or restore the database.";
+    SqliteSessionRowInvalid = "sqlite-session-row-invalid", Error, Sqlite, true, "S3",
+        "The session's `sessions` row breaks a rule of the header mapping (empty id, negative `created_at`, relative `cwd`, `origin` other than subagent, non-UUID `incarnation`, ...); DSH refuses the session before reading any event.",
+        "Fix the named column by hand (with a backup), or restore the database.";
+    SqliteIsSeededDerived = "sqlite-is-seeded-derived", Warning, Sqlite, false, "S11.5",
+        "The session's format version is 2 or later, whose header requires `isSeeded`, but no column holds it: dshs derived it from the inherited `session/end-seed` marker.",
+        "No known writer stores such sessions; check where the database came from.";
+}
+
+impl CodeInfo {
+    /// The specification section of the rule, with its document (`FORMAT.md §6.2`,
+    /// `SQLITE.md S4`).
+    pub fn rule(&self) -> String {
+        let document = match self.area {
+            Area::Sqlite => "SQLITE.md",
+            _ => "FORMAT.md",
+        };
+        format!("{document} {}", self.section)
+    }
 }
 
 impl Code {

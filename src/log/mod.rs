@@ -18,6 +18,7 @@ pub mod payload;
 pub mod repair;
 pub mod rows;
 pub mod scan;
+pub mod sqlite;
 pub mod surface;
 pub mod text;
 pub mod vocab;

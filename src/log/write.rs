@@ -860,7 +860,7 @@ fn save_sidecar(
 
 /// The first free `<log>.dshs-cut-<n>`, created exclusively: an existing file is never
 /// overwritten, even one created by a concurrent dshs between our checks.
-fn create_sidecar(log: &Path) -> io::Result<(PathBuf, File)> {
+pub(crate) fn create_sidecar(log: &Path) -> io::Result<(PathBuf, File)> {
     let name = log
         .file_name()
         .ok_or_else(|| io::Error::other("the log path has no file name"))?;
@@ -949,7 +949,7 @@ pub fn write_copy(
 }
 
 /// Make a new or removed directory entry durable: sync the directory holding `path`.
-fn sync_dir(path: &Path) -> io::Result<()> {
+pub(crate) fn sync_dir(path: &Path) -> io::Result<()> {
     #[cfg(unix)]
     {
         let dir = match path.parent() {

@@ -15,6 +15,9 @@ mod header;
 mod legacy;
 mod lifecycle;
 mod payload;
+mod sqlite;
+#[path = "../../benches/store/mod.rs"]
+mod store;
 mod vocab;
 
 use build::Log;

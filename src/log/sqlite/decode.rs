@@ -1,0 +1,871 @@
+//! One `events` row → its logical events as JSONL lines (SQLITE.md S4, S5): the storage
+//! forms of `data` (TEXT or a zstd BLOB), `source_event_seqs` (varint/ZigZag BLOB in schema
+//! 17, JSON text in 15), `surface_op`, the `ignorable` flag and packed chunk rows, rebuilt
+//! in upstream's key order (S4.4). A row that does not decode says why; the caller decides
+//! whether that is a torn tail or committed damage (S7).
+
+use std::borrow::Cow;
+use std::io::{Read, Write};
+
+use rusqlite::types::ValueRef;
+
+use super::Schema;
+use super::js::{self, Value};
+use crate::log::json::MAX_SAFE;
+
+/// The most bytes a packed row's `data` may hold, decoded (S5).
+pub const PACKED_MAX_BYTES: usize = 1 << 20;
+
+/// Members a packed row holds at least and at most (S5).
+pub const PACKED_MIN_MEMBERS: usize = 3;
+pub const PACKED_MAX_MEMBERS: usize = 1024;
+
+/// One physical row as SQLite returns it (values borrowed from the statement).
+pub struct RawRow<'r> {
+    pub seq: i64,
+    pub ty: ValueRef<'r>,
+    pub time: ValueRef<'r>,
+    pub data: ValueRef<'r>,
+    pub sources: ValueRef<'r>,
+    pub surface_op: ValueRef<'r>,
+    pub ignorable: ValueRef<'r>,
+}
+
+/// What a decoded row holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Decoded {
+    /// Logical events (1 for a scalar row).
+    pub members: u64,
+    /// Lines written (a packed row kept packed is one).
+    pub lines: u64,
+    /// The time of the last of them.
+    pub last_time: i64,
+    /// A scalar `turn/end` (a packed row never is one).
+    pub turn_end: bool,
+}
+
+/// Why a row is not usable (S4–S5); the message names the column.
+pub type Undecodable = String;
+
+/// Reused buffers of a decoding pass.
+#[derive(Default)]
+pub struct Scratch {
+    data: Vec<u8>,
+    seqs: Vec<u64>,
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+}
+
+/// How a row is decoded.
+#[derive(Debug, Clone, Copy)]
+pub struct Mode {
+    pub schema: Schema,
+    /// Refuse scalar `data` BLOBs decompressing to more than this.
+    pub max_scalar_bytes: u64,
+    /// Write a valid packed row as one JSONL v0 packed row (FORMAT.md §5.2) instead of its
+    /// member events.
+    pub keep_packed: bool,
+}
+
+/// Decode `row` and append its logical lines (each ending in `\n`) to `out`; on failure
+/// `out` is left as it was.
+pub fn decode_row(
+    row: &RawRow<'_>,
+    mode: Mode,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Result<Decoded, Undecodable> {
+    let mark = out.len();
+    let r = decode_into(row, mode, scratch, out);
+    if r.is_err() {
+        out.truncate(mark);
+    }
+    r
+}
+
+fn text_of<'r>(v: ValueRef<'r>, column: &str) -> Result<Cow<'r, str>, Undecodable> {
+    match v {
+        // SQLite TEXT is whatever bytes were bound; Node decodes it lossily.
+        ValueRef::Text(t) => Ok(lossy(t)),
+        other => Err(format!("{column} is {}, not TEXT", storage_class(other))),
+    }
+}
+
+fn int_of(v: ValueRef<'_>, column: &str) -> Result<i64, Undecodable> {
+    match v {
+        ValueRef::Integer(i) => Ok(i),
+        other => Err(format!("{column} is {}, not INTEGER", storage_class(other))),
+    }
+}
+
+/// SQLite's name for a value's storage class.
+pub fn storage_class(v: ValueRef<'_>) -> &'static str {
+    match v {
+        ValueRef::Null => "NULL",
+        ValueRef::Integer(_) => "INTEGER",
+        ValueRef::Real(_) => "REAL",
+        ValueRef::Text(_) => "TEXT",
+        ValueRef::Blob(_) => "BLOB",
+    }
+}
+
+fn decode_into(
+    row: &RawRow<'_>,
+    mode: Mode,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Result<Decoded, Undecodable> {
+    let Mode {
+        schema,
+        max_scalar_bytes,
+        keep_packed,
+    } = mode;
+    let ty = text_of(row.ty, "type")?;
+    let time = int_of(row.time, "time")?;
+    let ignorable = match row.ignorable {
+        ValueRef::Null => None,
+        ValueRef::Integer(i) => Some(i),
+        other => {
+            return Err(format!(
+                "ignorable is {}, not INTEGER",
+                storage_class(other)
+            ));
+        }
+    };
+    if schema == Schema::V17 && ignorable == Some(0) {
+        return packed(row, &ty, time, keep_packed, scratch, out);
+    }
+    let data = data_text(
+        row.data,
+        max_scalar_bytes,
+        &mut scratch.data,
+        &mut scratch.zstd,
+    )?;
+    // Everything is checked before a byte is written, so a failure leaves no partial line.
+    let line_start = out.len();
+    out.extend_from_slice(b"{\"type\":");
+    write_plain_str(&ty, out);
+    out.extend_from_slice(b",\"seq\":");
+    push_int(out, row.seq);
+    out.extend_from_slice(b",\"time\":");
+    push_int(out, time);
+    out.extend_from_slice(b",\"data\":");
+    js::write_value(&data, out).map_err(|e| format!("data is not JSON ({e})"))?;
+    match (schema, row.sources) {
+        (_, ValueRef::Null) => {}
+        (Schema::V17, ValueRef::Blob(b)) => {
+            decode_sources(b, &mut scratch.seqs).map_err(|e| format!("source_event_seqs: {e}"))?;
+            out.extend_from_slice(b",\"sourceEventSeqs\":[");
+            for (i, s) in scratch.seqs.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                push_int(out, *s as i64);
+            }
+            out.push(b']');
+        }
+        (Schema::V15, ValueRef::Text(t)) => {
+            out.extend_from_slice(b",\"sourceEventSeqs\":");
+            js::write_value(&lossy(t), out)
+                .map_err(|e| format!("source_event_seqs is not JSON ({e})"))?;
+        }
+        (_, other) => {
+            return Err(format!("source_event_seqs is {}", storage_class(other)));
+        }
+    }
+    match row.surface_op {
+        ValueRef::Null => {}
+        ValueRef::Text(t) => {
+            out.extend_from_slice(b",\"surfaceOp\":");
+            js::write_value(&lossy(t), out).map_err(|e| format!("surface_op is not JSON ({e})"))?;
+        }
+        other => return Err(format!("surface_op is {}", storage_class(other))),
+    }
+    if ignorable == Some(1) {
+        out.extend_from_slice(b",\"ignorable\":true");
+    }
+    out.extend_from_slice(b"}\n");
+    debug_assert!(!out[line_start..out.len() - 1].contains(&b'\n'));
+    Ok(Decoded {
+        members: 1,
+        lines: 1,
+        last_time: time,
+        turn_end: ty == "turn/end",
+    })
+}
+
+/// The storage-class rule of S4 a schema-17 row breaks, checked on the row as read (the
+/// canonical STRICT tables already guarantee `type` TEXT, `time` INTEGER, `surface_op` TEXT
+/// or NULL, `ignorable` NULL, 0 or 1; these are the rest). Same words as the SQL pass.
+pub fn class_violation(row: &RawRow<'_>) -> Option<String> {
+    let safe = |v: i64| v.unsigned_abs() <= MAX_SAFE;
+    if !(0..=MAX_SAFE as i64).contains(&row.seq) {
+        return Some(format!("seq {} is not a safe integer ≥ 0", row.seq));
+    }
+    match row.ty {
+        ValueRef::Text([]) => return Some("type is empty".into()),
+        ValueRef::Text(_) => {}
+        other => return Some(format!("type is {}, not TEXT", storage_class(other))),
+    }
+    match row.time {
+        ValueRef::Integer(t) if safe(t) => {}
+        ValueRef::Integer(t) => return Some(format!("time is not a safe integer ({t})")),
+        other => {
+            return Some(format!(
+                "time is not a safe integer ({})",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.data {
+        ValueRef::Text(_) | ValueRef::Blob(_) => {}
+        other => {
+            return Some(format!(
+                "data is {} (stored data must be a string or blob: TEXT or BLOB)",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.sources {
+        ValueRef::Null | ValueRef::Blob(_) => {}
+        other => {
+            return Some(format!(
+                "source_event_seqs is {}, not NULL or BLOB (schema 17 stores the varint list)",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.surface_op {
+        ValueRef::Null | ValueRef::Text(_) => {}
+        other => {
+            return Some(format!(
+                "surface_op is {}, not NULL or TEXT",
+                storage_class(other)
+            ));
+        }
+    }
+    match row.ignorable {
+        ValueRef::Null | ValueRef::Integer(0 | 1) => None,
+        ValueRef::Integer(i) => Some(format!("ignorable is {i}, not NULL, 0 or 1")),
+        other => Some(format!(
+            "ignorable is {}, not NULL, 0 or 1",
+            storage_class(other)
+        )),
+    }
+}
+
+/// A string `JSON.stringify` writes from a decoded (not JSON-escaped) text.
+pub fn write_plain_str(s: &str, out: &mut Vec<u8>) {
+    let mut t = String::with_capacity(s.len() + 2);
+    crate::log::json::write_js_str(s, &mut t);
+    out.extend_from_slice(t.as_bytes());
+}
+
+/// Bytes as text the way Node decodes SQLite TEXT: UTF-8, invalid sequences as U+FFFD.
+fn lossy(t: &[u8]) -> Cow<'_, str> {
+    match simdutf8::basic::from_utf8(t) {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => String::from_utf8_lossy(t),
+    }
+}
+
+/// An integer in decimal, two digits at a time, without the formatting machinery (a line
+/// holds two, and a `sourceEventSeqs` list thousands).
+fn push_int(out: &mut Vec<u8>, v: i64) {
+    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
+        2021222324252627282930313233343536373839\
+        4041424344454647484950515253545556575859\
+        6061626364656667686970717273747576777879\
+        8081828384858687888990919293949596979899";
+    let mut digits = [0u8; 20];
+    let mut n = v.unsigned_abs();
+    let mut at = digits.len();
+    while n >= 100 {
+        let pair = (n % 100) as usize * 2;
+        n /= 100;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    }
+    if n >= 10 {
+        let pair = n as usize * 2;
+        at -= 2;
+        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
+    } else {
+        at -= 1;
+        digits[at] = b'0' + n as u8;
+    }
+    if v < 0 {
+        out.push(b'-');
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd
+/// frame of strict UTF-8 whose leading U+FEFF is dropped, at most `max` bytes.
+fn data_text<'r>(
+    v: ValueRef<'r>,
+    max: u64,
+    buf: &'r mut Vec<u8>,
+    zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
+) -> Result<Cow<'r, str>, Undecodable> {
+    match v {
+        ValueRef::Text(t) => Ok(lossy(t)),
+        ValueRef::Blob(b) => {
+            decompress(b, max, buf, zstd)?;
+            let text = std::str::from_utf8(buf)
+                .map_err(|e| format!("data BLOB decompresses to invalid UTF-8 ({e})"))?;
+            Ok(Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)))
+        }
+        other => Err(format!(
+            "data is {}, not TEXT or BLOB",
+            storage_class(other)
+        )),
+    }
+}
+
+/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output. A
+/// frame that states its content size (upstream's always do) is decoded in one call by a
+/// reused context; any other through the streaming decoder.
+pub fn decompress(
+    frame: &[u8],
+    max: u64,
+    buf: &mut Vec<u8>,
+    zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
+) -> Result<(), Undecodable> {
+    buf.clear();
+    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
+        if size > max {
+            return Err(format!("data BLOB decompresses to more than {max} bytes"));
+        }
+        if zstd.is_none() {
+            *zstd = Some(
+                zstd::bulk::Decompressor::new()
+                    .map_err(|e| format!("no zstd decompressor ({e})"))?,
+            );
+        }
+        if let Some(d) = zstd.as_mut() {
+            buf.reserve_exact(size as usize);
+            let n = d
+                .decompress_to_buffer(frame, buf)
+                .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
+            if n as u64 != size {
+                return Err(format!(
+                    "data BLOB decompresses to {n} bytes, its frame says {size}"
+                ));
+            }
+            return Ok(());
+        }
+    }
+    let decoder = zstd::stream::read::Decoder::with_buffer(frame)
+        .map_err(|e| format!("data BLOB is not a zstd frame ({e})"))?;
+    let mut limited = decoder.single_frame().take(max.saturating_add(1));
+    limited
+        .read_to_end(buf)
+        .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
+    if buf.len() as u64 > max {
+        return Err(format!("data BLOB decompresses to more than {max} bytes"));
+    }
+    Ok(())
+}
+
+/// Decode a schema-17 `source_event_seqs` BLOB (S4.2) into `out`.
+pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
+    out.clear();
+    let mut i = 0;
+    let mut prev: i64 = 0;
+    while i < b.len() {
+        let mut value: u64 = 0;
+        let mut shift = 0u32;
+        loop {
+            let Some(&byte) = b.get(i) else {
+                return Err("truncated varint".into());
+            };
+            if shift > 56 {
+                return Err("varint is out of range".into());
+            }
+            i += 1;
+            if byte == 0 && shift > 0 {
+                return Err("non-canonical varint".into());
+            }
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                break;
+            }
+            shift += 7;
+        }
+        let seq = if out.is_empty() {
+            if value > MAX_SAFE {
+                return Err("first seq is out of range".into());
+            }
+            value as i64
+        } else {
+            if value > 2 * MAX_SAFE {
+                return Err("delta is out of range".into());
+            }
+            let d = if value.is_multiple_of(2) {
+                (value / 2) as i64
+            } else {
+                -(value.div_ceil(2) as i64)
+            };
+            prev + d
+        };
+        if !(0..=MAX_SAFE as i64).contains(&seq) {
+            return Err("decoded seq is out of range".into());
+        }
+        out.push(seq as u64);
+        prev = seq;
+    }
+    Ok(())
+}
+
+/// Encode a list as the schema-17 BLOB: the first seq, then ZigZag deltas, as LEB128.
+pub fn encode_sources(seqs: &[u64], out: &mut Vec<u8>) {
+    let mut prev: i64 = 0;
+    for (i, &s) in seqs.iter().enumerate() {
+        let v = if i == 0 {
+            s
+        } else {
+            let d = s as i64 - prev;
+            if d >= 0 {
+                (d as u64) * 2
+            } else {
+                (-d) as u64 * 2 - 1
+            }
+        };
+        prev = s as i64;
+        let mut v = v;
+        loop {
+            let byte = (v & 0x7f) as u8;
+            v >>= 7;
+            if v == 0 {
+                out.push(byte);
+                break;
+            }
+            out.push(byte | 0x80);
+        }
+    }
+}
+
+fn is_safe(x: f64) -> bool {
+    x.is_finite() && x.fract() == 0.0 && x.abs() <= MAX_SAFE as f64
+}
+
+/// Expand a packed chunk row (S5) after validating it.
+fn packed(
+    row: &RawRow<'_>,
+    tag: &str,
+    time0: i64,
+    keep_packed: bool,
+    scratch: &mut Scratch,
+    out: &mut Vec<u8>,
+) -> Result<Decoded, Undecodable> {
+    let kind = match tag {
+        "text-chunks" => "text-delta",
+        "reasoning-chunks" => "reasoning-delta",
+        "tool-call-chunks" => "tool-call-delta",
+        _ => {
+            return Err(format!(
+                "ignorable is 0 (the packed-row discriminator) but type {tag:?} is not a packed-row tag"
+            ));
+        }
+    };
+    if !matches!(row.sources, ValueRef::Null) || !matches!(row.surface_op, ValueRef::Null) {
+        return Err("a packed row must have NULL source_event_seqs and surface_op".into());
+    }
+    let text = match row.data {
+        ValueRef::Text(t) => {
+            if t.len() > PACKED_MAX_BYTES {
+                return Err(format!(
+                    "packed row data holds {} bytes, more than {PACKED_MAX_BYTES}",
+                    t.len()
+                ));
+            }
+            lossy(t)
+        }
+        other => data_text(
+            other,
+            PACKED_MAX_BYTES as u64,
+            &mut scratch.data,
+            &mut scratch.zstd,
+        )?,
+    };
+    if text.len() > PACKED_MAX_BYTES {
+        return Err(format!(
+            "packed row data holds {} bytes, more than {PACKED_MAX_BYTES}",
+            text.len()
+        ));
+    }
+    let tool = kind == "tool-call-delta";
+    let run = match js::run_fast(&text, tool) {
+        Some(run) => run,
+        None => slow_run(&text, tool)?,
+    };
+    let members = &run.members;
+    if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
+        return Err(format!(
+            "packed row holds {} members, not {PACKED_MIN_MEMBERS} to {PACKED_MAX_MEMBERS}",
+            members.len()
+        ));
+    }
+    let dt = &run.dt;
+    if dt.len() != members.len() - 1 {
+        return Err(format!(
+            "packed row dt has {} entries for {} members (members − 1 expected)",
+            dt.len(),
+            members.len()
+        ));
+    }
+    let last_seq = row.seq as u64 + members.len() as u64 - 1;
+    if last_seq > MAX_SAFE {
+        return Err("packed row's last member seq is not a safe integer".into());
+    }
+    let mut fixed = Vec::new();
+    if !keep_packed {
+        fixed.extend_from_slice(b",\"data\":{\"turn\":");
+        fixed.extend_from_slice(run.turn.as_bytes());
+        fixed.extend_from_slice(b",\"step\":");
+        fixed.extend_from_slice(run.step.as_bytes());
+        let _ = write!(fixed, ",\"chunk\":{{\"type\":\"{kind}\",\"index\":");
+        fixed.extend_from_slice(run.index.as_bytes());
+        if let Some(id) = run.id {
+            fixed.extend_from_slice(b",\"id\":");
+            js::write_string(id, &mut fixed);
+        }
+        if let Some(name) = run.name {
+            fixed.extend_from_slice(b",\"name\":");
+            js::write_string(name, &mut fixed);
+        }
+        fixed.extend_from_slice(if tool {
+            b",\"argumentsDelta\":"
+        } else {
+            b",\"text\":"
+        });
+    }
+    let mut t = time0;
+    for (k, m) in members.iter().enumerate() {
+        let Some(member) = m else {
+            return Err(format!("packed row member {k} is not a string"));
+        };
+        if k > 0 {
+            let Some(d) = dt[k - 1] else {
+                return Err(format!("packed row dt[{}] is not a number", k - 1));
+            };
+            if !is_safe(d) {
+                return Err(format!("packed row dt[{}] is not a safe integer", k - 1));
+            }
+            t = t
+                .checked_add(d as i64)
+                .filter(|t| t.unsigned_abs() <= MAX_SAFE)
+                .ok_or_else(|| format!("packed row time of member {k} is not a safe integer"))?;
+        }
+        if keep_packed {
+            continue;
+        }
+        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
+        push_int(out, row.seq + k as i64);
+        out.extend_from_slice(b",\"time\":");
+        push_int(out, t);
+        out.extend_from_slice(&fixed);
+        if run.canonical {
+            out.push(b'"');
+            out.extend_from_slice(member.as_bytes());
+            out.push(b'"');
+        } else {
+            js::write_string(member, out);
+        }
+        out.extend_from_slice(b"}}}\n");
+    }
+    if keep_packed {
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(tag.as_bytes());
+        out.extend_from_slice(b"\",\"seq0\":");
+        push_int(out, row.seq);
+        out.extend_from_slice(b",\"time0\":");
+        push_int(out, time0);
+        out.extend_from_slice(b",\"data\":");
+        if run.canonical {
+            out.extend_from_slice(text.as_bytes());
+        } else {
+            js::write_value(&text, out)
+                .map_err(|e| format!("packed row data is not JSON ({e})"))?;
+        }
+        out.extend_from_slice(b"}\n");
+    }
+    Ok(Decoded {
+        members: members.len() as u64,
+        lines: if keep_packed { 1 } else { members.len() as u64 },
+        last_time: t,
+        turn_end: false,
+    })
+}
+
+/// A packed row's run data, checked for its keys (S5), spelled as `JSON.stringify` would.
+pub struct Run<'a> {
+    pub turn: Cow<'a, str>,
+    pub step: Cow<'a, str>,
+    pub index: Cow<'a, str>,
+    /// Raw string contents (between the quotes).
+    pub id: Option<&'a str>,
+    pub name: Option<&'a str>,
+    /// Raw member strings; `None`: not a string.
+    pub members: Vec<Option<&'a str>>,
+    /// `None`: not a number.
+    pub dt: Vec<Option<f64>>,
+    /// The whole text is `JSON.stringify` output, so raw strings are written as they are.
+    pub canonical: bool,
+}
+
+/// The general reading of run data: any valid JSON text (keys and types checked here, in
+/// the order the messages name them).
+fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
+    let v = Value::parse(text, 16).map_err(|e| format!("packed row data is not JSON ({e})"))?;
+    let keys = v.keys();
+    let has = |k: &str| {
+        keys.iter()
+            .any(|n| n.len() == k.len() + 2 && &n[1..n.len() - 1] == k.as_bytes())
+    };
+    let wanted: &[&str] = if tool {
+        &["turn", "step", "index", "id", "dt", "args"]
+    } else {
+        &["turn", "step", "index", "dt", "texts"]
+    };
+    let optional = usize::from(tool && has("name"));
+    if !matches!(v, Value::Obj(_))
+        || keys.len() != wanted.len() + optional
+        || !wanted.iter().all(|k| has(k))
+    {
+        return Err(format!(
+            "packed row data must have exactly the keys {}{}",
+            wanted.join(", "),
+            if tool { " (and optionally name)" } else { "" }
+        ));
+    }
+    let num = |k: &str| match v.get(k) {
+        Some(Value::Num(x)) => {
+            let mut t = Vec::new();
+            js::js_number(*x, &mut t);
+            Ok(Cow::Owned(String::from_utf8(t).unwrap_or_default()))
+        }
+        _ => Err(format!("packed row {k} is not a number")),
+    };
+    let (turn, step, index) = (num("turn")?, num("step")?, num("index")?);
+    let str_of = |k: &str| match v.get(k) {
+        Some(Value::Str(s)) => Ok(Some(*s)),
+        None => Ok(None),
+        _ => Err(format!("packed row {k} is not a string")),
+    };
+    let (id, name) = if tool {
+        (str_of("id")?, str_of("name")?)
+    } else {
+        (None, None)
+    };
+    let Some(Value::Arr(members)) = v.get(if tool { "args" } else { "texts" }) else {
+        return Err(format!(
+            "packed row {} is not an array",
+            if tool { "args" } else { "texts" }
+        ));
+    };
+    let members = members
+        .iter()
+        .map(|m| match m {
+            Value::Str(s) => Some(*s),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    // The bounds come first when the members are many or few (as upstream checks them).
+    let Some(Value::Arr(dt)) = v.get("dt") else {
+        if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
+            return Ok(Run {
+                turn,
+                step,
+                index,
+                id,
+                name,
+                members,
+                dt: Vec::new(),
+                canonical: false,
+            });
+        }
+        return Err("packed row dt is not an array".into());
+    };
+    let dt = dt
+        .iter()
+        .map(|d| match d {
+            Value::Num(x) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    Ok(Run {
+        turn,
+        step,
+        index,
+        id,
+        name,
+        members,
+        dt,
+        canonical: false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_worked_examples_of_s4_2_decode_and_encode() {
+        let cases: [(&[u64], &[u8]); 4] = [
+            (&[9, 10, 11, 12, 13], &[0x09, 0x02, 0x02, 0x02, 0x02]),
+            (&[19, 20, 4], &[0x13, 0x02, 0x1F]),
+            (&[300, 301, 302, 5], &[0xAC, 0x02, 0x02, 0x02, 0xD1, 0x04]),
+            (&[], &[]),
+        ];
+        for (list, bytes) in cases {
+            let mut got = Vec::new();
+            decode_sources(bytes, &mut got).unwrap();
+            assert_eq!(got, list);
+            let mut enc = Vec::new();
+            encode_sources(list, &mut enc);
+            assert_eq!(enc, bytes);
+        }
+    }
+
+    /// turn, step, index, id, name, members (as written), dt.
+    type Fields = (
+        String,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Vec<Option<String>>,
+        Vec<Option<f64>>,
+    );
+
+    fn fields(r: &Run<'_>) -> Fields {
+        let w = |raw: &str| {
+            let mut out = Vec::new();
+            js::write_string(raw, &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        (
+            r.turn.to_string(),
+            r.step.to_string(),
+            r.index.to_string(),
+            r.id.map(w),
+            r.name.map(w),
+            r.members.iter().map(|m| m.map(w)).collect(),
+            r.dt.clone(),
+        )
+    }
+
+    #[test]
+    fn the_fast_reading_of_run_data_agrees_with_the_general_one() {
+        let canonical = [
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[1,-3,0],"texts":["a","\n","\ud800","é"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":3,"id":"c\"1","name":"bash","dt":[],"args":["{"]}"#,
+                true,
+            ),
+            (
+                r#"{"dt":[5],"texts":["x","y"],"index":1.5,"step":2,"turn":1e+21}"#,
+                false,
+            ),
+        ];
+        for (text, tool) in canonical {
+            let fast = js::run_fast(text, tool).expect("canonical run data");
+            assert!(fast.canonical);
+            assert_eq!(
+                fields(&fast),
+                fields(&slow_run(text, tool).unwrap()),
+                "{text}"
+            );
+        }
+        // Anything else takes the general reading.
+        for (text, tool) in [
+            (
+                r#"{ "turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                false,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":["a"]}"#,
+                true,
+            ),
+            (
+                r#"{"turn":1,"step":2,"index":0,"dt":[],"texts":[1]}"#,
+                false,
+            ),
+        ] {
+            assert!(js::run_fast(text, tool).is_none(), "{text}");
+        }
+        let slow = slow_run(
+            r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#,
+            false,
+        )
+        .unwrap();
+        assert_eq!(fields(&slow).0, "1");
+        assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
+    }
+
+    #[test]
+    fn integers_are_written_in_plain_decimal() {
+        for v in [
+            0,
+            7,
+            10,
+            99,
+            100,
+            101,
+            12345,
+            -1,
+            -10,
+            -100,
+            i64::MAX,
+            i64::MIN,
+            9_007_199_254_740_991,
+        ] {
+            let mut out = Vec::new();
+            push_int(&mut out, v);
+            assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+        }
+    }
+
+    #[test]
+    fn bad_varints_are_refused_with_upstreams_reasons() {
+        let mut out = Vec::new();
+        let cases: [(&[u8], &str); 5] = [
+            (&[0x80], "truncated varint"),
+            (&[0x81, 0x00], "non-canonical varint"),
+            (&[0xFF; 10], "varint is out of range"),
+            (
+                &[0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10],
+                "first seq is out of range",
+            ),
+            (&[0x01, 0x05], "decoded seq is out of range"),
+        ];
+        for (bytes, why) in cases {
+            assert_eq!(
+                decode_sources(bytes, &mut out).unwrap_err(),
+                why,
+                "{bytes:?}"
+            );
+        }
+        // 2^53 − 1 itself is fine as a first value.
+        let mut max = Vec::new();
+        encode_sources(&[MAX_SAFE], &mut max);
+        decode_sources(&max, &mut out).unwrap();
+        assert_eq!(out, [MAX_SAFE]);
+    }
+}

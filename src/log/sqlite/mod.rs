@@ -1,0 +1,1350 @@
+//! DSH's SQLite session store as a source of logical logs (SQLITE.md).
+//!
+//! A store is recognised by the SQLite magic ([`has_magic`]), checked for identity when
+//! opened ([`Store::open`], S1–S2), and lists its sessions ([`Store::sessions`]). Reading
+//! one session ([`Store::read`]) yields the logical log the JSONL backend would have written
+//! for it — the header line of the `sessions` row (S3), then one line per logical event in
+//! seq order (S4–S6) — streamed row by row, with the storage layer's own findings (storage
+//! class, invalid session row, torn tail, committed damage: S7) kept apart for the caller.
+//! Everything above the storage layer is the ordinary pass over those lines.
+//!
+//! Reads never write: the file is opened immutable when no `-wal`/`-journal` exists (so no
+//! `-wal`/`-shm` appears), read-only otherwise, and each session is read inside one read
+//! transaction. Writing (`repair`, `compact`) is [`write`] (S8.2).
+
+use std::borrow::Borrow;
+use std::fs::{self, File};
+use std::io::{self, BufRead, Read};
+use std::path::{Path, PathBuf};
+
+use rusqlite::types::ValueRef;
+use rusqlite::{Connection, OpenFlags};
+
+use crate::log::codes::{Code, SeverityRule};
+use crate::log::finding::{Finding, Pos};
+use crate::log::scan::Status;
+
+mod decode;
+pub mod identity;
+mod js;
+mod session;
+pub mod write;
+
+pub use decode::{decode_sources, encode_sources};
+pub use identity::Identity;
+pub use session::SessionRow;
+
+/// The first 16 bytes of every SQLite database file.
+pub const MAGIC: &[u8; 16] = b"SQLite format 3\0";
+
+/// How many bytes of logical lines a refill gathers before handing them out.
+const FILL_TARGET: usize = 256 * 1024;
+
+/// The layout versions dshs reads (S1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Schema {
+    /// One row per event, JSON text columns.
+    V15,
+    /// Packed chunk rows, `data` TEXT or zstd BLOB, varint `source_event_seqs`.
+    V17,
+}
+
+impl Schema {
+    pub fn user_version(self) -> i64 {
+        match self {
+            Schema::V15 => 15,
+            Schema::V17 => 17,
+        }
+    }
+}
+
+/// How a failure maps onto dshs's outcomes (CLI.md exit codes 1, 2, 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Exit 1: the database or session is damaged.
+    Invalid,
+    /// Exit 2: cannot read (I/O, not a database, no such session).
+    Failure,
+    /// Exit 3: a database dshs does not read, or one in use by another process.
+    Unsupported,
+}
+
+/// Why a store, or a session in it, cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The identity checks refused the database (S2); `code` says how.
+    #[error("{message}")]
+    Refused { code: Code, message: String },
+    /// The file does not start with the SQLite magic.
+    #[error("{path} is not a SQLite database (its first 16 bytes are not \"SQLite format 3\\0\")")]
+    NotDatabase { path: String },
+    /// No `sessions` row has this id.
+    #[error("{path} holds no session {id:?}{}", known_ids(ids))]
+    NoSession {
+        path: String,
+        id: String,
+        ids: Vec<String>,
+    },
+    /// SQLite itself failed (`corrupt`: the file is damaged).
+    #[error("cannot read {path}: {message}")]
+    Sqlite {
+        path: String,
+        message: String,
+        corrupt: bool,
+    },
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+fn known_ids(ids: &[String]) -> String {
+    if ids.is_empty() {
+        return " (it holds no session)".into();
+    }
+    let shown: Vec<_> = ids.iter().take(20).map(|i| format!("{i:?}")).collect();
+    let more = ids.len().saturating_sub(20);
+    format!(
+        "; its sessions: {}{}",
+        shown.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
+impl StoreError {
+    pub(crate) fn sqlite(path: &str, e: rusqlite::Error) -> StoreError {
+        let corrupt = matches!(
+            e.sqlite_error_code(),
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase)
+        );
+        StoreError::Sqlite {
+            path: path.to_owned(),
+            message: e.to_string(),
+            corrupt,
+        }
+    }
+
+    /// The finding code of a refusal (`None` for plain read failures).
+    pub fn code(&self) -> Option<Code> {
+        match self {
+            StoreError::Refused { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    pub fn class(&self) -> Class {
+        match self {
+            StoreError::Refused { code, .. } => {
+                if code.info().severity == SeverityRule::Unsupported {
+                    Class::Unsupported
+                } else {
+                    Class::Invalid
+                }
+            }
+            StoreError::Sqlite { corrupt: true, .. } => Class::Invalid,
+            _ => Class::Failure,
+        }
+    }
+}
+
+/// Whether `path` starts with the SQLite magic (a 0-byte file does not; see [`Store::open`]).
+pub fn has_magic(path: &Path) -> io::Result<bool> {
+    let mut head = [0u8; 16];
+    let mut f = File::open(path)?;
+    let mut got = 0;
+    while got < head.len() {
+        match f.read(&mut head[got..])? {
+            0 => break,
+            n => got += n,
+        }
+    }
+    Ok(got == head.len() && &head == MAGIC)
+}
+
+/// Whether the database file says WAL mode (header bytes 18 and 19 are 2).
+fn is_wal(path: &Path) -> io::Result<bool> {
+    let mut head = [0u8; 20];
+    File::open(path)?.read_exact(&mut head)?;
+    Ok(head[18] == 2 && head[19] == 2)
+}
+
+/// Split `A#B` per S11.3: `A#B` itself when it exists; otherwise at the first `#` whose
+/// left part is an existing SQLite file. `None`: no session is named.
+pub fn split_session_path(arg: &str) -> Option<(PathBuf, String)> {
+    if Path::new(arg).exists() {
+        return None;
+    }
+    for (i, _) in arg.match_indices('#') {
+        let (left, right) = (&arg[..i], &arg[i + 1..]);
+        let p = Path::new(left);
+        if p.is_file() && has_magic(p).unwrap_or(false) {
+            return Some((p.to_owned(), right.to_owned()));
+        }
+    }
+    None
+}
+
+/// A storage-layer finding: it points at a row by `seq`, never at a line.
+fn finding(code: Code, seq: Option<u64>, event_type: Option<&str>, message: String) -> Finding {
+    Finding {
+        code,
+        severity: code.severity(None),
+        pos: Pos::default(),
+        seq,
+        event_type: event_type.map(str::to_owned),
+        message,
+    }
+}
+
+/// How the status of a session read from a store combines the pass over its logical log
+/// with the storage layer's findings: an unsupported storage code makes it unsupported, any
+/// other storage error invalid (like a header or physical error of a JSONL log, it outranks
+/// the logical pass's own unsupported unknown type).
+pub fn combined_status(logical: Status, storage: &[Finding]) -> Status {
+    if storage
+        .iter()
+        .any(|f| f.is_error() && f.code.is_unsupported())
+    {
+        return Status::Unsupported;
+    }
+    if storage.iter().any(Finding::is_error) {
+        return match logical {
+            Status::Unsupported | Status::Valid => Status::Invalid,
+            other => other,
+        };
+    }
+    logical
+}
+
+/// `file:` URI of `path` with `query` (every byte outside the unreserved set escaped).
+fn uri(path: &Path, query: &str) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let mut s = String::from("file:");
+    for &b in path.as_os_str().as_bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'/' | b'.' | b'_' | b'-' | b'~') {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("%{b:02X}"));
+        }
+    }
+    s.push('?');
+    s.push_str(query);
+    s
+}
+
+/// `<db>-wal` / `<db>-journal` beside the database.
+pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// How a read opened the file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadMode {
+    /// A WAL database without a `-wal`: `immutable=1`, no lock, no side file (S11.4).
+    Immutable,
+    /// A `-wal` exists (DSH may be running), or the database uses a rollback journal:
+    /// read-only with SQLite's locks, in one read transaction per session.
+    ReadOnly,
+}
+
+/// One session as `sessions` lists it, with its physical row count.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionInfo {
+    pub row: SessionRow,
+    /// Physical rows in `events` (a packed row counts once).
+    pub rows: u64,
+}
+
+/// An open session store (or an empty database).
+pub struct Store {
+    conn: Option<Connection>,
+    path: PathBuf,
+    shown: String,
+    identity: Identity,
+    mode: ReadMode,
+    findings: Vec<Finding>,
+    max_scalar_bytes: u64,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store")
+            .field("path", &self.path)
+            .field("identity", &self.identity)
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl Store {
+    /// Open `path` for reading and run the identity checks (S2). A 0-byte file is an empty
+    /// store; a file without the SQLite magic is [`StoreError::NotDatabase`].
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let shown = path.display().to_string();
+        let io_err = |source| StoreError::Io {
+            path: shown.clone(),
+            source,
+        };
+        let meta = fs::metadata(path).map_err(io_err)?;
+        if !meta.is_file() {
+            return Err(io_err(io::Error::other("not a regular file")));
+        }
+        let max_scalar_bytes = crate::log::input::zstd::max_line_bytes();
+        if meta.len() == 0 {
+            return Ok(Store {
+                conn: None,
+                path: path.to_owned(),
+                findings: vec![empty_finding(&shown)],
+                shown,
+                identity: Identity::Empty,
+                mode: ReadMode::Immutable,
+                max_scalar_bytes,
+            });
+        }
+        if !has_magic(path).map_err(io_err)? {
+            return Err(StoreError::NotDatabase { path: shown });
+        }
+        // A WAL database read with locks needs a -shm (created if missing), so without a
+        // -wal, i.e. no connection and nothing to replay, it is read immutable. A
+        // rollback-journal database is read with its locks: that creates no file and stays
+        // consistent while DSH writes.
+        let busy = !is_wal(path).map_err(io_err)? || sibling(path, "-wal").exists();
+        let mode = if busy {
+            ReadMode::ReadOnly
+        } else {
+            ReadMode::Immutable
+        };
+        let query = match mode {
+            ReadMode::Immutable => "immutable=1",
+            ReadMode::ReadOnly => "mode=ro",
+        };
+        let sql = |e| StoreError::sqlite(&shown, e);
+        let conn = Connection::open_with_flags(
+            uri(path, query),
+            OpenFlags::SQLITE_OPEN_READ_ONLY
+                | OpenFlags::SQLITE_OPEN_URI
+                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(sql)?;
+        conn.pragma_update(None, "trusted_schema", "OFF")
+            .map_err(sql)?;
+        conn.execute_batch("BEGIN").map_err(sql)?;
+        let identity = identity::check(&conn, &shown);
+        conn.execute_batch("COMMIT").map_err(sql)?;
+        let identity = identity?;
+        let findings = match identity {
+            Identity::Empty => vec![empty_finding(&shown)],
+            Identity::Store { .. } => Vec::new(),
+        };
+        Ok(Store {
+            conn: Some(conn),
+            path: path.to_owned(),
+            shown,
+            identity,
+            mode,
+            findings,
+            max_scalar_bytes,
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn identity(&self) -> &Identity {
+        &self.identity
+    }
+
+    pub fn schema(&self) -> Option<Schema> {
+        match self.identity {
+            Identity::Store { schema, .. } => Some(schema),
+            Identity::Empty => None,
+        }
+    }
+
+    pub fn mode(&self) -> ReadMode {
+        self.mode
+    }
+
+    /// Store-level findings (`sqlite-store-empty`).
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// Refuse scalar `data` BLOBs that decompress to more than `bytes` (default: the zstd
+    /// reader's line limit, `DSHS_MAX_LINE_BYTES`).
+    pub fn set_max_scalar_bytes(&mut self, bytes: u64) {
+        self.max_scalar_bytes = bytes;
+    }
+
+    /// Every session, in rowid order (the order `validate` reports them in, S9).
+    pub fn sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
+        let Some(conn) = &self.conn else {
+            return Ok(Vec::new());
+        };
+        if self.identity == Identity::Empty {
+            return Ok(Vec::new());
+        }
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {}, (SELECT count(*) FROM events WHERE session_id = sessions.id) \
+                 FROM sessions ORDER BY rowid",
+                session::COLUMNS
+            ))
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(SessionInfo {
+                    row: SessionRow::from_row(r)?,
+                    rows: r.get::<_, i64>(11)?.max(0) as u64,
+                })
+            })
+            .map_err(sql)?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(sql)
+    }
+
+    /// Read session `id`: one read transaction, held until the reader is finished.
+    pub fn read(&mut self, id: &str) -> Result<StoreReader<'_>, StoreError> {
+        let schema = match (&self.conn, &self.identity) {
+            (Some(_), Identity::Store { schema, .. }) => *schema,
+            _ => {
+                return Err(StoreError::NoSession {
+                    path: self.shown.clone(),
+                    id: id.to_owned(),
+                    ids: Vec::new(),
+                });
+            }
+        };
+        let ids: Vec<String> = {
+            let conn = self
+                .conn
+                .as_ref()
+                .ok_or_else(|| self.no_session(id, Vec::new()))?;
+            let sql = |e| StoreError::sqlite(&self.shown, e);
+            conn.execute_batch("BEGIN").map_err(sql)?;
+            let known = SessionRow::read(conn, id).map_err(sql);
+            match known {
+                Ok(Some(_)) => Vec::new(),
+                other => {
+                    let _ = conn.execute_batch("COMMIT");
+                    other?;
+                    let ids = self
+                        .sessions()
+                        .map(|s| s.into_iter().map(|i| i.row.id).collect())
+                        .unwrap_or_default();
+                    return Err(self.no_session(id, ids));
+                }
+            }
+        };
+        debug_assert!(ids.is_empty());
+        let (shown, max) = (self.shown.clone(), self.max_scalar_bytes);
+        let missing = |ids| StoreError::NoSession {
+            path: shown.clone(),
+            id: id.to_owned(),
+            ids,
+        };
+        let Some(conn) = self.conn.as_mut() else {
+            return Err(missing(Vec::new()));
+        };
+        // On an error the reader (and with it the read transaction) is already gone.
+        SessionReader::begin(conn, &shown, id, schema, max, true)?
+            .ok_or_else(|| missing(Vec::new()))
+    }
+
+    fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {
+        StoreError::NoSession {
+            path: self.shown.clone(),
+            id: id.to_owned(),
+            ids,
+        }
+    }
+}
+
+fn empty_finding(shown: &str) -> Finding {
+    finding(
+        Code::SqliteStoreEmpty,
+        None,
+        None,
+        format!(
+            "{shown} is an empty SQLite database (no schema version, application id or table): DSH would initialise it on first use; it holds no session"
+        ),
+    )
+}
+
+/// Where the forward pass over the rows stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Rows are being read; the next starts at this row seq.
+    Rows(i64),
+    /// The stream ended (end of rows, torn tail, committed damage, or a refused session).
+    Ended,
+}
+
+/// The rows cut off as a torn tail (S7).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TornRows {
+    /// The `seq` of the first dropped row (where a repair deletes from; negative only in a
+    /// schema-15 store, which has no storage-class pass).
+    pub seq: i64,
+    /// Physical rows from there on.
+    pub rows: u64,
+}
+
+/// What a read saw that a writer must find unchanged under its write lock (S8.2 step 3).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Snapshot {
+    pub id: String,
+    pub schema: Schema,
+    pub incarnation: Option<String>,
+    pub revision: Option<i64>,
+    pub torn: Option<TornRows>,
+    /// The last logical seq of the committed events (`None`: no event).
+    pub last_seq: Option<u64>,
+}
+
+/// A session read to its end.
+#[derive(Debug, Clone)]
+pub struct ReadEnd {
+    /// The storage layer's findings (S7, S11.6), in the order found.
+    pub findings: Vec<Finding>,
+    /// DSH refuses this session (invalid `sessions` row, storage class, committed damage):
+    /// its stream ended early or was empty.
+    pub refused: bool,
+    /// Logical events streamed.
+    pub events: u64,
+    /// Time of the last logical event streamed.
+    pub last_time: Option<i64>,
+    /// Physical rows of the session.
+    pub rows: u64,
+    pub snapshot: Snapshot,
+}
+
+/// One logical line of the stream with where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Line<'a> {
+    /// The physical row's `seq` (`None` for the header line).
+    pub row_seq: Option<u64>,
+    /// The member of a packed row (0 for a scalar row).
+    pub member: u32,
+    /// The line, without its newline.
+    pub bytes: &'a [u8],
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Span {
+    row_seq: Option<u64>,
+    member: u32,
+    start: usize,
+    end: usize,
+}
+
+const EVENT_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface_op, ignorable";
+
+/// The logical log of one session, streamed (see the module doc). Read it as a
+/// [`BufRead`] of lines (header first, each line ending in `\n`) or line by line with
+/// [`SessionReader::next_line`] — one or the other — then call [`SessionReader::finish`].
+pub struct SessionReader<C: Borrow<Connection>> {
+    conn: C,
+    shown: String,
+    id: String,
+    schema: Schema,
+    max_scalar_bytes: u64,
+    row: SessionRow,
+    header: Vec<u8>,
+    header_sent: bool,
+    findings: Vec<Finding>,
+    refused: bool,
+    /// The seq of the last decodable row holding a `turn/end` (S7 step 1).
+    boundary: Option<i64>,
+    phase: Phase,
+    /// The next logical seq a row must start at (S6).
+    expected: u64,
+    events: u64,
+    last_time: Option<i64>,
+    torn: Option<TornRows>,
+    scratch: decode::Scratch,
+    buf: Vec<u8>,
+    pos: usize,
+    spans: Vec<Span>,
+    span_at: usize,
+    finished: bool,
+    /// The reader opened the read transaction and ends it (a writer's re-scan does not).
+    owns_txn: bool,
+    /// The row seq of the first committed damage.
+    damage_at: Option<i64>,
+    /// Packed rows are handed on packed (see [`SessionReader::keep_packed_rows`]).
+    keep_packed: bool,
+    /// The storage-class rules: not yet checked, checked by one pass before the first line,
+    /// or row by row as the rows are read (see [`SessionReader::check_storage_class_inline`]).
+    class_check: ClassCheck,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ClassCheck {
+    Pending,
+    Done,
+    Inline,
+}
+
+/// A session being read from a [`Store`] (it holds the store's connection, so it can move to
+/// another thread with the pass).
+pub type StoreReader<'s> = SessionReader<&'s mut Connection>;
+
+impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionReader")
+            .field("id", &self.id)
+            .field("schema", &self.schema)
+            .field("phase", &self.phase)
+            .finish()
+    }
+}
+
+impl<C: Borrow<Connection>> SessionReader<C> {
+    /// Inside an open read transaction: the session row, the storage-class pass and the
+    /// committed boundary. `None`: no such session.
+    fn begin(
+        conn: C,
+        shown: &str,
+        id: &str,
+        schema: Schema,
+        max_scalar_bytes: u64,
+        owns_txn: bool,
+    ) -> Result<Option<SessionReader<C>>, StoreError> {
+        let sql = |e| StoreError::sqlite(shown, e);
+        let row = match SessionRow::read(conn.borrow(), id) {
+            Ok(Some(row)) => row,
+            found => {
+                if owns_txn {
+                    let _ = conn.borrow().execute_batch("COMMIT");
+                }
+                found.map_err(sql)?;
+                return Ok(None);
+            }
+        };
+        let mut r = SessionReader {
+            conn,
+            shown: shown.to_owned(),
+            id: id.to_owned(),
+            schema,
+            max_scalar_bytes,
+            row,
+            header: Vec::new(),
+            header_sent: false,
+            findings: Vec::new(),
+            refused: false,
+            boundary: None,
+            phase: Phase::Rows(i64::MIN),
+            expected: 0,
+            events: 0,
+            last_time: None,
+            torn: None,
+            scratch: decode::Scratch::default(),
+            buf: Vec::new(),
+            pos: 0,
+            spans: Vec::new(),
+            span_at: 0,
+            finished: false,
+            owns_txn,
+            damage_at: None,
+            keep_packed: false,
+            class_check: if schema == Schema::V17 {
+                ClassCheck::Pending
+            } else {
+                ClassCheck::Done
+            },
+        };
+        // S7 step 3: fatal wherever the row is, checked before any event is decoded.
+        let problems = r.row.problems(schema);
+        if !problems.is_empty() {
+            r.refuse(finding(
+                Code::SqliteSessionRowInvalid,
+                None,
+                None,
+                format!(
+                    "session {:?}: its sessions row is invalid ({}); DSH refuses the session before reading any event",
+                    r.id,
+                    problems.join("; ")
+                ),
+            ));
+            return Ok(Some(r));
+        }
+        r.header = r.row.header_line(None);
+        Ok(Some(r))
+    }
+
+    fn refuse(&mut self, f: Finding) {
+        self.findings.push(f);
+        self.refused = true;
+        self.phase = Phase::Ended;
+    }
+
+    /// Hand each valid packed chunk row on as one JSONL packed row (`{"type":"text-chunks",
+    /// "seq0":…,"time0":…,"data":…}`, FORMAT.md §5.2) instead of one line per member: the
+    /// pass folds such rows without building every member (the JSONL path's fast way), and
+    /// every rule gives the same answer, SQLite's bounds (3–1,024 members, 1 MiB) being
+    /// stricter than JSONL's. Only for sessions of format version 0 or 1, the versions whose
+    /// JSONL has packed rows; call before reading. Whether it applies.
+    pub fn keep_packed_rows(&mut self) -> bool {
+        let applies = !self.header_sent && matches!(self.row.version, Some(0 | 1));
+        self.keep_packed = applies;
+        applies
+    }
+
+    /// Check S4's storage-class rules on each row as it is read instead of in one pass over
+    /// the session before the first line (a pass that costs about as much as SQLite's own
+    /// reading of the rows). A violation then ends the stream where it is found and
+    /// [`SessionReader::finish`] reports the session refused: for a consumer that decides
+    /// only at the end (`validate`, a repair plan), not for one that prints as it reads.
+    /// Call before reading.
+    pub fn check_storage_class_inline(&mut self) {
+        if self.class_check == ClassCheck::Pending {
+            self.class_check = ClassCheck::Inline;
+        }
+    }
+
+    /// The storage-class pass, if it is still due (before the first line).
+    fn class_pass_if_due(&mut self) -> Result<(), StoreError> {
+        if self.class_check != ClassCheck::Pending {
+            return Ok(());
+        }
+        self.class_check = ClassCheck::Done;
+        if let Some(f) = self
+            .storage_class_pass()
+            .map_err(|e| StoreError::sqlite(&self.shown, e))?
+        {
+            self.refuse(f);
+        }
+        Ok(())
+    }
+
+    fn mode(&self) -> decode::Mode {
+        decode::Mode {
+            schema: self.schema,
+            max_scalar_bytes: self.max_scalar_bytes,
+            keep_packed: self.keep_packed,
+        }
+    }
+
+    /// The header line (no newline); empty for a refused session.
+    pub fn header_line(&self) -> &[u8] {
+        &self.header
+    }
+
+    pub fn session_row(&self) -> &SessionRow {
+        &self.row
+    }
+
+    pub fn schema(&self) -> Schema {
+        self.schema
+    }
+
+    /// Storage findings so far.
+    pub fn findings(&self) -> &[Finding] {
+        &self.findings
+    }
+
+    /// S4's storage-class rules over every row of the session, in SQL (reading only the
+    /// record headers of large values).
+    fn storage_class_pass(&self) -> rusqlite::Result<Option<Finding>> {
+        let mut stmt = self.conn.borrow().prepare(
+            "SELECT seq, typeof(type), type = '', time, typeof(data), typeof(source_event_seqs), \
+             typeof(surface_op), ignorable FROM events WHERE session_id = ?1 AND NOT ( \
+             seq BETWEEN 0 AND 9007199254740991 \
+             AND typeof(type) = 'text' AND type <> '' \
+             AND typeof(time) = 'integer' AND time BETWEEN -9007199254740991 AND 9007199254740991 \
+             AND typeof(data) IN ('text', 'blob') \
+             AND (source_event_seqs IS NULL OR typeof(source_event_seqs) = 'blob') \
+             AND (surface_op IS NULL OR typeof(surface_op) = 'text') \
+             AND (ignorable IS NULL OR (typeof(ignorable) = 'integer' AND ignorable IN (0, 1)))) \
+             ORDER BY seq",
+        )?;
+        let mut rows = stmt.query([&self.id])?;
+        let mut first: Option<(i64, String)> = None;
+        let mut count = 0u64;
+        while let Some(r) = rows.next()? {
+            count += 1;
+            if first.is_some() {
+                continue;
+            }
+            let seq: i64 = r.get(0)?;
+            let ty: String = r.get(1)?;
+            let empty: Option<bool> = r.get(2)?;
+            let time = r.get_ref(3)?;
+            let data: String = r.get(4)?;
+            let sources: String = r.get(5)?;
+            let op: String = r.get(6)?;
+            let ignorable = r.get_ref(7)?;
+            let why = if !(0..=crate::log::json::MAX_SAFE as i64).contains(&seq) {
+                format!("seq {seq} is not a safe integer ≥ 0")
+            } else if ty != "text" {
+                format!("type is {}, not TEXT", ty.to_uppercase())
+            } else if empty == Some(true) {
+                "type is empty".to_owned()
+            } else if !matches!(time, ValueRef::Integer(t) if t.unsigned_abs() <= crate::log::json::MAX_SAFE)
+            {
+                format!("time is not a safe integer ({})", value_text(time))
+            } else if data != "text" && data != "blob" {
+                format!(
+                    "data is {} (stored data must be a string or blob: TEXT or BLOB)",
+                    data.to_uppercase()
+                )
+            } else if sources != "null" && sources != "blob" {
+                format!(
+                    "source_event_seqs is {}, not NULL or BLOB (schema 17 stores the varint list)",
+                    sources.to_uppercase()
+                )
+            } else if op != "null" && op != "text" {
+                format!("surface_op is {}, not NULL or TEXT", op.to_uppercase())
+            } else {
+                format!("ignorable is {}, not NULL, 0 or 1", value_text(ignorable))
+            };
+            first = Some((seq, why));
+        }
+        Ok(first.map(|(seq, why)| self.class_finding(seq, &why, count - 1)))
+    }
+
+    fn class_finding(&self, seq: i64, why: &str, others: u64) -> Finding {
+        {
+            finding(
+                Code::SqliteStorageClass,
+                u64::try_from(seq).ok(),
+                None,
+                format!(
+                    "session {:?}: the events row at seq {seq} breaks the storage-class rules: {why}{}; DSH refuses the whole session wherever such a row is",
+                    self.id,
+                    if others > 0 {
+                        format!(
+                            " ({others} more row{} break them too)",
+                            if others == 1 { "" } else { "s" }
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            )
+        }
+    }
+
+    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can),
+    /// looked for only among rows from `from` on. Asked only when a row fails: the failing
+    /// row lies at or before the boundary exactly when such a row exists there, so a
+    /// session without damage never pays for this pass.
+    fn find_boundary(&mut self, from: i64) -> rusqlite::Result<Option<i64>> {
+        let mode = self.mode();
+        let mut stmt = self.conn.borrow().prepare(&format!(
+            "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
+             AND seq >= ?2 ORDER BY seq DESC"
+        ))?;
+        let mut rows = stmt.query(rusqlite::params![self.id, from])?;
+        let mut sink = Vec::new();
+        while let Some(r) = rows.next()? {
+            let raw = raw_row(r)?;
+            sink.clear();
+            if let Ok(d) = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink)
+                && d.turn_end
+            {
+                return Ok(Some(raw.seq));
+            }
+        }
+        Ok(None)
+    }
+
+    /// S11.5, on request: a session of format version ≥ 2 needs `isSeeded` in its header,
+    /// which no column holds. Derive it (whether a committed `session/end-seed {inherited:
+    /// true}` exists), put it into the header line (before `delegationDepth`), and warn
+    /// (`sqlite-is-seeded-derived`). Call before reading; `None` (nothing changed) for
+    /// versions 0–1 or a refused session. Without this call the header is exactly what
+    /// upstream's `toHeaderLine` writes, which a v2+ header check refuses for the missing
+    /// field.
+    pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
+        self.class_pass_if_due()?;
+        if self.refused || self.header_sent || self.row.version.is_none_or(|v| v < 2) {
+            return Ok(None);
+        }
+        let seeded = self.is_seeded()?;
+        self.header = self.row.header_line(Some(seeded));
+        Ok(Some(seeded))
+    }
+
+    /// Reads the session once more to find where the committed rows end, only when a marker
+    /// exists.
+    fn is_seeded(&mut self) -> Result<bool, StoreError> {
+        let mode = self.mode();
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let markers: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .borrow()
+                .prepare(&format!(
+                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 \
+                     AND type = 'session/end-seed' ORDER BY seq"
+                ))
+                .map_err(sql)?;
+            let mut rows = stmt.query([&self.id]).map_err(sql)?;
+            let mut found = Vec::new();
+            let mut line = Vec::new();
+            while let Some(r) = rows.next().map_err(sql)? {
+                let raw = raw_row(r).map_err(sql)?;
+                line.clear();
+                if decode::decode_row(&raw, mode, &mut self.scratch, &mut line).is_ok()
+                    && inherited(&line)
+                {
+                    found.push(raw.seq);
+                }
+            }
+            found
+        };
+        let seeded = if markers.is_empty() {
+            false
+        } else {
+            // Only markers before the first row the stream would drop count.
+            let mut probe = SessionReader {
+                conn: self.conn.borrow(),
+                shown: self.shown.clone(),
+                id: self.id.clone(),
+                schema: self.schema,
+                max_scalar_bytes: self.max_scalar_bytes,
+                row: self.row.clone(),
+                header: Vec::new(),
+                header_sent: true,
+                findings: Vec::new(),
+                refused: false,
+                boundary: self.boundary,
+                phase: Phase::Rows(i64::MIN),
+                expected: 0,
+                events: 0,
+                last_time: None,
+                torn: None,
+                scratch: decode::Scratch::default(),
+                buf: Vec::new(),
+                pos: 0,
+                spans: Vec::new(),
+                span_at: 0,
+                finished: false,
+                owns_txn: false,
+                damage_at: None,
+                keep_packed: false,
+                class_check: ClassCheck::Done,
+            };
+            while probe.phase != Phase::Ended {
+                probe.buf.clear();
+                probe.spans.clear();
+                probe.fill_rows()?;
+            }
+            let end = probe.expected;
+            markers.iter().any(|&m| m >= 0 && (m as u64) < end)
+        };
+        self.findings.push(finding(
+            Code::SqliteIsSeededDerived,
+            None,
+            None,
+            format!(
+                "session {:?} has format version {}, whose header requires isSeeded, but no column holds it: derived isSeeded:{seeded} from {}",
+                self.id,
+                self.row.version.unwrap_or(0),
+                if seeded {
+                    "its inherited session/end-seed marker"
+                } else {
+                    "the absence of an inherited session/end-seed marker"
+                }
+            ),
+        ));
+        Ok(seeded)
+    }
+
+    /// Decode rows into the buffer until it holds [`FILL_TARGET`] bytes or the stream ends.
+    fn fill_rows(&mut self) -> Result<(), StoreError> {
+        let mode = self.mode();
+        let Phase::Rows(from) = self.phase else {
+            return Ok(());
+        };
+        let shown = self.shown.clone();
+        let sql = |e| StoreError::sqlite(&shown, e);
+        let mut stmt = self
+            .conn
+            .borrow()
+            .prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
+            ))
+            .map_err(sql)?;
+        let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
+        loop {
+            if self.buf.len() >= FILL_TARGET {
+                return Ok(());
+            }
+            let Some(r) = rows.next().map_err(sql)? else {
+                self.phase = Phase::Ended;
+                return Ok(());
+            };
+            let raw = raw_row(r).map_err(sql)?;
+            // The next fill starts after this row, whatever happens to it.
+            self.phase = Phase::Rows(raw.seq.saturating_add(1));
+            if self.class_check == ClassCheck::Inline
+                && let Some(why) = decode::class_violation(&raw)
+            {
+                let seq = raw.seq;
+                drop(rows);
+                drop(stmt);
+                let f = self.class_finding(seq, &why, 0);
+                self.refuse(f);
+                return Ok(());
+            }
+            let start = self.buf.len();
+            let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
+            let failure = match result {
+                Err(why) => Some(Failure::Malformed(why)),
+                Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
+                    self.buf.truncate(start);
+                    Some(Failure::Gap)
+                }
+                Ok(d) => {
+                    let mut at = start;
+                    for member in 0..d.lines as u32 {
+                        let end = at
+                            + memchr::memchr(b'\n', &self.buf[at..]).unwrap_or(self.buf.len() - at);
+                        self.spans.push(Span {
+                            row_seq: Some(raw.seq as u64),
+                            member,
+                            start: at,
+                            end,
+                        });
+                        at = end + 1;
+                    }
+                    self.expected += d.members;
+                    self.events += d.members;
+                    self.last_time = Some(d.last_time);
+                    None
+                }
+            };
+            if let Some(f) = failure {
+                let ty = match raw.ty {
+                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                    _ => None,
+                };
+                let seq = raw.seq;
+                drop(rows);
+                drop(stmt);
+                self.phase = Phase::Ended;
+                self.failed(seq, ty.as_deref(), f)?;
+                return Ok(());
+            }
+        }
+    }
+
+    /// A row that fails to decode or breaks contiguity (S7 step 2).
+    fn failed(&mut self, seq: i64, ty: Option<&str>, f: Failure) -> Result<(), StoreError> {
+        self.boundary = self
+            .find_boundary(seq)
+            .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let why = match &f {
+            Failure::Malformed(why) => why.clone(),
+            Failure::Gap => format!(
+                "seq {seq} where the logical sequence expects {} (S6: no gap, no overlap)",
+                self.expected
+            ),
+        };
+        if self.boundary.is_some_and(|b| seq <= b) {
+            let (code, what) = match f {
+                Failure::Malformed(_) => (
+                    Code::CommittedMalformedRow,
+                    "invalid committed physical row",
+                ),
+                Failure::Gap => (Code::CommittedSeqGap, "seq gap in the committed rows"),
+            };
+            self.refused = true;
+            self.damage_at = Some(seq);
+            self.findings.push(finding(
+                code,
+                u64::try_from(seq).ok(),
+                ty,
+                format!(
+                    "corrupt session log: {what} at seq {seq} of session {:?}: {why}; the row lies at or before the last committed turn/end (row seq {}), so DSH refuses the session",
+                    self.id,
+                    self.boundary.unwrap_or_default()
+                ),
+            ));
+            return Ok(());
+        }
+        let rows: i64 = self
+            .conn
+            .borrow()
+            .query_row(
+                "SELECT count(*) FROM events WHERE session_id = ?1 AND seq >= ?2",
+                rusqlite::params![self.id, seq],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        let rows = rows.max(1) as u64;
+        self.torn = Some(TornRows { seq, rows });
+        let after = match self.boundary {
+            Some(b) => format!("follow the last committed turn/end (row seq {b})"),
+            None => "hold no committed turn/end before them".to_owned(),
+        };
+        self.findings.push(finding(
+            Code::CrashTail,
+            u64::try_from(seq).ok(),
+            ty,
+            format!(
+                "torn tail: {rows} row{} of session {:?} from seq {seq} {after} and are dropped on load; first bad row: {why}",
+                if rows == 1 { "" } else { "s" },
+                self.id
+            ),
+        ));
+        Ok(())
+    }
+
+    /// The next logical line (the header first), or `None` at the end of the stream.
+    pub fn next_line(&mut self) -> Result<Option<Line<'_>>, StoreError> {
+        if self.span_at >= self.spans.len() {
+            self.refill()?;
+            if self.span_at >= self.spans.len() {
+                return Ok(None);
+            }
+        }
+        let s = self.spans[self.span_at];
+        self.span_at += 1;
+        self.pos = s.end + 1;
+        Ok(Some(Line {
+            row_seq: s.row_seq,
+            member: s.member,
+            bytes: &self.buf[s.start..s.end],
+        }))
+    }
+
+    fn refill(&mut self) -> Result<(), StoreError> {
+        self.class_pass_if_due()?;
+        self.buf.clear();
+        self.spans.clear();
+        self.pos = 0;
+        self.span_at = 0;
+        if !self.header_sent {
+            self.header_sent = true;
+            if !self.refused {
+                self.buf.extend_from_slice(&self.header);
+                self.spans.push(Span {
+                    row_seq: None,
+                    member: 0,
+                    start: 0,
+                    end: self.header.len(),
+                });
+                self.buf.push(b'\n');
+            }
+        }
+        while self.buf.len() < FILL_TARGET && self.phase != Phase::Ended {
+            self.fill_rows()?;
+        }
+        Ok(())
+    }
+
+    /// Read the rest (if the caller stopped early) and end the read transaction.
+    pub fn finish(mut self) -> Result<ReadEnd, StoreError> {
+        self.class_pass_if_due()?;
+        while self.phase != Phase::Ended {
+            self.buf.clear();
+            self.spans.clear();
+            self.fill_rows()?;
+        }
+        if let Some(first) = self.damage_at {
+            self.more_damage(first)?;
+        }
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let rows: i64 = self
+            .conn
+            .borrow()
+            .query_row(
+                "SELECT count(*) FROM events WHERE session_id = ?1",
+                [&self.id],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        self.finished = true;
+        if self.owns_txn {
+            self.conn.borrow().execute_batch("COMMIT").map_err(sql)?;
+        }
+        let last_seq = self.expected.checked_sub(1);
+        Ok(ReadEnd {
+            findings: std::mem::take(&mut self.findings),
+            refused: self.refused,
+            events: self.events,
+            last_time: self.last_time,
+            rows: rows.max(0) as u64,
+            snapshot: Snapshot {
+                id: self.id.clone(),
+                schema: self.schema,
+                incarnation: self.row.incarnation.clone(),
+                revision: self.row.revision,
+                torn: self.torn,
+                last_seq,
+            },
+        })
+    }
+
+    /// After committed damage DSH refuses the session; dshs goes on through the committed
+    /// rows to name every other damaged one (a gap re-synchronises on the row's own seq, a
+    /// row that does not decode is skipped), as FORMAT.md §6.3 does for a JSONL log.
+    fn more_damage(&mut self, first: i64) -> Result<(), StoreError> {
+        let mode = self.mode();
+        let Some(boundary) = self.boundary else {
+            return Ok(());
+        };
+        let shown = self.shown.clone();
+        let sql = |e| StoreError::sqlite(&shown, e);
+        let mut stmt = self
+            .conn
+            .borrow()
+            .prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
+                 AND seq <= ?3 ORDER BY seq"
+            ))
+            .map_err(sql)?;
+        let mut rows = stmt
+            .query(rusqlite::params![self.id, first, boundary])
+            .map_err(sql)?;
+        let mut expected: Option<u64> = None;
+        let mut sink = Vec::new();
+        let mut more = Vec::new();
+        let mut first_row = true;
+        while let Some(r) = rows.next().map_err(sql)? {
+            let raw = raw_row(r).map_err(sql)?;
+            sink.clear();
+            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
+            // The row already reported starts the walk.
+            if std::mem::take(&mut first_row) {
+                expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
+                continue;
+            }
+            let ty = match raw.ty {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+                _ => None,
+            };
+            match decoded {
+                Err(why) => {
+                    more.push(finding(
+                        Code::CommittedMalformedRow,
+                        u64::try_from(raw.seq).ok(),
+                        ty.as_deref(),
+                        format!(
+                            "corrupt session log: invalid committed physical row at seq {} of session {:?}: {why}",
+                            raw.seq, self.id
+                        ),
+                    ));
+                    expected = None;
+                }
+                Ok(d) => {
+                    if let Some(e) = expected
+                        && (raw.seq < 0 || raw.seq as u64 != e)
+                    {
+                        more.push(finding(
+                            Code::CommittedSeqGap,
+                            u64::try_from(raw.seq).ok(),
+                            ty.as_deref(),
+                            format!(
+                                "corrupt session log: seq gap in the committed rows at seq {} of session {:?}: the logical sequence expects {e}",
+                                raw.seq, self.id
+                            ),
+                        ));
+                    }
+                    expected = Some((raw.seq.max(0) as u64) + d.members);
+                }
+            }
+        }
+        self.findings.extend(more);
+        Ok(())
+    }
+}
+
+impl<C: Borrow<Connection>> Drop for SessionReader<C> {
+    fn drop(&mut self) {
+        if self.owns_txn && !self.finished {
+            let _ = self.conn.borrow().execute_batch("COMMIT");
+        }
+    }
+}
+
+enum Failure {
+    Malformed(String),
+    Gap,
+}
+
+fn raw_row<'r>(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<decode::RawRow<'r>> {
+    Ok(decode::RawRow {
+        seq: r.get(0)?,
+        ty: r.get_ref(1)?,
+        time: r.get_ref(2)?,
+        data: r.get_ref(3)?,
+        sources: r.get_ref(4)?,
+        surface_op: r.get_ref(5)?,
+        ignorable: r.get_ref(6)?,
+    })
+}
+
+fn value_text(v: ValueRef<'_>) -> String {
+    match v {
+        ValueRef::Null => "NULL".into(),
+        ValueRef::Integer(i) => i.to_string(),
+        ValueRef::Real(f) => format!("REAL {f}"),
+        ValueRef::Text(_) => "TEXT".into(),
+        ValueRef::Blob(_) => "BLOB".into(),
+    }
+}
+
+/// Whether a logical line's `data` has `inherited: true` at its top level.
+fn inherited(line: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(line.strip_suffix(b"\n").unwrap_or(line)) else {
+        return false;
+    };
+    let Ok(v) = js::Value::parse(text, 64) else {
+        return false;
+    };
+    matches!(
+        v.get("data").and_then(|d| d.get("inherited")),
+        Some(js::Value::Bool(true))
+    )
+}
+
+impl<C: Borrow<Connection>> Read for SessionReader<C> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let avail = self.fill_buf()?;
+        let n = avail.len().min(out.len());
+        out[..n].copy_from_slice(&avail[..n]);
+        self.consume(n);
+        Ok(n)
+    }
+}
+
+impl<C: Borrow<Connection>> BufRead for SessionReader<C> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.pos >= self.buf.len() {
+            self.refill().map_err(io::Error::other)?;
+        }
+        Ok(&self.buf[self.pos..])
+    }
+
+    fn consume(&mut self, amt: usize) {
+        self.pos = (self.pos + amt).min(self.buf.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_escape_what_sqlite_would_read_as_syntax() {
+        assert_eq!(
+            uri(Path::new("/a b/x#1?.db"), "mode=ro"),
+            "file:/a%20b/x%231%3F.db?mode=ro"
+        );
+    }
+}

@@ -1,0 +1,679 @@
+//! Changing a session in a store the way SQLITE.md S8.2 prescribes: in place, one
+//! transaction, the live-owner probe, the stale checks under the write lock, the rows to be
+//! deleted saved to a sidecar first, new events as scalar rows in the schema's encodings,
+//! one revision bump. What to cut and append is decided by the planners above the storage
+//! layer (the closers of `repair`, the bracket of `compact`) from a read's [`Snapshot`].
+
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::types::{Value, ValueRef};
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use super::identity::{self, Identity};
+use super::session::SessionRow;
+use super::{Class, Schema, SessionReader, Snapshot, StoreError, js};
+
+/// `data` texts from this many bytes on are stored zstd-compressed when that is smaller
+/// (upstream's `ZSTD_DATA_THRESHOLD_BYTES`, level 3; S4.1).
+pub const ZSTD_THRESHOLD: usize = 4096;
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// The busy timeout of the write transaction (DSH's default).
+const BUSY_TIMEOUT: Duration = Duration::from_millis(5000);
+
+/// What to change in one session.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// What the read the plan was made from saw; the writer insists on finding it again.
+    pub snapshot: Snapshot,
+    /// Delete the torn tail the snapshot found (`DELETE … WHERE seq >= torn seq`).
+    pub cut: bool,
+    /// Logical events to insert after the committed ones, one JSON object per line.
+    pub append: Vec<String>,
+}
+
+impl Plan {
+    /// Nothing to cut, nothing to append: the database is not even opened for writing.
+    pub fn is_noop(&self) -> bool {
+        !(self.cut && self.snapshot.torn.is_some()) && self.append.is_empty()
+    }
+}
+
+/// Named points of [`apply`], for crash tests ([`Fault`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Point {
+    /// The write transaction is open and the stale checks passed.
+    Checked,
+    /// The sidecar is durable.
+    SidecarSynced,
+    /// The torn tail is deleted (uncommitted).
+    Deleted,
+    /// Every new row is inserted (uncommitted).
+    Inserted,
+    /// The revision is bumped; `COMMIT` comes next.
+    Bumped,
+    /// Committed.
+    Committed,
+}
+
+impl Point {
+    pub const ALL: [Point; 6] = [
+        Point::Checked,
+        Point::SidecarSynced,
+        Point::Deleted,
+        Point::Inserted,
+        Point::Bumped,
+        Point::Committed,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Point::Checked => "checked",
+            Point::SidecarSynced => "sidecar-synced",
+            Point::Deleted => "deleted",
+            Point::Inserted => "inserted",
+            Point::Bumped => "bumped",
+            Point::Committed => "committed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Point> {
+        Point::ALL.into_iter().find(|p| p.name() == s)
+    }
+}
+
+/// A failure injected on purpose (tests only; commands pass [`Fault::None`] in release
+/// builds).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Fault {
+    #[default]
+    None,
+    /// Die here like a crash (`abort`: no destructor, no rollback).
+    Kill(Point),
+    /// Stop here until a line arrives on standard input (said on standard error first).
+    Pause(Point),
+}
+
+impl Fault {
+    fn at(self, point: Point) {
+        match self {
+            Fault::Kill(p) if p == point => std::process::abort(),
+            Fault::Pause(p) if p == point => {
+                eprintln!("dshs-test: paused at {}", point.name());
+                let mut line = String::new();
+                let _ = io::stdin().read_line(&mut line);
+            }
+            _ => {}
+        }
+    }
+
+    /// `kill:POINT` or `pause:POINT` (see [`Point::name`]).
+    pub fn parse(s: &str) -> Option<Fault> {
+        if let Some(p) = s.strip_prefix("kill:") {
+            Point::parse(p).map(Fault::Kill)
+        } else {
+            s.strip_prefix("pause:")
+                .and_then(Point::parse)
+                .map(Fault::Pause)
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Write a schema-15 store (S11.8: refused unless asked; no running DSH reads it).
+    pub allow_old_schema: bool,
+    pub fault: Fault,
+}
+
+/// What [`apply`] did.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Written {
+    /// Physical rows deleted (all saved in `sidecar`).
+    pub cut_rows: u64,
+    pub sidecar: Option<PathBuf>,
+    /// Rows inserted.
+    pub inserted: u64,
+    /// The session's revision after the write (`None`: nothing was written).
+    pub revision: Option<i64>,
+    /// Said to the user: the live-owner probe was not possible (rollback-journal mode).
+    pub warnings: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Another connection is attached (S8.2 step 2): a running DSH, or any reader.
+    #[error(
+        "another process has the session database {path} open (a running DSH keeps its connection while it lives); stop it and try again — nothing was written"
+    )]
+    LiveOwner { path: String },
+    /// The stale checks failed (S8.2 step 3).
+    #[error(
+        "session {id:?} in {path} changed while dshs worked on it ({what}); nothing was written"
+    )]
+    Changed {
+        path: String,
+        id: String,
+        what: String,
+    },
+    #[error(
+        "{path} is a schema-15 store, which no running DSH reads any more; dshs writes it only when asked to explicitly — nothing was written"
+    )]
+    OldSchema { path: String },
+    /// The identity checks fail now.
+    #[error("{0}; nothing was written")]
+    Refused(StoreError),
+    /// An event to insert is not a logical event line (a bug of the caller).
+    #[error("event {index} to insert is not a valid event line ({why}); nothing was written")]
+    BadEvent { index: usize, why: String },
+    #[error(
+        "cannot save the rows to delete to a sidecar beside {path}: {source}; nothing was written"
+    )]
+    Sidecar {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    /// New events after a torn tail that stays: DSH refuses such an append ("invalid
+    /// physical tail") until the tail is repaired.
+    #[error(
+        "session {id:?} in {path} has a torn tail from seq {seq}; appending after it would not be read back — run `dshs repair` first; nothing was written"
+    )]
+    TornTail { path: String, id: String, seq: i64 },
+    #[error("{path} already exists; dshs never overwrites a file, choose another output path")]
+    OutputExists { path: String },
+    #[error("cannot write {path}: {message}; the transaction was rolled back, nothing was written")]
+    Sqlite { path: String, message: String },
+}
+
+impl WriteError {
+    /// A refusal (exit 3): someone else has the database, it changed, or it is old.
+    pub fn is_refusal(&self) -> bool {
+        self.class() == Class::Unsupported
+    }
+
+    pub fn class(&self) -> Class {
+        match self {
+            WriteError::LiveOwner { .. }
+            | WriteError::Changed { .. }
+            | WriteError::OldSchema { .. } => Class::Unsupported,
+            WriteError::Refused(e) => e.class(),
+            WriteError::TornTail { .. } => Class::Invalid,
+            WriteError::BadEvent { .. }
+            | WriteError::Sidecar { .. }
+            | WriteError::OutputExists { .. }
+            | WriteError::Sqlite { .. } => Class::Failure,
+        }
+    }
+}
+
+/// Apply `plan` to the store at `path` (S8.2). Nothing happens, not even an open, for a
+/// plan with nothing to do.
+pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteError> {
+    if plan.is_noop() {
+        return Ok(Written::default());
+    }
+    let shown = path.display().to_string();
+    let sql = |e: rusqlite::Error| WriteError::Sqlite {
+        path: shown.clone(),
+        message: e.to_string(),
+    };
+    if let Some(torn) = plan.snapshot.torn
+        && !plan.cut
+        && !plan.append.is_empty()
+    {
+        return Err(WriteError::TornTail {
+            path: shown,
+            id: plan.snapshot.id.clone(),
+            seq: torn.seq,
+        });
+    }
+    let rows = encode_events(plan)?;
+
+    // Step 1: in place, the file's own journal mode, DSH's pragmas.
+    let mut conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(sql)?;
+    conn.busy_timeout(Duration::ZERO).map_err(sql)?;
+    conn.pragma_update(None, "trusted_schema", "OFF")
+        .map_err(sql)?;
+    conn.pragma_update(None, "foreign_keys", "ON")
+        .map_err(sql)?;
+    conn.pragma_update(None, "synchronous", "FULL")
+        .map_err(sql)?;
+    let journal: String = conn
+        .pragma_query_value(None, "journal_mode", |r| r.get(0))
+        .map_err(sql)?;
+    let mut written = Written::default();
+    // Step 2: the live-owner probe.
+    let behavior = if journal.eq_ignore_ascii_case("wal") {
+        conn.pragma_update(None, "locking_mode", "EXCLUSIVE")
+            .map_err(sql)?;
+        TransactionBehavior::Exclusive
+    } else {
+        written.warnings.push(format!(
+            "{shown} is in {journal} journal mode, where an idle DSH connection holds no lock: dshs cannot tell whether a DSH process has it open, and relies on the revision and tail checks"
+        ));
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+        TransactionBehavior::Immediate
+    };
+    let tx = match conn.transaction_with_behavior(behavior) {
+        Ok(tx) => tx,
+        Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::DatabaseBusy) => {
+            return Err(WriteError::LiveOwner { path: shown });
+        }
+        Err(e) => return Err(sql(e)),
+    };
+    tx.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
+
+    // Step 3: identity, session row, tail — all as the plan saw them.
+    let schema = match identity::check(&tx, &shown).map_err(WriteError::Refused)? {
+        Identity::Store { schema, .. } => schema,
+        Identity::Empty => {
+            return Err(changed(&shown, plan, "the database is empty now".into()));
+        }
+    };
+    if schema != plan.snapshot.schema {
+        return Err(changed(
+            &shown,
+            plan,
+            format!("its schema version is {} now", schema.user_version()),
+        ));
+    }
+    if schema == Schema::V15 && !opts.allow_old_schema {
+        return Err(WriteError::OldSchema { path: shown });
+    }
+    let id = &plan.snapshot.id;
+    let Some(row) = SessionRow::read(&tx, id).map_err(sql)? else {
+        return Err(changed(&shown, plan, "its sessions row is gone".into()));
+    };
+    if row.incarnation != plan.snapshot.incarnation || row.revision != plan.snapshot.revision {
+        return Err(changed(
+            &shown,
+            plan,
+            format!(
+                "incarnation {:?} revision {:?}, planned on {:?} revision {:?}",
+                row.incarnation, row.revision, plan.snapshot.incarnation, plan.snapshot.revision
+            ),
+        ));
+    }
+    let now = rescan(&tx, &shown, id, schema).map_err(|e| match e {
+        StoreError::Sqlite { path, message, .. } => WriteError::Sqlite { path, message },
+        other => WriteError::Refused(other),
+    })?;
+    if now.torn != plan.snapshot.torn || now.last_seq != plan.snapshot.last_seq {
+        return Err(changed(
+            &shown,
+            plan,
+            format!(
+                "torn tail {:?} and last seq {:?} now, planned on {:?} and {:?}",
+                now.torn, now.last_seq, plan.snapshot.torn, plan.snapshot.last_seq
+            ),
+        ));
+    }
+    opts.fault.at(Point::Checked);
+
+    // Step 4: the rows to delete, saved first.
+    if plan.cut
+        && let Some(torn) = plan.snapshot.torn
+    {
+        let (side, n) =
+            save_cut(&tx, path, id, torn.seq).map_err(|source| WriteError::Sidecar {
+                path: shown.clone(),
+                source,
+            })?;
+        opts.fault.at(Point::SidecarSynced);
+        let deleted = tx
+            .execute(
+                "DELETE FROM events WHERE session_id = ?1 AND seq >= ?2",
+                rusqlite::params![id, torn.seq],
+            )
+            .map_err(sql)?;
+        if deleted as u64 != n {
+            return Err(changed(
+                &shown,
+                plan,
+                format!("{deleted} rows to delete, {n} saved"),
+            ));
+        }
+        opts.fault.at(Point::Deleted);
+        written.cut_rows = n;
+        written.sidecar = Some(side);
+    }
+
+    // Step 5: scalar rows in the schema's encodings.
+    {
+        let mut insert = tx
+            .prepare(
+                "INSERT INTO events (session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )
+            .map_err(sql)?;
+        for r in &rows {
+            let (data, sources) = match schema {
+                Schema::V17 => (
+                    r.data17(),
+                    r.sources.as_ref().map(|s| {
+                        let mut b = Vec::new();
+                        super::encode_sources(s, &mut b);
+                        Value::Blob(b)
+                    }),
+                ),
+                Schema::V15 => (
+                    Value::Text(r.data.clone()),
+                    r.sources.as_ref().map(|s| {
+                        Value::Text(format!(
+                            "[{}]",
+                            s.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+                        ))
+                    }),
+                ),
+            };
+            insert
+                .execute(rusqlite::params![
+                    id,
+                    r.seq as i64,
+                    r.ty,
+                    r.time,
+                    data,
+                    sources,
+                    r.surface_op,
+                    r.ignorable.then_some(1i64),
+                ])
+                .map_err(sql)?;
+            written.inserted += 1;
+        }
+    }
+    opts.fault.at(Point::Inserted);
+
+    // Step 6: one revision bump, commit.
+    tx.execute(
+        "UPDATE sessions SET revision = revision + 1 WHERE id = ?1",
+        [id],
+    )
+    .map_err(sql)?;
+    let revision: i64 = tx
+        .query_row("SELECT revision FROM sessions WHERE id = ?1", [id], |r| {
+            r.get(0)
+        })
+        .map_err(sql)?;
+    opts.fault.at(Point::Bumped);
+    tx.commit().map_err(sql)?;
+    opts.fault.at(Point::Committed);
+    written.revision = Some(revision);
+    // Closing the connection leaves exclusive mode.
+    drop(conn);
+    Ok(written)
+}
+
+fn changed(path: &str, plan: &Plan, what: String) -> WriteError {
+    WriteError::Changed {
+        path: path.to_owned(),
+        id: plan.snapshot.id.clone(),
+        what,
+    }
+}
+
+/// The storage pass again, inside the write transaction.
+fn rescan(
+    conn: &Connection,
+    shown: &str,
+    id: &str,
+    schema: Schema,
+) -> Result<Snapshot, StoreError> {
+    let max = crate::log::input::zstd::max_line_bytes();
+    let Some(mut r) = SessionReader::begin(conn, shown, id, schema, max, false)? else {
+        return Err(StoreError::NoSession {
+            path: shown.to_owned(),
+            id: id.to_owned(),
+            ids: Vec::new(),
+        });
+    };
+    while r.next_line()?.is_some() {}
+    let end = r.finish()?;
+    if end.refused {
+        let why = end
+            .findings
+            .iter()
+            .find(|f| f.is_error())
+            .map_or_else(String::new, |f| f.message.clone());
+        return Err(StoreError::Sqlite {
+            path: shown.to_owned(),
+            message: format!("the session is refused by the storage layer now: {why}"),
+            corrupt: true,
+        });
+    }
+    Ok(end.snapshot)
+}
+
+/// A new event as it is inserted.
+struct NewRow {
+    seq: u64,
+    ty: String,
+    time: i64,
+    /// `JSON.stringify` of `data`.
+    data: String,
+    sources: Option<Vec<u64>>,
+    surface_op: Option<String>,
+    ignorable: bool,
+}
+
+impl NewRow {
+    /// Schema 17's `data`: TEXT, or a zstd frame when the text is long and the frame shorter.
+    fn data17(&self) -> Value {
+        if self.data.len() >= ZSTD_THRESHOLD
+            && let Ok(frame) = zstd::bulk::compress(self.data.as_bytes(), ZSTD_LEVEL)
+            && frame.len() < self.data.len()
+        {
+            return Value::Blob(frame);
+        }
+        Value::Text(self.data.clone())
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Envelope<'a> {
+    #[serde(rename = "type")]
+    ty: String,
+    seq: u64,
+    time: i64,
+    #[serde(borrow)]
+    data: &'a RawValue,
+    #[serde(rename = "sourceEventSeqs", default)]
+    sources: Option<Vec<serde_json::Value>>,
+    #[serde(rename = "surfaceOp", default, borrow)]
+    surface_op: Option<&'a RawValue>,
+    #[serde(default)]
+    ignorable: Option<bool>,
+}
+
+/// Parse the lines to insert; they must continue the committed seqs without a gap.
+fn encode_events(plan: &Plan) -> Result<Vec<NewRow>, WriteError> {
+    let first = plan.snapshot.last_seq.map_or(0, |s| s + 1);
+    let mut rows = Vec::with_capacity(plan.append.len());
+    for (next, (index, line)) in (first..).zip(plan.append.iter().enumerate()) {
+        let bad = |why: String| WriteError::BadEvent { index, why };
+        let e: Envelope<'_> = serde_json::from_str(line).map_err(|e| bad(e.to_string()))?;
+        if e.seq != next {
+            return Err(bad(format!("seq {} where {next} comes next", e.seq)));
+        }
+        let canon = |raw: &RawValue| -> Result<String, WriteError> {
+            let mut out = Vec::new();
+            js::write_value(raw.get(), &mut out).map_err(|w| bad(w.clone()))?;
+            String::from_utf8(out).map_err(|w| bad(w.to_string()))
+        };
+        let sources = match &e.sources {
+            None => None,
+            Some(list) => {
+                let mut seqs = Vec::with_capacity(list.len());
+                for v in list {
+                    match v {
+                        serde_json::Value::Number(n) if n.as_u64().is_some() => {
+                            seqs.push(n.as_u64().unwrap_or_default());
+                        }
+                        // The JSONL range form never reaches SQLite: stored expanded.
+                        serde_json::Value::Array(pair) if pair.len() == 2 => {
+                            let (Some(a), Some(b)) = (pair[0].as_u64(), pair[1].as_u64()) else {
+                                return Err(bad("a sourceEventSeqs pair is not two seqs".into()));
+                            };
+                            if a > b || b - a > 1 << 20 {
+                                return Err(bad(
+                                    "a sourceEventSeqs pair is not a short ascending range".into(),
+                                ));
+                            }
+                            seqs.extend(a..=b);
+                        }
+                        _ => {
+                            return Err(bad(
+                                "sourceEventSeqs holds something other than seqs".into()
+                            ));
+                        }
+                    }
+                }
+                Some(seqs)
+            }
+        };
+        if e.ignorable == Some(false) {
+            return Err(bad("ignorable must be true when present".into()));
+        }
+        rows.push(NewRow {
+            seq: e.seq,
+            data: canon(e.data)?,
+            surface_op: e.surface_op.map(&canon).transpose()?,
+            ty: e.ty,
+            time: e.time,
+            sources,
+            ignorable: e.ignorable == Some(true),
+        });
+    }
+    Ok(rows)
+}
+
+/// Save the rows from `seq` on to a new `<db>.dshs-cut-<N>` (one JSON object per row, every
+/// column, BLOBs as `{"hex": …}`), synced with its directory. The row count saved.
+fn save_cut(conn: &Connection, db: &Path, id: &str, seq: i64) -> io::Result<(PathBuf, u64)> {
+    let (path, mut file) = crate::log::write::create_sidecar(db)?;
+    let result = (|| -> io::Result<u64> {
+        let mut stmt = conn
+            .prepare(
+                "SELECT session_id, seq, type, time, data, source_event_seqs, surface_op, ignorable \
+                 FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+            )
+            .map_err(io::Error::other)?;
+        let mut rows = stmt
+            .query(rusqlite::params![id, seq])
+            .map_err(io::Error::other)?;
+        let names = [
+            "session_id",
+            "seq",
+            "type",
+            "time",
+            "data",
+            "source_event_seqs",
+            "surface_op",
+            "ignorable",
+        ];
+        let mut out = io::BufWriter::new(&mut file);
+        let mut n = 0;
+        while let Some(r) = rows.next().map_err(io::Error::other)? {
+            let mut obj = serde_json::Map::new();
+            for (i, name) in names.iter().enumerate() {
+                let v = r.get_ref(i).map_err(io::Error::other)?;
+                obj.insert((*name).to_owned(), column_json(v));
+            }
+            serde_json::to_writer(&mut out, &obj)?;
+            out.write_all(b"\n")?;
+            n += 1;
+        }
+        out.flush()?;
+        drop(out);
+        file.sync_all()?;
+        crate::log::write::sync_dir(&path)?;
+        Ok(n)
+    })();
+    match result {
+        Ok(n) => Ok((path, n)),
+        Err(e) => {
+            // Nothing was deleted: the partial copy means nothing.
+            let _ = std::fs::remove_file(&path);
+            Err(e)
+        }
+    }
+}
+
+/// A column value in a sidecar: TEXT as a string (as `{"hex"}` when not UTF-8), BLOB as
+/// `{"hex": …}`, numbers and NULL as themselves.
+fn column_json(v: ValueRef<'_>) -> serde_json::Value {
+    let hex = |b: &[u8]| {
+        let mut s = String::with_capacity(b.len() * 2);
+        for x in b {
+            s.push_str(&format!("{x:02x}"));
+        }
+        serde_json::json!({ "hex": s })
+    };
+    match v {
+        ValueRef::Null => serde_json::Value::Null,
+        ValueRef::Integer(i) => i.into(),
+        ValueRef::Real(f) => {
+            serde_json::Number::from_f64(f).map_or(serde_json::Value::Null, Into::into)
+        }
+        ValueRef::Text(t) => match std::str::from_utf8(t) {
+            Ok(s) => s.into(),
+            Err(_) => hex(t),
+        },
+        ValueRef::Blob(b) => hex(b),
+    }
+}
+
+/// Copy the store at `src` to a new file `dest` with SQLite's backup API (a consistent
+/// snapshot of every page; `--output`). `dest` must not exist.
+pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
+    let shown = dest.display().to_string();
+    match OpenOptions::new().write(true).create_new(true).open(dest) {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            return Err(WriteError::OutputExists { path: shown });
+        }
+        Err(e) => {
+            return Err(WriteError::Sqlite {
+                path: shown,
+                message: e.to_string(),
+            });
+        }
+    }
+    let store = match super::Store::open(src) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(dest);
+            return Err(WriteError::Refused(e));
+        }
+    };
+    let result = (|| -> rusqlite::Result<()> {
+        let Some(from) = &store.conn else {
+            return Ok(());
+        };
+        let mut to = Connection::open_with_flags(
+            dest,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        let backup = rusqlite::backup::Backup::new(from, &mut to)?;
+        // One step copies every page under one read lock: a consistent snapshot.
+        backup.run_to_completion(i32::MAX, Duration::ZERO, None)?;
+        Ok(())
+    })();
+    result.map_err(|e| {
+        let _ = std::fs::remove_file(dest);
+        WriteError::Sqlite {
+            path: shown,
+            message: e.to_string(),
+        }
+    })
+}
