@@ -75,7 +75,9 @@ impl Log {
 
     fn stream(&self, texts: &str) -> String {
         if self.v >= 2 {
-            format!(r#","stream":[{{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":[{texts}]}}]"#)
+            format!(
+                r#","stream":[{{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":[{texts}]}}]"#
+            )
         } else {
             String::new()
         }
@@ -161,7 +163,11 @@ fn rich(v: u8) -> (Log, [u64; 3]) {
         &format!(r#","sourceEventSeqs":[{call}],"surfaceOp":"append""#),
     );
     l.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     let start = l.push(
         "compaction/start",
         r#"{"compactionId":"c1","turn":null}"#,
@@ -215,7 +221,11 @@ fn rich(v: u8) -> (Log, [u64; 3]) {
         r#"{"id":"u2","role":"user","content":[{"type":"text","text":"after the compaction LATEWORD"}],"source":{"kind":"user"}}"#,
     );
     l.push("step/end", r#"{"turn":2,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":2,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     (l, [user, asst, result])
 }
 
@@ -283,7 +293,12 @@ fn shapes(found: &[Value]) -> Vec<(String, Value, String, bool)> {
         .collect()
 }
 
-fn shape(ty: &str, role: Option<&str>, part: &str, shadowed: bool) -> (String, Value, String, bool) {
+fn shape(
+    ty: &str,
+    role: Option<&str>,
+    part: &str,
+    shadowed: bool,
+) -> (String, Value, String, bool) {
     (
         ty.to_owned(),
         role.map_or(Value::Null, |r| Value::String(r.to_owned())),
@@ -302,14 +317,22 @@ fn every_source_of_text_is_found_in_every_format_version() {
         let p = [path.as_path()];
         let find = |word: &str| shapes(&matches(&[word], &p));
         let mut want = vec![
-            ("USERWORD", vec![shape("user/message", Some("user"), "text", true)]),
+            (
+                "USERWORD",
+                vec![shape("user/message", Some("user"), "text", true)],
+            ),
             (
                 "ANSWERWORD",
                 vec![shape("assistant/message", Some("assistant"), "text", true)],
             ),
             (
                 "REASONWORD",
-                vec![shape("assistant/message", Some("assistant"), "reasoning", true)],
+                vec![shape(
+                    "assistant/message",
+                    Some("assistant"),
+                    "reasoning",
+                    true,
+                )],
             ),
             (
                 "ARGWORD",
@@ -325,7 +348,10 @@ fn every_source_of_text_is_found_in_every_format_version() {
                     shape("tool/call", Some("assistant"), "tool-name", false),
                 ],
             ),
-            ("OUTPUTWORD", vec![shape("tool/result", Some("tool"), "text", true)]),
+            (
+                "OUTPUTWORD",
+                vec![shape("tool/result", Some("tool"), "text", true)],
+            ),
             (
                 "SUMMARYWORD",
                 vec![shape("compaction/summary", None, "summary", false)],
@@ -334,9 +360,15 @@ fn every_source_of_text_is_found_in_every_format_version() {
                 "CHECKPOINTWORD",
                 vec![shape("user/message", Some("user"), "text", false)],
             ),
-            ("TITLEWORD", vec![shape("session/title", None, "title", false)]),
+            (
+                "TITLEWORD",
+                vec![shape("session/title", None, "title", false)],
+            ),
             ("TODOWORD", vec![shape("todo/write", None, "todo", false)]),
-            ("LATEWORD", vec![shape("user/message", Some("user"), "text", false)]),
+            (
+                "LATEWORD",
+                vec![shape("user/message", Some("user"), "text", false)],
+            ),
             // Streamed deltas are searched only with --chunks.
             ("STREAMWORD", vec![]),
             ("DELTAWORD", vec![]),
@@ -344,7 +376,12 @@ fn every_source_of_text_is_found_in_every_format_version() {
         match v {
             0..=2 => want.push((
                 "PROMPTWORD",
-                vec![shape("request/header", Some("system"), "system-prompt", false)],
+                vec![shape(
+                    "request/header",
+                    Some("system"),
+                    "system-prompt",
+                    false,
+                )],
             )),
             _ => want.push((
                 "SYSWORD",
@@ -445,7 +482,9 @@ fn text_shadowed_by_a_compaction_is_found_marked_and_left_out_by_surface() {
             .arg(&path)
             .assert()
             .success()
-            .stdout(predicate::str::contains("user/message user [shadowed]: second"));
+            .stdout(predicate::str::contains(
+                "user/message user [shadowed]: second",
+            ));
     }
 }
 
@@ -521,7 +560,11 @@ fn zstd_logs_give_the_same_matches_as_plain_ones() {
             }
             records
         };
-        for args in [&["WORD"][..], &["--surface", "-i", "word"], &["-C", "2", "USERWORD"]] {
+        for args in [
+            &["WORD"][..],
+            &["--surface", "-i", "word"],
+            &["-C", "2", "USERWORD"],
+        ] {
             let (a, sa) = run_json(args, &[plain.as_path()]);
             let (b, sb) = run_json(args, &[zstd.as_path()]);
             assert_eq!((sa, sb), (0, 0));
@@ -539,7 +582,11 @@ fn root() -> tempfile::TempDir {
     let (a, _) = rich(3);
     write(r, "--w--/s-a/session.v3.jsonl", a.text().as_bytes());
     let (b, _) = rich(0);
-    write(r, "--w--/s-b/session.jsonl.zstd", &compress(b.text().as_bytes(), 4));
+    write(
+        r,
+        "--w--/s-b/session.jsonl.zstd",
+        &compress(b.text().as_bytes(), 4),
+    );
     let mut c = Log::with_id(4, "s-c");
     c.push("turn/start", r#"{"turn":1}"#, "");
     c.push("step/start", r#"{"turn":1,"step":1}"#, "");
@@ -548,7 +595,11 @@ fn root() -> tempfile::TempDir {
         r#"{"id":"u","role":"user","content":[{"type":"text","text":"nothing to see"}],"source":{"kind":"user"}}"#,
     );
     c.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    c.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    c.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     write(r, "--x--/s-c/session.v4.jsonl", c.text().as_bytes());
     // An older generation: not read (it would match LATEWORD too).
     let (old, _) = rich(2);
@@ -584,7 +635,11 @@ fn a_storage_root_is_searched_session_by_session_in_path_order() {
         .assert()
         .success()
         .stdout(format!("{sa}\n{sb}\n"));
-    let counts = grep().args(["-c", "USERWORD|LATEWORD"]).arg(r).output().unwrap();
+    let counts = grep()
+        .args(["-c", "USERWORD|LATEWORD"])
+        .arg(r)
+        .output()
+        .unwrap();
     assert_eq!(
         String::from_utf8(counts.stdout).unwrap(),
         format!("{sa}:2\n{sb}:2\n")
@@ -659,19 +714,32 @@ fn role_and_type_filters_combine() {
         a.push(words);
         matches(&a, &p)
             .iter()
-            .map(|m| format!("{} {}", m["eventType"].as_str().unwrap(), m["part"].as_str().unwrap()))
+            .map(|m| {
+                format!(
+                    "{} {}",
+                    m["eventType"].as_str().unwrap(),
+                    m["part"].as_str().unwrap()
+                )
+            })
             .collect()
     };
     assert_eq!(types_of(&["--role", "tool"]), ["tool/result text"]);
     assert_eq!(
         types_of(&["--role", "assistant"]),
-        ["assistant/message text", "assistant/message arguments", "tool/call arguments"]
+        [
+            "assistant/message text",
+            "assistant/message arguments",
+            "tool/call arguments"
+        ]
     );
     assert_eq!(
         types_of(&["--role", "system", "--role", "developer"]),
         ["system/message text", "developer/message text"]
     );
-    assert_eq!(types_of(&["--type", "tool/"]), ["tool/call arguments", "tool/result text"]);
+    assert_eq!(
+        types_of(&["--type", "tool/"]),
+        ["tool/call arguments", "tool/result text"]
+    );
     assert_eq!(types_of(&["--type", "tool/call"]), ["tool/call arguments"]);
     assert_eq!(types_of(&["--type", "tool"]), Vec::<String>::new());
     assert_eq!(
@@ -695,7 +763,10 @@ fn turn_and_time_filters_select_events() {
     let seqs = |args: &[&str]| -> Vec<u64> {
         let mut a = args.to_vec();
         a.push("USERWORD|LATEWORD|TITLEWORD");
-        matches(&a, &p).iter().map(|m| m["seq"].as_u64().unwrap()).collect()
+        matches(&a, &p)
+            .iter()
+            .map(|m| m["seq"].as_u64().unwrap())
+            .collect()
     };
     let all = seqs(&[]);
     assert_eq!(all.len(), 3);
@@ -750,7 +821,10 @@ fn pattern_options_ignore_case_word_and_fixed() {
     let m = &matches(&["-i", "Quoted"], &p)[0];
     let text = m["text"].as_str().unwrap();
     let sub = &m["submatches"][0];
-    let (s, e) = (sub["start"].as_u64().unwrap() as usize, sub["end"].as_u64().unwrap() as usize);
+    let (s, e) = (
+        sub["start"].as_u64().unwrap() as usize,
+        sub["end"].as_u64().unwrap() as usize,
+    );
     assert_eq!(&text[s..e], "quoted");
     // Every match in the line is listed.
     let m = &matches(&["e"], &p)
@@ -770,12 +844,21 @@ fn context_shows_neighbouring_events() {
     let kinds: Vec<(&str, &str)> = records
         .iter()
         .filter(|r| r["type"] != "summary")
-        .map(|r| (r["type"].as_str().unwrap(), r["eventType"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["type"].as_str().unwrap(),
+                r["eventType"].as_str().unwrap(),
+            )
+        })
         .collect();
     // The event carrying text before the title (the checkpoint) and after it (the todos).
     assert_eq!(
         kinds,
-        [("context", "user/message"), ("match", "session/title"), ("context", "todo/write")]
+        [
+            ("context", "user/message"),
+            ("match", "session/title"),
+            ("context", "todo/write")
+        ]
     );
     assert_eq!(records[0]["text"], "CHECKPOINTWORD: turn one compacted");
     let out = grep()
@@ -786,8 +869,14 @@ fn context_shows_neighbouring_events() {
     let text = String::from_utf8(out.stdout).unwrap();
     let name = path.display().to_string();
     assert!(text.contains(&format!("{name}-")), "{text}");
-    assert!(text.contains(" developer/message developer- DEVWORD note"), "{text}");
-    assert!(text.contains("\n--\n"), "groups apart are separated: {text}");
+    assert!(
+        text.contains(" developer/message developer- DEVWORD note"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n--\n"),
+        "groups apart are separated: {text}"
+    );
 }
 
 #[test]
@@ -886,7 +975,11 @@ fn a_log_that_does_not_validate_is_searched_as_far_as_it_can_be_read() {
     let mut lines = log.lines.clone();
     let at = lines.len() - 3;
     lines.insert(at, "{not json".to_owned());
-    let broken = write(dir.path(), "broken.jsonl", (lines.join("\n") + "\n").as_bytes());
+    let broken = write(
+        dir.path(),
+        "broken.jsonl",
+        (lines.join("\n") + "\n").as_bytes(),
+    );
     grep()
         .arg("LATEWORD|USERWORD")
         .arg(&broken)
@@ -900,7 +993,9 @@ fn a_log_that_does_not_validate_is_searched_as_far_as_it_can_be_read() {
     let future = write(
         dir.path(),
         "future.jsonl",
-        log.text().replacen(r#""version":3"#, r#""version":9"#, 1).as_bytes(),
+        log.text()
+            .replacen(r#""version":3"#, r#""version":9"#, 1)
+            .as_bytes(),
     );
     grep()
         .arg("LATEWORD")
@@ -961,14 +1056,21 @@ fn v0_legacy_shapes_are_searched_as_their_normalized_messages() {
         &format!(r#","sourceEventSeqs":[{call}],"surfaceOp":"append""#),
     );
     l.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     let path = write(dir.path(), "legacy.jsonl", l.text().as_bytes());
     assert_eq!(
         shapes(&matches(&["STEERWORD"], &[path.as_path()])),
         [shape("user/message", Some("user"), "text", false)]
     );
     assert_eq!(
-        shapes(&matches(&["--role", "tool", "LEGACYOUT"], &[path.as_path()])),
+        shapes(&matches(
+            &["--role", "tool", "LEGACYOUT"],
+            &[path.as_path()]
+        )),
         [shape("tool/result", Some("tool"), "text", false)]
     );
 }
@@ -984,7 +1086,11 @@ fn text_from_the_log_is_escaped_and_matches_are_coloured_on_request() {
         r#"{"id":"u","role":"user","content":[{"type":"text","text":"red \u001b[31mALERT\u001b[0m\tdone"}],"source":{"kind":"user"}}"#,
     );
     l.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     let path = write(dir.path(), "esc.jsonl", l.text().as_bytes());
     let out = grep()
         .args(["--color", "never", "ALERT"])
@@ -993,14 +1099,20 @@ fn text_from_the_log_is_escaped_and_matches_are_coloured_on_request() {
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(!text.contains('\x1b'), "{text:?}");
-    assert!(text.contains(r"red \u{1b}[31mALERT\u{1b}[0m\tdone"), "{text}");
+    assert!(
+        text.contains(r"red \u{1b}[31mALERT\u{1b}[0m\tdone"),
+        "{text}"
+    );
     let out = grep()
         .args(["--color", "always", "ALERT"])
         .arg(&path)
         .output()
         .unwrap();
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("\x1b[1;31mALERT\x1b[0m") || text.contains("\x1b[31;1mALERT"), "{text:?}");
+    assert!(
+        text.contains("\x1b[1;31mALERT\x1b[0m") || text.contains("\x1b[31;1mALERT"),
+        "{text:?}"
+    );
     // JSON is never coloured, and holds the decoded text.
     let found = matches(&["ALERT"], &[path.as_path()]);
     assert_eq!(found[0]["text"], "red \u{1b}[31mALERT\u{1b}[0m\tdone");
@@ -1020,7 +1132,11 @@ fn long_lines_are_cut_around_the_match_on_a_terminal_but_whole_in_json() {
         ),
     );
     l.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     let path = write(dir.path(), "long.jsonl", l.text().as_bytes());
     let out = grep()
         .args(["--color", "never", "NEEDLE"])
@@ -1067,7 +1183,11 @@ fn a_closed_pipe_ends_the_run_quietly() {
         );
     }
     l.push("step/end", r#"{"turn":1,"step":1}"#, "");
-    l.push("turn/end", r#"{"turn":1,"reason":{"kind":"completed"}}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
     let path = write(dir.path(), "many.jsonl", l.text().as_bytes());
     let bin = assert_cmd::cargo::cargo_bin("dshs");
     let mut child = std::process::Command::new(bin)
@@ -1079,6 +1199,150 @@ fn a_closed_pipe_ends_the_run_quietly() {
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// The texts `grep` searches in each event of a log, by the offset of the event's line.
+struct Texts(Vec<(u64, Vec<String>)>);
+
+impl dshs::log::Observer for Texts {
+    fn event(&mut self, info: &dshs::log::scan::EventInfo<'_, '_>, _: &dshs::log::scan::FoldState) {
+        let extract = dshs::log::grep::Extract { chunks: true };
+        let parts = dshs::log::grep::text::parts(info.event, &extract);
+        let texts = parts.iter().map(|p| p.text.to_string()).collect();
+        self.0.push((info.event.pos.byte, texts));
+    }
+}
+
+/// Substrings of a line of text to search for: short and long, from several places.
+fn samples(line: &str) -> Vec<String> {
+    let chars: Vec<char> = line.chars().collect();
+    let mut out = Vec::new();
+    for len in [1, 3, 8, 40] {
+        if len > chars.len() {
+            break;
+        }
+        for start in [0, chars.len() / 2, chars.len() - len] {
+            let start = start.min(chars.len() - len);
+            out.push(chars[start..start + len].iter().collect());
+        }
+    }
+    if chars.len() <= 200 && !chars.is_empty() {
+        out.push(line.to_owned());
+    }
+    out
+}
+
+/// At most this many patterns per test log (spread over all of its text).
+const PATTERNS_PER_LOG: usize = 80;
+
+/// The raw-line test may let lines through that hold no match, but must never reject one
+/// that does: for every piece of text of every event of the test logs, substrings of it (as
+/// they are and upper-cased with -i) must pass the test on the event's stored line, and the
+/// raw pass over the whole file must list that line.
+#[test]
+fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
+    use dshs::log::grep::{Pattern, PatternOptions, prefilter};
+    let dir = tempfile::tempdir().unwrap();
+    let mut files: Vec<PathBuf> = Vec::new();
+    for v in 0..=4u8 {
+        let (log, _) = rich(v);
+        files.push(write(
+            dir.path(),
+            &format!("v{v}.jsonl"),
+            log.text().as_bytes(),
+        ));
+    }
+    for sub in ["fixtures", "sample", "v0", "v3", "hostile"] {
+        for entry in std::fs::read_dir(common::testdata(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                files.push(path);
+            }
+        }
+    }
+    let mut checked = 0usize;
+    for file in &files {
+        let bytes = std::fs::read(file).unwrap();
+        let mut texts = Texts(Vec::new());
+        let opts = dshs::log::ScanOptions {
+            threads: 1,
+            ..Default::default()
+        };
+        let _ = dshs::log::scan(&bytes[..], None, &opts, &mut Vec::new(), &mut texts);
+        // Each sample with the lines (offsets) its text came from.
+        let mut wanted: std::collections::BTreeMap<String, Vec<u64>> = Default::default();
+        for (byte, pieces) in &texts.0 {
+            for piece in pieces {
+                for text_line in piece.split('\n') {
+                    for sample in samples(text_line) {
+                        wanted.entry(sample).or_default().push(*byte);
+                    }
+                }
+            }
+        }
+        let step = wanted.len().div_ceil(PATTERNS_PER_LOG).max(1);
+        for (i, (sample, lines)) in wanted.iter().enumerate().filter(|(i, _)| i % step == 0) {
+            for ignore_case in [false, true] {
+                let text = if ignore_case {
+                    sample.to_uppercase()
+                } else {
+                    sample.clone()
+                };
+                let Ok(p) = Pattern::new(&PatternOptions {
+                    pattern: text.clone(),
+                    fixed: true,
+                    ignore_case,
+                    word: false,
+                }) else {
+                    continue;
+                };
+                let Some(f) = p.prefilter() else { continue };
+                for &byte in lines {
+                    let start = byte as usize;
+                    let line = &bytes[start..memchr_newline(&bytes, start)];
+                    assert!(
+                        f.may_match(line),
+                        "{}: {text:?} (-i {ignore_case}) rejected in line {}",
+                        file.display(),
+                        String::from_utf8_lossy(line)
+                    );
+                    checked += 1;
+                }
+                // The raw pass over the whole file, for some of them.
+                if i % (4 * step) == 0 {
+                    let c =
+                        prefilter::candidate_lines(&mut &bytes[..], Some(f), usize::MAX, |_| true)
+                            .unwrap()
+                            .unwrap();
+                    let mut cursor = 0;
+                    for &byte in lines {
+                        assert!(
+                            c.contains(byte, &mut cursor),
+                            "{}: {text:?} not a candidate at byte {byte}",
+                            file.display()
+                        );
+                    }
+                }
+            }
+        }
+    }
+    assert!(checked > 5_000, "only {checked} checks");
+}
+
+fn memchr_newline(bytes: &[u8], from: usize) -> usize {
+    bytes[from..]
+        .iter()
+        .position(|&b| b == b'\n')
+        .map_or(bytes.len(), |i| from + i)
 }

@@ -51,6 +51,8 @@ pub enum PatternError {
 pub struct Pattern {
     regex: Regex,
     prefilter: Option<LinePrefilter>,
+    /// The pattern uses `\A` or `\z`: matched line by line only (see [`Pattern::lines`]).
+    per_line: bool,
 }
 
 impl Pattern {
@@ -67,24 +69,30 @@ impl Pattern {
         } else {
             body
         };
-        // Multi-line, so that `^` and `$` mean a line's ends in the whole-text test of
-        // [`Pattern::lines`] as they do on each line.
+        // Multi-line (and CRLF), so that `^` and `$` mean a line's ends in the whole-text
+        // search of [`Pattern::lines`] as they do on each line.
         let regex = regex::RegexBuilder::new(&source)
             .case_insensitive(o.ignore_case)
             .multi_line(true)
+            .crlf(true)
             .build()?;
         let hir = regex_syntax::ParserBuilder::new()
             .case_insensitive(o.ignore_case)
             .multi_line(true)
+            .crlf(true)
             .build()
             .parse(&source)
             .map_err(|e| PatternError::Syntax(Box::new(e)))?;
         if has_line_break(&hir) {
             return Err(PatternError::LineBreak);
         }
+        let looks = hir.properties().look_set();
+        let per_line = looks.contains(regex_syntax::hir::Look::Start)
+            || looks.contains(regex_syntax::hir::Look::End);
         Ok(Pattern {
             regex,
             prefilter: LinePrefilter::new(&hir),
+            per_line,
         })
     }
 
@@ -100,15 +108,34 @@ impl Pattern {
     /// The matches in each line of `text` (split at `\n`; a `\r` before it is not part of
     /// the line), as `(line number from 1, line, match ranges in it)`.
     pub fn lines<'t>(&self, text: &'t str, mut f: impl FnMut(u32, &'t str, Vec<Range<usize>>)) {
-        if !self.regex.is_match(text) {
-            return;
-        }
-        for (i, line) in text.split('\n').enumerate() {
+        let mut line_no = 1u32;
+        let mut counted_to = 0;
+        let mut at = 0;
+        while at < text.len() {
+            // The next line that may hold a match: where the whole text has one (a match
+            // there may cross a line end; each line is then matched on its own). With `\A`
+            // or `\z`, which mean a line's ends here but the text's there, every line is.
+            let start = if self.per_line {
+                at
+            } else {
+                match self.regex.find_at(text, at) {
+                    Some(m) => memchr::memrchr(b'\n', &text.as_bytes()[at..m.start()])
+                        .map_or(at, |i| at + i + 1),
+                    None => break,
+                }
+            };
+            let end =
+                memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |i| start + i);
+            let skipped = memchr::memchr_iter(b'\n', &text.as_bytes()[counted_to..start]).count();
+            line_no = line_no.saturating_add(u32::try_from(skipped).unwrap_or(u32::MAX));
+            counted_to = start;
+            let line = &text[start..end];
             let line = line.strip_suffix('\r').unwrap_or(line);
             let found: Vec<Range<usize>> = self.regex.find_iter(line).map(|m| m.range()).collect();
             if !found.is_empty() {
-                f(u32::try_from(i + 1).unwrap_or(u32::MAX), line, found);
+                f(line_no, line, found);
             }
+            at = end + 1;
         }
     }
 }
@@ -465,6 +492,12 @@ fn window(
 const CONTEXT_CHARS: usize = 200;
 
 impl Observer for Search<'_> {
+    /// Packed chunk rows' members are searched only with `--chunks`: without, they may be
+    /// folded together unseen.
+    fn wants_each_event(&self) -> bool {
+        self.q.extract.chunks
+    }
+
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
         let ev = info.event;
         if ev.ty == "request/header" {
@@ -612,10 +645,27 @@ mod tests {
                 (3, "bx".to_owned(), vec![0..1])
             ]
         );
-        // Anchors are a line's ends, not the text's.
+        // Anchors are a line's ends, not the text's; so are \A and \z here.
+        for p in ["^c+$", r"\Ac+\z", "c+$", r"\bc+\b"] {
+            let mut got = Vec::new();
+            pattern(p).lines("ab\nccc\r\nd\nxc", |no, line, _| got.push((no, line)));
+            let want: &[(u32, &str)] = if p == r"\bc+\b" {
+                &[(2, "ccc")]
+            } else if p == "c+$" {
+                &[(2, "ccc"), (4, "xc")]
+            } else {
+                &[(2, "ccc")]
+            };
+            assert_eq!(got, want, "{p}");
+        }
+        // A match of the whole text across a line end: each line is matched on its own.
         let mut got = Vec::new();
-        pattern("^c+$").lines("ab\nccc\r\nd", |no, line, _| got.push((no, line)));
-        assert_eq!(got, [(2, "ccc")]);
+        pattern(r"a\s+b|zz").lines("xa\nb\nzz", |no, line, _| got.push((no, line)));
+        assert_eq!(got, [(3, "zz")]);
+        // Line numbers count every line before, matched or not.
+        let mut got = Vec::new();
+        pattern("k").lines("k\n\n\nxk\nk", |no, _, _| got.push(no));
+        assert_eq!(got, [1, 4, 5]);
     }
 
     #[test]

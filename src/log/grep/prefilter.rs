@@ -28,6 +28,11 @@ pub struct LinePrefilter {
     finder: Finder,
     /// The needles, for the test on unescaped text.
     needles: Vec<Vec<u8>>,
+    /// A needle that is not UTF-8 (cut inside a character) or holds U+FFFD could be in the
+    /// lossy decoding of a line that is not UTF-8 while not in its bytes: such lines must
+    /// be found. Other needles are in such a decoding only where they are in the bytes
+    /// (UTF-8 resynchronises at every lead byte).
+    check_utf8: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -134,7 +139,14 @@ impl LinePrefilter {
                     .ok()?,
             ),
         };
-        Some(LinePrefilter { finder, needles })
+        let check_utf8 = needles
+            .iter()
+            .any(|n| std::str::from_utf8(n).map_or(true, |s| s.contains('\u{FFFD}')));
+        Some(LinePrefilter {
+            finder,
+            needles,
+            check_utf8,
+        })
     }
 
     pub fn needles(&self) -> &[Vec<u8>] {
@@ -145,7 +157,7 @@ impl LinePrefilter {
     pub fn may_match(&self, line: &[u8]) -> bool {
         self.finder.find(line, 0).is_some()
             || (memchr::memmem::find(line, b"\\u").is_some() && self.in_unescaped(line))
-            || std::str::from_utf8(line).is_err()
+            || (self.check_utf8 && std::str::from_utf8(line).is_err())
     }
 
     /// Look for a needle in the line unescaped once and twice (see the module documentation).
@@ -195,7 +207,7 @@ impl LinePrefilter {
             }
         }
         // Lines that are not UTF-8 are decoded with U+FFFD, which their bytes do not spell.
-        if simdutf8::basic::from_utf8(block).is_err() {
+        if self.check_utf8 && simdutf8::basic::from_utf8(block).is_err() {
             let mut start = 0;
             for end in memchr::memchr_iter(b'\n', block).chain([block.len()]) {
                 if start <= end && std::str::from_utf8(&block[start..end]).is_err() {
@@ -311,8 +323,8 @@ impl Candidates {
     }
 }
 
-/// Bytes read at once by the raw pass.
-const BLOCK: usize = 1 << 20;
+/// Bytes read at once by the raw pass (a block that stays in the cache while it is searched).
+const BLOCK: usize = 256 * 1024;
 
 /// The raw pass over a log's plaintext: the candidate lines of `filter` (None: every line
 /// counts), at most `cap` offsets kept (more: [`Candidates::All`]). `header` is shown the
@@ -434,8 +446,12 @@ mod tests {
         // A surrogate pair.
         let f = filter("😀").unwrap();
         assert!(f.may_match(br#"{"t":"\ud83d\ude00"}"#));
-        // Not UTF-8: decoded with U+FFFD by the scan.
-        assert!(f.may_match(b"{\"t\":\"\xff\"}"));
+        // Not UTF-8: decoded with U+FFFD by the scan, which only a needle holding U+FFFD
+        // (or cut inside a character) can be found in.
+        assert!(!f.may_match(b"{\"t\":\"\xff\"}"));
+        let f = filter("a\u{FFFD}b").unwrap();
+        assert!(f.may_match(b"{\"t\":\"a\xffb\"}"));
+        assert!(!f.may_match(b"{\"t\":\"ab\"}"));
     }
 
     #[test]

@@ -388,7 +388,13 @@ impl<'e> Parts<'e> {
                     }
                     for piece in blocks_of(record.get("args")) {
                         if let Some(p) = piece.as_str() {
-                            self.push(Role::Assistant, PartKind::Arguments, name.clone(), None, p.into());
+                            self.push(
+                                Role::Assistant,
+                                PartKind::Arguments,
+                                name.clone(),
+                                None,
+                                p.into(),
+                            );
                         }
                     }
                 }
