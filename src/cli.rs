@@ -354,12 +354,27 @@ pub struct LsArgs {
 
 pub const GREP_ABOUT: &str = "\
 Search the decoded text of logs: message text, reasoning, tool-call names and arguments,
-tool output, compaction summaries, titles, todos, v0-v2 system prompts (`dshs help grep`
-lists what each event type contributes). PATTERN is a regular expression (Rust regex
+tool output, compaction summaries, titles, todos, format 0-2 system prompts. PATTERN is
+a regular expression (Rust regex
 syntax; -F for a fixed string), matched one line of decoded text at a time: never the
 escaped JSON, so `\\n`, `\\\"` and `\\u00e9` in the file are a line break, a quote and an é.
 A tool call's JSON arguments are decoded too; each string of them is searched under its
 key (`command`, `edits[0].old_string`).
+
+What each event type contributes (every format unless named; roles as --role knows them):
+  user/message                  message text (user)
+  system/message (3+)           message text (system)
+  developer/message (4)         message text and tool names (developer)
+  assistant/message             text, reasoning, tool calls: name and arguments (assistant)
+  tool/result                   the tool's output (tool, though formats 0-3 store it as user)
+  tool/call                     name and arguments (assistant)
+  assistant/attempt (2+)        its stream: a response that produced no message (assistant)
+  compaction/summary            the summary, and raw output that differs from it (no role)
+  request/header (0-2)          the system prompt (system)
+  agent/inbox/spliced           the queued messages (their role)
+  session/title, todo/write     the title, each todo (no role)
+Format 0 pre-release shapes are searched as DSH normalizes them (steering/message as a
+user/message, compact/* as compaction/*).
 
 PATH is a log, a session directory (its newest generation), a storage root (every session
 below it, plain or zstd, several at a time: -j), or `-`; without PATH, DSH's own root
@@ -383,9 +398,9 @@ after (PATH-LINE- ...- first line). --format json prints JSON Lines: `match` (an
 key?, textLine, shadowed, surface, text, submatches: [{start, end}] as byte offsets in
 text}, `count` records with -c/-l, then one `summary`.
 
-Each log is first read raw: the literal the pattern requires (one of them is in every
-match) is looked for in the stored bytes, conservatively (its escaped spellings count), so
-a log without any candidate line is never parsed. A log that does not load as DSH would
+Each log is first read raw: the literals the pattern requires (every match holds one)
+are looked for in the stored bytes, their escaped spellings included, so a log without a
+line that could match is never parsed. A log that does not load as DSH would
 load it is still searched as far as it can be read, with a note on stderr; one that
 cannot be read is an error (the others are still searched).
 
