@@ -1400,3 +1400,63 @@ fn shell_words(cmd: &str) -> Vec<String> {
     }
     words
 }
+
+#[test]
+fn ignore_case_follows_unicode_case_folding_past_the_raw_test() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+    // LONG S as itself, KELVIN SIGN escaped.
+    l.append(
+        "user/message",
+        r#"{"id":"u","role":"user","content":[{"type":"text","text":"ſtop the \u212Aernel, CAFÉ"}],"source":{"kind":"user"}}"#,
+    );
+    l.push("step/end", r#"{"turn":1,"step":1}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let path = write(dir.path(), "fold.jsonl", l.text().as_bytes());
+    let p = [path.as_path()];
+    for pattern in ["stop the kernel", "STOP THE KERNEL", "café"] {
+        assert_eq!(matches(&["-i", pattern], &p).len(), 1, "{pattern}");
+        assert!(matches(&[pattern], &p).is_empty(), "{pattern} without -i");
+    }
+}
+
+#[test]
+fn an_event_the_fold_rejects_is_marked_rejected_and_not_on_the_surface() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+    // A surface event without its surfaceOp: the fold refuses it.
+    l.push(
+        "user/message",
+        r#"{"id":"u","role":"user","content":[{"type":"text","text":"REJECTWORD here"}],"source":{"kind":"user"}}"#,
+        "",
+    );
+    l.push("step/end", r#"{"turn":1,"step":1}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let path = write(dir.path(), "rejected.jsonl", l.text().as_bytes());
+    let found = matches(&["REJECTWORD"], &[path.as_path()]);
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["surface"], "rejected");
+    assert_eq!(found[0]["shadowed"], false);
+    assert!(matches(&["--surface", "REJECTWORD"], &[path.as_path()]).is_empty());
+    grep()
+        .args(["--color", "never", "REJECTWORD"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "user/message user [rejected]: REJECTWORD here",
+        ))
+        .stderr(predicate::str::contains("invalid log"));
+}

@@ -86,12 +86,28 @@ impl Pattern {
         if has_line_break(&hir) {
             return Err(PatternError::LineBreak);
         }
+        let mut prefilter = LinePrefilter::new(&hir);
+        if o.ignore_case {
+            let exact = regex_syntax::ParserBuilder::new()
+                .multi_line(true)
+                .crlf(true)
+                .build()
+                .parse(&source)
+                .ok();
+            if let Some(folded) = exact.as_ref().and_then(LinePrefilter::ignoring_case)
+                && prefilter
+                    .as_ref()
+                    .is_none_or(|p| folded.shortest() > p.shortest())
+            {
+                prefilter = Some(folded);
+            }
+        }
         let looks = hir.properties().look_set();
         let per_line = looks.contains(regex_syntax::hir::Look::Start)
             || looks.contains(regex_syntax::hir::Look::End);
         Ok(Pattern {
             regex,
-            prefilter: LinePrefilter::new(&hir),
+            prefilter,
             per_line,
         })
     }
@@ -315,8 +331,6 @@ pub struct Search<'q> {
     /// The latest `request/header` (v0–v2: its system prompt is the current one).
     last_header: Option<u64>,
     saved_header: Option<Option<u64>>,
-    /// Held hits take about this many bytes.
-    held_bytes: usize,
 }
 
 impl<'q> Search<'q> {
@@ -333,13 +347,7 @@ impl<'q> Search<'q> {
             next_index: 0,
             last_header: None,
             saved_header: None,
-            held_bytes: 0,
         }
-    }
-
-    /// Roughly the bytes the held matches take (they wait for the end of the log).
-    pub fn held_bytes(&self) -> usize {
-        self.held_bytes
     }
 
     /// Mark each match against the surface as folded to the end (`state`: the scan's final
@@ -403,10 +411,6 @@ impl<'q> Search<'q> {
     }
 
     fn push(&mut self, hit: Hit) {
-        self.held_bytes += std::mem::size_of::<Hit>()
-            + hit.text.len()
-            + hit.event_type.len()
-            + hit.submatches.len() * std::mem::size_of::<Range<usize>>();
         self.hits.push(hit);
     }
 

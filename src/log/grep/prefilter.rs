@@ -61,11 +61,18 @@ fn escapable(b: u8) -> bool {
     b < 0x20 || b == b'"' || b == b'\\' || b == b'/'
 }
 
-/// The longest run of `lit` without an escapable byte.
-fn longest_run(lit: &[u8]) -> &[u8] {
-    lit.split(|&b| escapable(b))
+/// The longest run of `lit` without an escapable byte (nor, for `fold`, a byte whose
+/// character has case variants outside ASCII: see [`LinePrefilter::ignoring_case`]).
+fn longest_run(lit: &[u8], fold: bool) -> &[u8] {
+    lit.split(|&b| escapable(b) || (fold && !folds_in_ascii(b)))
         .max_by_key(|r| r.len())
         .unwrap_or_default()
+}
+
+/// An ASCII byte whose simple case variants are all ASCII: every byte but the non-ASCII ones
+/// and `k` and `s` (K is also KELVIN SIGN, s also LATIN SMALL LETTER LONG S).
+fn folds_in_ascii(b: u8) -> bool {
+    b.is_ascii() && !matches!(b, b'k' | b'K' | b's' | b'S')
 }
 
 /// Literal sets every match of `hir` holds one member of: its prefixes, its suffixes, and,
@@ -96,6 +103,10 @@ fn literal_sets(hir: &Hir) -> Vec<Seq> {
 /// or None when no finite set with a run in every literal exists (every line must then be
 /// searched).
 pub fn needles(hir: &Hir) -> Option<Vec<Vec<u8>>> {
+    needles_of(hir, false)
+}
+
+fn needles_of(hir: &Hir, fold: bool) -> Option<Vec<Vec<u8>>> {
     let mut best: Option<(usize, Vec<Vec<u8>>)> = None;
     for seq in literal_sets(hir) {
         let Some(literals) = seq.literals() else {
@@ -107,7 +118,14 @@ pub fn needles(hir: &Hir) -> Option<Vec<Vec<u8>>> {
         }
         let mut runs: Vec<Vec<u8>> = literals
             .iter()
-            .map(|l| longest_run(l.as_bytes()).to_vec())
+            .map(|l| {
+                let run = longest_run(l.as_bytes(), fold);
+                if fold {
+                    run.to_ascii_lowercase()
+                } else {
+                    run.to_vec()
+                }
+            })
             .collect();
         let shortest = runs.iter().map(Vec::len).min().unwrap_or(0);
         if shortest < MIN_USEFUL_RUN {
@@ -147,6 +165,34 @@ impl LinePrefilter {
             needles,
             check_utf8,
         })
+    }
+
+    /// The test for a pattern matched case-insensitively, from `hir`, the same pattern parsed
+    /// *without* case-insensitivity: its literals are looked for ignoring ASCII case. That
+    /// stays conservative because the literals are cut at every character with a case variant
+    /// outside ASCII (`k`, `s`, anything not ASCII); it is what keeps `-i` selective, where
+    /// the literals of the case-insensitive pattern are cut short (each letter doubles their
+    /// number).
+    pub fn ignoring_case(hir: &Hir) -> Option<LinePrefilter> {
+        let needles = needles_of(hir, true)?;
+        let finder = Finder::Aho(
+            aho_corasick::AhoCorasick::builder()
+                .match_kind(aho_corasick::MatchKind::LeftmostFirst)
+                .ascii_case_insensitive(true)
+                .build(&needles)
+                .ok()?,
+        );
+        // ASCII only: no U+FFFD, never cut inside a character.
+        Some(LinePrefilter {
+            finder,
+            needles,
+            check_utf8: false,
+        })
+    }
+
+    /// The length of the shortest needle: more is more selective.
+    pub fn shortest(&self) -> usize {
+        self.needles.iter().map(Vec::len).min().unwrap_or(0)
     }
 
     pub fn needles(&self) -> &[Vec<u8>] {
@@ -433,6 +479,25 @@ mod tests {
         let f = filter("(?i)abc").unwrap();
         assert!(f.may_match(br#"{"text":"xAbCx"}"#));
         assert!(!f.may_match(br#"{"text":"xAbx"}"#));
+    }
+
+    #[test]
+    fn ignoring_case_keeps_whole_ascii_literals_and_cuts_at_wider_case_variants() {
+        let cs = regex_syntax::parse("compaction error fixed").unwrap();
+        let f = LinePrefilter::ignoring_case(&cs).unwrap();
+        assert_eq!(f.needles(), [b"compaction error fixed".to_vec()]);
+        assert!(f.may_match(br#"{"t":"x COMPACTION Error fixed"}"#));
+        assert!(f.may_match(br#"{"t":"x \u0043OMPACTION Error fixed"}"#));
+        assert!(!f.may_match(br#"{"t":"x COMPACTION Error fixe"}"#));
+        // `k` may match KELVIN SIGN and `s` LONG S, `é` É: the literal is cut there.
+        let cs = regex_syntax::parse("risky thing").unwrap();
+        let f = LinePrefilter::ignoring_case(&cs).unwrap();
+        assert_eq!(f.needles(), [b"y thing".to_vec()]);
+        let cs = regex_syntax::parse("cafébar").unwrap();
+        assert_eq!(
+            LinePrefilter::ignoring_case(&cs).unwrap().needles(),
+            [b"bar".to_vec()]
+        );
     }
 
     #[test]
