@@ -26,13 +26,15 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 
 echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "dshs: $($bin --version), rg: $(rg --version 2>/dev/null | head -n 1)"
-# Patterns over the generator's vocabulary, from absent to in every session (the counts are
-# printed for each root).
+# Patterns over the generator's vocabulary, from absent to in every session, as "FLAGS|PATTERN"
+# (the same flags for rg and dshs; the counts are printed for each root).
 patterns=(
-  'deadbeef'
-  'compaction error fixed value config'
-  'cargo naïve harness log'
-  'src/main.rs cargo'
+  '-F|deadbeef'
+  '-F|compaction error fixed value config'
+  '-F -i|COMPACTION ERROR FIXED VALUE CONFIG'
+  '|harness \w+ seq turn step'
+  '-F|cargo naïve harness log'
+  '-F|src/main.rs cargo'
 )
 for sub in plain zstd; do
   [ "$sub" = zstd ] && [ "${ZSTD:-1}" = 0 ] && continue
@@ -43,19 +45,22 @@ for sub in plain zstd; do
   z=(); [ "$sub" = zstd ] && z=(-z)
   echo
   echo "== $dir: $files logs, $bytes bytes stored"
-  for p in "${patterns[@]}"; do
+  for entry in "${patterns[@]}"; do
+    read -r -a flags <<< "${entry%%|*}"
+    p=${entry#*|}
     count() { awk -F: '{ n++; s += $NF } END { printf "%d logs, %d lines", n, s }'; }
-    hits=$( { rg "${z[@]}" -c -F "$p" "$dir" || true; } | count)
-    found=$( { "$bin" grep -c -F "$p" "$dir" || true; } | count)
-    echo "-- '$p' (rg: $hits; dshs: $found)"
-    printf '%-4s %7s %7s %6s | %7s %6s | %7s %6s\n' run rg_c_s grep_c_s x_rg grep_s x_rg json_s x_rg
+    hits=$( { rg "${z[@]}" "${flags[@]}" -c "$p" "$dir" || true; } | count)
+    found=$( { "$bin" grep "${flags[@]}" -c "$p" "$dir" || true; } | count)
+    echo "-- ${flags[*]} '$p' (rg: $hits; dshs: $found)"
+    printf '%-4s %7s %7s %6s | %7s %6s %6s | %7s %6s\n' run rg_c_s grep_c_s x_rg grep_s x_rg rss_MB json_s x_rg
     for r in $(seq 1 "$runs"); do
-      settle_root "$dir"; rg_s=$(secs rg "${z[@]}" -c -F "$p" "$dir")
-      settle_root "$dir"; c_s=$(secs "$bin" grep -c -F "$p" "$dir")
-      settle_root "$dir"; l_s=$(secs "$bin" grep --color never -F "$p" "$dir")
-      settle_root "$dir"; j_s=$(secs "$bin" grep --format json -F "$p" "$dir")
-      printf '%-4s %7s %7s %6s | %7s %6s | %7s %6s\n' "$r" "$rg_s" "$c_s" "$(ratio "$c_s" "$rg_s")" \
-        "$l_s" "$(ratio "$l_s" "$rg_s")" "$j_s" "$(ratio "$j_s" "$rg_s")"
+      settle_root "$dir"; rg_s=$(secs rg "${z[@]}" "${flags[@]}" -c "$p" "$dir")
+      settle_root "$dir"; c_s=$(secs "$bin" grep "${flags[@]}" -c "$p" "$dir")
+      settle_root "$dir"; read -r l_s l_k < <(measure "$bin" grep --color never "${flags[@]}" "$p" "$dir")
+      settle_root "$dir"; j_s=$(secs "$bin" grep --format json "${flags[@]}" "$p" "$dir")
+      printf '%-4s %7s %7s %6s | %7s %6s %6.1f | %7s %6s\n' "$r" "$rg_s" "$c_s" "$(ratio "$c_s" "$rg_s")" \
+        "$l_s" "$(ratio "$l_s" "$rg_s")" "$(awk -v k="$l_k" 'BEGIN { print k * 1024 / 1e6 }')" \
+        "$j_s" "$(ratio "$j_s" "$rg_s")"
     done
   done
 done
