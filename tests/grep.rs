@@ -129,7 +129,7 @@ fn rich(v: u8) -> (Log, [u64; 3]) {
     if v >= 2 {
         l.push(
             "assistant/attempt",
-            r#"{"turn":1,"step":1,"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0],"texts":["ATTEMPT","WORD lost"]},{"type":"chunk","time":1,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":"ATTEMPTWORD lost"}}},{"type":"text-chunks","time0":2,"index":1,"dt":[0],"texts":["CUT","OFFWORD"]}]}"#,
+            r#"{"turn":1,"step":1,"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0],"texts":["ATTEMPT","WORD lost"]},{"type":"chunk","time":1,"chunk":{"type":"text-delta","index":0,"text":"GHOSTWORD"}},{"type":"chunk","time":1,"chunk":{"type":"block-end","index":0,"block":{"type":"text","text":"ATTEMPTWORD lost"}}},{"type":"text-chunks","time0":2,"index":1,"dt":[0],"texts":["CUT","OFFWORD"]},{"type":"chunk","time":2,"chunk":{"type":"text-delta","index":1,"text":"LONEWORD"}}]}"#,
             "",
         );
     } else {
@@ -391,13 +391,15 @@ fn every_source_of_text_is_found_in_every_format_version() {
         if v >= 2 {
             // An attempt's stream is the only copy of its text: its ended blocks whole, the
             // pieces of one cut off each on its own.
-            for word in ["ATTEMPTWORD", "OFFWORD"] {
+            for word in ["ATTEMPTWORD", "OFFWORD", "LONEWORD"] {
                 want.push((
                     word,
                     vec![shape("assistant/attempt", Some("assistant"), "text", false)],
                 ));
             }
+            // Pieces are never joined; a delta of a block that ended is its block-end's.
             want.push(("CUTOFFWORD", vec![]));
+            want.push(("GHOSTWORD", vec![]));
         }
         if v >= 4 {
             want.push((

@@ -367,7 +367,11 @@ impl<'e> Parts<'e> {
             .map(|c| index_of(c))
             .collect();
         for record in records {
-            let open = !ended.contains(&index_of(record));
+            // A `chunk` record's index is its chunk's; a run's is its own.
+            let index = record
+                .get("chunk")
+                .map_or_else(|| index_of(record), index_of);
+            let open = !ended.contains(&index);
             match record.get("type").and_then(Json::as_str) {
                 Some(t @ ("text-chunks" | "reasoning-chunks")) if open => {
                     let kind = if t == "text-chunks" {
