@@ -1462,3 +1462,32 @@ fn an_event_the_fold_rejects_is_marked_rejected_and_not_on_the_surface() {
         ))
         .stderr(predicate::str::contains("invalid log"));
 }
+
+#[cfg(unix)]
+#[test]
+fn quiet_stops_at_the_first_match() {
+    let dir = root();
+    // After s-a, which matches, a session whose log is a FIFO nobody writes: opening it would
+    // wait forever, so the run must end before it.
+    let fifo = dir.path().join("--w--/s-b/session.jsonl.zstd");
+    std::fs::remove_file(&fifo).unwrap();
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    dshs()
+        .args(["-q", "grep", "-j", "1", "LATEWORD"])
+        .arg(dir.path())
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .code(0)
+        .stdout("")
+        .stderr("");
+    std::fs::remove_file(&fifo).unwrap();
+    dshs()
+        .args(["-q", "grep", "NOWHERE"])
+        .arg(dir.path())
+        .assert()
+        .code(1);
+}

@@ -80,12 +80,19 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                     report_state(&log, args.at, env.quiet, &mut summary);
                     summary.add(&log.totals);
                     printer.log(&log.name, &log.hits, &log.totals)?;
+                    // `-q`: the first match decides the exit status; the rest is not read.
+                    if env.quiet && summary.lines > 0 {
+                        return Err(anyhow::Error::new(QuietMatch));
+                    }
                 }
             }
             Ok(())
         },
     );
-    result?;
+    match result {
+        Err(e) if e.is::<QuietMatch>() => return Ok(Outcome::Success),
+        other => other?,
+    }
     summary.errors = errors;
     printer.finish(&summary)?;
     let matched = summary.lines > 0;
@@ -97,6 +104,11 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         Outcome::NoMatch
     })
 }
+
+/// Ends the run at the first match under `-q`.
+#[derive(Debug, thiserror::Error)]
+#[error("a match was found (quiet)")]
+struct QuietMatch;
 
 /// What is printed for each log.
 fn mode(args: &GrepArgs) -> crate::render::grep::Mode {
