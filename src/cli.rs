@@ -400,7 +400,8 @@ text}, `count` records with -c/-l, then one `summary`.
 
 Each log is first read raw: the literals the pattern requires (every match holds one)
 are looked for in the stored bytes, their escaped spellings included, so a log without a
-line that could match is never parsed (nor validated). A log that does not load as DSH would
+line that could match is never parsed (nor validated); nor is one whose candidate lines,
+decoded alone, hold no match. A log that does not load as DSH would
 load it is still searched as far as it can be read, with a note on stderr; one that
 cannot be read is an error (the others are still searched).
 

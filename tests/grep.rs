@@ -1321,12 +1321,42 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                     );
                     checked += 1;
                 }
-                // The raw pass over the whole file, for some of them.
+                // The raw pass over the whole file, for some of them; the candidate lines it
+                // keeps must confirm the match the text holds.
                 if i % (4 * step) == 0 {
-                    let c =
-                        prefilter::candidate_lines(&mut &bytes[..], Some(f), usize::MAX, |_| true)
-                            .unwrap()
-                            .unwrap();
+                    let mut kept = prefilter::Kept::with_budget(usize::MAX);
+                    let mut version = None;
+                    let c = prefilter::raw_pass(
+                        &mut &bytes[..],
+                        Some(f),
+                        usize::MAX,
+                        |h| {
+                            version = serde_json::from_slice::<Value>(h)
+                                .ok()
+                                .and_then(|h| h["version"].as_u64());
+                            true
+                        },
+                        &mut kept,
+                    )
+                    .unwrap()
+                    .unwrap();
+                    let query = dshs::log::grep::Query {
+                        pattern: p.clone(),
+                        types: vec![],
+                        roles: vec![],
+                        turns: None,
+                        since: None,
+                        until: None,
+                        surface_only: false,
+                        extract: dshs::log::grep::Extract { chunks: true },
+                        context: 0,
+                        keep: dshs::log::grep::Keep::Count,
+                    };
+                    assert!(
+                        dshs::log::grep::confirm(&query, version, &kept.lines),
+                        "{}: {text:?} not confirmed",
+                        file.display()
+                    );
                     let mut cursor = 0;
                     for &byte in lines {
                         assert!(
@@ -1490,4 +1520,41 @@ fn quiet_stops_at_the_first_match() {
         .arg(dir.path())
         .assert()
         .code(1);
+}
+
+#[test]
+fn a_log_whose_candidate_lines_hold_no_match_is_not_folded() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+    // The literal only where grep does not look: a tool definition, a message id.
+    l.push(
+        "request/header",
+        r#"{"header":{"config":{"provider":"p","model":"m"},"tools":[{"name":"t","description":"HIDDENWORD tool","parameters":{}}]},"reason":"initial"}"#,
+        "",
+    );
+    l.append(
+        "user/message",
+        r#"{"id":"HIDDENWORD-1","role":"user","content":[{"type":"text","text":"SEENWORDS here"}],"source":{"kind":"user"}}"#,
+    );
+    l.push("step/end", r#"{"turn":1,"step":1}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let path = write(dir.path(), "hidden.jsonl", l.text().as_bytes());
+    for args in [
+        &["HIDDENWORD"][..],
+        &["-w", "SEENWORD"],
+        &["--type", "tool/", "SEENWORD"],
+        &["--role", "tool", "SEENWORD"],
+    ] {
+        let (records, status) = run_json(args, &[path.as_path()]);
+        assert_eq!(status, 1, "{args:?}");
+        assert_eq!(summary(&records)["parsed"], 0, "{args:?}");
+    }
+    let (records, status) = run_json(&["SEENWORD"], &[path.as_path()]);
+    assert_eq!((status, summary(&records)["parsed"].as_u64()), (0, Some(1)));
 }

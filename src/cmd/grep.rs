@@ -2,10 +2,11 @@
 //! of every log below the paths (default: DSH's storage root), several logs at a time.
 //!
 //! Each log is first read raw: the pattern's literal test (`log::grep::prefilter`) says which
-//! lines could hold a match, and a log with none is done without being parsed. A log with
-//! candidates is folded by the one pass (`scan`) with a [`Search`] observer, which searches
-//! the text of those lines' events and holds the matches until the end of the log, where the
-//! final surface says which are shadowed. Output keeps the order of the paths.
+//! lines could hold a match, and a log with none is done without being parsed; nor is one
+//! whose candidate lines, decoded alone ([`confirm`]), hold no match. Any other log is folded
+//! by the one pass (`scan`) with a [`Search`] observer, which searches the text of those
+//! lines' events and holds the matches until the end of the log, where the final surface says
+//! which are shadowed. Output keeps the order of the paths.
 
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -14,7 +15,7 @@ use anyhow::Result;
 
 use dshs::log::grep::{
     Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
-    prefilter,
+    confirm, prefilter,
 };
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::scan::{Scan, ScanOptions, Status};
@@ -29,6 +30,10 @@ use super::{Env, Seekable};
 
 /// Candidate lines remembered per log; a log with more is searched event by event.
 const MAX_CANDIDATES: usize = 1 << 18;
+
+/// Bytes of candidate lines kept per log to confirm, before the fold, that one matches; a log
+/// with more is folded without asking.
+const CONFIRM_BYTES: usize = 8 << 20;
 
 /// Characters of a matching line shown on a terminal (the JSON output has all of it).
 const WINDOW: usize = 300;
@@ -321,10 +326,23 @@ fn search_target(
     let filter = query.pattern.prefilter();
     let candidates = if filter.is_some() || !sessions.is_empty() {
         let mut reader = first.reader;
-        let wanted = |header: &[u8]| sessions.is_empty() || session_wanted(header, sessions);
-        match prefilter::candidate_lines(&mut reader, filter, MAX_CANDIDATES, wanted) {
+        let mut version = None;
+        let wanted = |header: &[u8]| {
+            let h = serde_json::from_slice::<serde_json::Value>(header).ok();
+            version = h.as_ref().and_then(|h| h.get("version")?.as_u64());
+            sessions.is_empty() || h.is_some_and(|h| session_wanted(&h, sessions))
+        };
+        let mut kept = prefilter::Kept::with_budget(CONFIRM_BYTES);
+        match prefilter::raw_pass(&mut reader, filter, MAX_CANDIDATES, wanted, &mut kept) {
             Ok(None) => return Found::NotWanted,
             Ok(Some(Candidates::None)) => return Found::Nothing,
+            // Candidate lines, but none whose decoded text matches: nothing to fold for.
+            Ok(Some(c @ Candidates::Lines { .. }))
+                if !kept.overflowed && !confirm(query, version, &kept.lines) =>
+            {
+                drop(c);
+                return Found::Nothing;
+            }
             Ok(Some(c)) => c,
             // The scan reads as far as it can and says what is wrong.
             Err(_) => Candidates::All,
@@ -357,12 +375,9 @@ fn search_target(
 }
 
 /// Is the header's `id` one of `sessions` (or does it start with one)?
-fn session_wanted(header: &[u8], sessions: &[String]) -> bool {
-    let Ok(serde_json::Value::Object(h)) = serde_json::from_slice::<serde_json::Value>(header)
-    else {
-        return false;
-    };
-    h.get("id")
+fn session_wanted(header: &serde_json::Value, sessions: &[String]) -> bool {
+    header
+        .get("id")
         .and_then(serde_json::Value::as_str)
         .is_some_and(|id| sessions.iter().any(|s| id.starts_with(s.as_str())))
 }

@@ -3,7 +3,8 @@
 //!
 //! A log is read twice at most. First its raw lines go through the pattern's
 //! [`prefilter::LinePrefilter`] (memchr speed, no parse): a log without a line that could match
-//! is done. Otherwise the scan folds it exactly as `validate` does, and [`Search`] extracts
+//! is done, and so is one whose candidate lines, decoded alone, hold no match ([`confirm`]).
+//! Otherwise the scan folds it exactly as `validate` does, and [`Search`] extracts
 //! the text of the candidate lines' events ([`text::parts`]) and matches it line by line.
 //! Whether a match is on the surface the model sees now is known only once the log has been
 //! folded to its end: matches are held per log and resolved by [`Search::finish`].
@@ -16,7 +17,10 @@ use std::ops::Range;
 
 use regex::Regex;
 
+use crate::log::dialect::Dialect;
 use crate::log::finding::Pos;
+use crate::log::legacy;
+use crate::log::rows::{self, Row};
 use crate::log::scan::{EventInfo, FoldState, Observer};
 use crate::log::vocab::TypeClass;
 
@@ -230,12 +234,70 @@ impl Query {
         self.roles.is_empty() || role.is_some_and(|r| self.roles.contains(&r))
     }
 
-    fn in_scope(&self, turn: Option<i64>, time: i64) -> bool {
-        self.turns
-            .is_none_or(|r| turn.is_some_and(|t| r.contains(t)))
-            && self.since.is_none_or(|s| time >= s)
+    /// The turn and time filters; a turn of None (not known yet) passes.
+    fn in_scope(&self, turn: Option<Option<i64>>, time: i64) -> bool {
+        turn.is_none_or(|turn| {
+            self.turns
+                .is_none_or(|r| turn.is_some_and(|t| r.contains(t)))
+        }) && self.since.is_none_or(|s| time >= s)
             && self.until.is_none_or(|u| time <= u)
     }
+}
+
+/// Whether any of a log's candidate lines (as the raw pass kept them) holds an event of
+/// format `version` whose text matches `q`: each line decoded as the scan decodes it (lossy
+/// UTF-8, packed rows as their members, the v0 legacy shapes normalized), its text extracted
+/// and matched as [`Search`] does, with the filters that need no fold (type, role, time).
+/// False: the log holds no match, and need not be folded. It answers true when unsure (an
+/// unknown version): the fold decides then.
+pub fn confirm(q: &Query, version: Option<u64>, lines: &[(u64, Vec<u8>)]) -> bool {
+    let Some(d) = version
+        .and_then(|v| u8::try_from(v).ok())
+        .and_then(Dialect::for_version)
+    else {
+        return true;
+    };
+    struct NoIds;
+    impl legacy::MessageIds for NoIds {
+        fn message_id(&self, _seq: u64) -> Option<String> {
+            None
+        }
+    }
+    for (byte, raw) in lines {
+        let text = String::from_utf8_lossy(raw);
+        let pos = Pos {
+            line: 0,
+            byte: *byte,
+        };
+        let mut row = rows::decode_str(&text, pos, d);
+        let Row::Events(candidates, _) = &mut row else {
+            continue;
+        };
+        for c in candidates.iter_mut() {
+            let Ok(ev) = &mut c.event else { continue };
+            if d.legacy_v0 {
+                // Message ids only: the text moves, whatever the ids.
+                legacy::normalize(ev, "", &NoIds);
+            }
+            if !text::carries_text(&ev.ty, &q.extract)
+                || !q.type_matches(&ev.ty)
+                || !q.in_scope(None, ev.time)
+            {
+                continue;
+            }
+            for part in text::parts(ev, &q.extract) {
+                if !q.role_matches(part.role) {
+                    continue;
+                }
+                let mut found = false;
+                q.pattern.lines(&part.text, |_, _, _| found = true);
+                if found {
+                    return true;
+                }
+            }
+        }
+    }
+    false
 }
 
 /// Where a matching event stands, known once the log is folded to its end.
@@ -516,7 +578,7 @@ impl Observer for Search<'_> {
             return;
         }
         let turn = ev.turn().or_else(|| state.lifecycle.open_turn());
-        if !q.in_scope(turn, ev.time) {
+        if !q.in_scope(Some(turn), ev.time) {
             return;
         }
         let parts = text::parts(ev, &q.extract);

@@ -388,7 +388,62 @@ pub fn candidate_lines(
     reader: &mut dyn Read,
     filter: Option<&LinePrefilter>,
     cap: usize,
+    header: impl FnMut(&[u8]) -> bool,
+) -> io::Result<Option<Candidates>> {
+    raw_pass(reader, filter, cap, header, &mut Kept::none())
+}
+
+/// The candidate lines' bytes, kept by [`raw_pass`] up to a budget, for [`crate::log::grep::confirm`].
+#[derive(Debug, Default)]
+pub struct Kept {
+    /// (offset, the line without its `\n`), in file order.
+    pub lines: Vec<(u64, Vec<u8>)>,
+    budget: usize,
+    /// The budget ran out: `lines` is not all of them.
+    pub overflowed: bool,
+}
+
+impl Kept {
+    /// Keep up to `budget` bytes of candidate lines.
+    pub fn with_budget(budget: usize) -> Kept {
+        Kept {
+            budget,
+            ..Kept::default()
+        }
+    }
+
+    fn none() -> Kept {
+        Kept {
+            overflowed: true,
+            ..Kept::default()
+        }
+    }
+
+    fn keep(&mut self, base: u64, block: &[u8], offsets: &[u64]) {
+        for &o in offsets {
+            if self.overflowed {
+                return;
+            }
+            let start = (o - base) as usize;
+            let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i);
+            if end - start > self.budget {
+                self.overflowed = true;
+                self.lines.clear();
+                return;
+            }
+            self.budget -= end - start;
+            self.lines.push((o, block[start..end].to_vec()));
+        }
+    }
+}
+
+/// [`candidate_lines`], also keeping the candidate lines in `kept` (while its budget lasts).
+pub fn raw_pass(
+    reader: &mut dyn Read,
+    filter: Option<&LinePrefilter>,
+    cap: usize,
     mut header: impl FnMut(&[u8]) -> bool,
+    kept: &mut Kept,
 ) -> io::Result<Option<Candidates>> {
     let mut buf: Vec<u8> = vec![0; BLOCK];
     let mut filled = 0;
@@ -428,14 +483,17 @@ pub fn candidate_lines(
         match filter {
             None => {
                 if header_seen {
+                    kept.overflowed = true;
                     return Ok(Some(Candidates::All));
                 }
             }
             Some(f) => {
+                let first = offsets.len();
                 f.scan_block(&buf[from..usable], base + from as u64, &mut offsets);
                 if offsets.len() > cap {
                     return Ok(Some(Candidates::All));
                 }
+                kept.keep(base, &buf[..usable], &offsets[first..]);
             }
         }
         if at_end {
@@ -448,6 +506,7 @@ pub fn candidate_lines(
     let end = base + filled as u64;
     if !header_seen {
         // An empty file: the scan says what is wrong with it.
+        kept.overflowed = true;
         return Ok(Some(Candidates::All));
     }
     Ok(Some(if offsets.is_empty() {
