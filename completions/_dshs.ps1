@@ -37,6 +37,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
+            [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
@@ -136,6 +137,39 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'dshs;grep' {
+            [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Search each log as it stood right after event SEQ (replays the prefix 0..=SEQ)')
+            [CompletionResult]::new('--role', '--role', [CompletionResultType]::ParameterName, 'Only text from ROLE (repeatable). Tool output is `tool` in every format; tool calls are `assistant`; summaries, titles and todos have no role')
+            [CompletionResult]::new('--type', '--type', [CompletionResultType]::ParameterName, 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …')
+            [CompletionResult]::new('--turn', '--turn', [CompletionResultType]::ParameterName, 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Only events at or before TIME (same forms as --since)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only the session whose header id is ID, or starts with it (repeatable)')
+            [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Show N events of context before and after each matching one (their first line)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Show N events of context before and after each matching one (their first line)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Lines for people, or JSON Lines (match/context/count records, then a summary)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Search N logs at a time (default: one per core)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Search N logs at a time (default: one per core)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
+            [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
+            [CompletionResult]::new('-F', '-F ', [CompletionResultType]::ParameterName, 'PATTERN is a fixed string, not a regular expression')
+            [CompletionResult]::new('--fixed-strings', '--fixed-strings', [CompletionResultType]::ParameterName, 'PATTERN is a fixed string, not a regular expression')
+            [CompletionResult]::new('-i', '-i', [CompletionResultType]::ParameterName, 'Match case-insensitively (Unicode case folding)')
+            [CompletionResult]::new('--ignore-case', '--ignore-case', [CompletionResultType]::ParameterName, 'Match case-insensitively (Unicode case folding)')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'Match whole words only (no word character just before or after the match)')
+            [CompletionResult]::new('--word-regexp', '--word-regexp', [CompletionResultType]::ParameterName, 'Match whole words only (no word character just before or after the match)')
+            [CompletionResult]::new('--surface', '--surface', [CompletionResultType]::ParameterName, 'Only what the model sees now: the final surface of each log (and in formats 0-2 the latest request''s system prompt)')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Print only the logs (session directories) with a match')
+            [CompletionResult]::new('--files-with-matches', '--files-with-matches', [CompletionResultType]::ParameterName, 'Print only the logs (session directories) with a match')
+            [CompletionResult]::new('-c', '-c', [CompletionResultType]::ParameterName, 'Print the number of matching lines of each log with a match (`PATH:COUNT`)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Print the number of matching lines of each log with a match (`PATH:COUNT`)')
+            [CompletionResult]::new('--chunks', '--chunks', [CompletionResultType]::ParameterName, 'Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+ assistant messages), each on its own')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'dshs;ls' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a table, or JSON Lines (one object per session)')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Validate N sessions at a time (default: one per core)')
@@ -175,6 +209,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('stats', 'stats', [CompletionResultType]::ParameterValue, 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens')
             [CompletionResult]::new('repair', 'repair', [CompletionResultType]::ParameterValue, 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)')
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
+            [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
@@ -203,6 +238,9 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;help;compact' {
+            break
+        }
+        'dshs;help;grep' {
             break
         }
         'dshs;help;ls' {

@@ -34,6 +34,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
+            cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
@@ -124,6 +125,38 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'dshs;grep'= {
+            cand --at 'Search each log as it stood right after event SEQ (replays the prefix 0..=SEQ)'
+            cand --role 'Only text from ROLE (repeatable). Tool output is `tool` in every format; tool calls are `assistant`; summaries, titles and todos have no role'
+            cand --type 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …'
+            cand --turn 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it'
+            cand --since 'Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d'
+            cand --until 'Only events at or before TIME (same forms as --since)'
+            cand --session 'Only the session whose header id is ID, or starts with it (repeatable)'
+            cand -C 'Show N events of context before and after each matching one (their first line)'
+            cand --context 'Show N events of context before and after each matching one (their first line)'
+            cand --format 'Lines for people, or JSON Lines (match/context/count records, then a summary)'
+            cand -j 'Search N logs at a time (default: one per core)'
+            cand --jobs 'Search N logs at a time (default: one per core)'
+            cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
+            cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
+            cand -F 'PATTERN is a fixed string, not a regular expression'
+            cand --fixed-strings 'PATTERN is a fixed string, not a regular expression'
+            cand -i 'Match case-insensitively (Unicode case folding)'
+            cand --ignore-case 'Match case-insensitively (Unicode case folding)'
+            cand -w 'Match whole words only (no word character just before or after the match)'
+            cand --word-regexp 'Match whole words only (no word character just before or after the match)'
+            cand --surface 'Only what the model sees now: the final surface of each log (and in formats 0-2 the latest request''s system prompt)'
+            cand -l 'Print only the logs (session directories) with a match'
+            cand --files-with-matches 'Print only the logs (session directories) with a match'
+            cand -c 'Print the number of matching lines of each log with a match (`PATH:COUNT`)'
+            cand --count 'Print the number of matching lines of each log with a match (`PATH:COUNT`)'
+            cand --chunks 'Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+ assistant messages), each on its own'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'dshs;ls'= {
             cand --format 'Output format: a table, or JSON Lines (one object per session)'
             cand -j 'Validate N sessions at a time (default: one per core)'
@@ -160,6 +193,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand stats 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
             cand repair 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
+            cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
@@ -180,6 +214,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;help;repair'= {
         }
         &'dshs;help;compact'= {
+        }
+        &'dshs;help;grep'= {
         }
         &'dshs;help;ls'= {
         }

@@ -48,6 +48,7 @@ Examples:
   dshs repair --dry-run session.jsonl                  # what repair would do
   dshs compact --start 5 --end 12 --summary-file notes.md session.jsonl
   dshs ls                                              # every session, newest first
+  dshs grep -i 'cargo test' --role assistant           # where the model ran it, in every session
   dshs explain replace-start-not-on-surface
   dshs man | man -l -                                  # this manual";
 
@@ -207,6 +208,13 @@ pub enum Command {
         after_long_help = examples_then(COMPACT_EXAMPLES, COMPACT_EXIT_CODES)
     )]
     Compact(CompactArgs),
+    /// Search the decoded text of logs: messages, reasoning, tool calls and results, summaries.
+    #[command(
+        long_about = GREP_ABOUT,
+        after_help = GREP_EXIT_CODES,
+        after_long_help = examples_then(GREP_EXAMPLES, GREP_EXIT_CODES)
+    )]
+    Grep(GrepArgs),
     /// List the sessions under a DSH storage root, each validated, newest activity first.
     #[command(
         long_about = LS_ABOUT,
@@ -346,6 +354,208 @@ pub struct LsArgs {
     /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions).
     #[arg(value_name = "ROOT", value_hint = ValueHint::DirPath)]
     pub root: Option<PathBuf>,
+}
+
+pub const GREP_ABOUT: &str = "\
+Search the decoded text of logs: message text, reasoning, tool-call names and arguments,
+tool output, compaction summaries, titles, todos, format 0-2 system prompts. PATTERN is
+a regular expression (Rust regex
+syntax; -F for a fixed string), matched one line of decoded text at a time: never the
+escaped JSON, so `\\n`, `\\\"` and `\\u00e9` in the file are a line break, a quote and an é.
+A tool call's JSON arguments are decoded too; each string of them is searched under its
+key (`command`, `edits[0].old_string`).
+
+What each event type contributes (every format unless named; roles as --role knows them):
+  user/message                  message text (user)
+  system/message (3+)           message text (system)
+  developer/message (4)         message text and tool names (developer)
+  assistant/message             text, reasoning, tool calls: name and arguments (assistant)
+  tool/result                   the tool's output (tool, though formats 0-3 store it as user)
+  tool/call                     name and arguments (assistant)
+  assistant/attempt (2+)        its stream: a response that produced no message (assistant)
+  compaction/summary            the summary, and raw output that differs from it (no role)
+  request/header (0-2)          the system prompt (system)
+  agent/inbox/spliced           the queued messages (their role)
+  session/title, todo/write     the title, each todo (no role)
+Format 0 pre-release shapes are searched as DSH normalizes them (steering/message as a
+user/message, compact/* as compaction/*).
+
+PATH is a log, a session directory (its newest generation), a storage root (every session
+below it, plain or zstd, several at a time: -j), or `-`; without PATH, DSH's own root
+($DSH_HOME/sessions, else ~/.dsh/sessions).
+
+Every event that carries text is searched, each log folded exactly as DSH loads it: a
+match in a surface node that a later replacement took off the surface (a compacted or
+pruned message) is marked [shadowed], one the fold rejected [rejected], one after the
+committed prefix [crash tail]. --surface keeps only what the model sees now (the final
+surface, and in formats 0-2 the latest request's system prompt); --at SEQ searches the log
+as it stood right after event SEQ. Filters combine with AND; repeated --role and --type
+values with OR.
+
+Output: one line per matching line of text,
+  PATH:LINE: seq N turn T TYPE ROLE [PART] [MARK]: TEXT
+LINE being the log's line holding the event (zstd: of the decompressed text), TEXT the
+line of text with its matches highlighted (cut to 300 characters around the first one;
+everything from the log is escaped for the terminal). -C N adds the N events before and
+after (PATH-LINE- ...- first line). --format json prints JSON Lines: `match` (and
+`context`) records {file, line, byte, seq, time, turn, eventType, role, part, tool?,
+key?, textLine, shadowed, surface, text, submatches: [{start, end}] as byte offsets in
+text}, `count` records with -c/-l, then one `summary`.
+
+Each log is first read raw: the literals the pattern requires (every match holds one)
+are looked for in the stored bytes, their escaped spellings included, so a log without a
+line that could match is never parsed (nor validated); nor is one whose candidate lines,
+decoded alone, hold no match. A log that does not load as DSH would
+load it is still searched as far as it can be read, with a note on stderr; one that
+cannot be read is an error (the others are still searched).
+
+Streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+
+assistant/message) repeat their message and are searched only with --chunks; the stream
+of a format 2+ assistant/attempt (a response that produced no message) always is.";
+
+const GREP_EXAMPLES: &str = "\
+  dshs grep 'cargo test'                          # every session under DSH's root
+  dshs grep -F 'rm -rf' --role assistant --type tool/ ~/.dsh/sessions
+  dshs grep -i -w timeout --turn 3..5 -C 1 session.v4.jsonl
+  dshs grep --surface 'API key' s.jsonl           # only what the model still sees
+  dshs grep -l 'ENOSPC' --since 2d                # sessions of the last two days
+  dshs grep --format json 'panicked at' | jq -r 'select(.type==\"match\") | .file'";
+
+/// Exit status of `grep` (the grep convention).
+const GREP_EXIT_CODES: &str = "\
+Exit status:
+  0  something matched (with -q: even when a log could not be read)
+  1  nothing matched
+  2  an error: a bad pattern or option, a path or log that could not be read (the
+     others are still searched), an I/O failure";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum GrepRole {
+    User,
+    Assistant,
+    System,
+    Tool,
+    Developer,
+}
+
+/// `--since`/`--until`: an instant as Unix epoch milliseconds, with what was typed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventTime {
+    pub ms: i64,
+    pub text: String,
+}
+
+impl EventTime {
+    /// `@MS` (epoch milliseconds), an RFC 3339 instant (`2026-11-29T13:45:00Z`), a local
+    /// date-time or date (`2026-11-29 13:45`, `2026-11-29`: its midnight; TZ applies), or a
+    /// span back from now (`90m`, `2h`, `3 days`, `1w`).
+    pub fn parse(text: &str) -> Result<EventTime, String> {
+        let t = text.trim();
+        let at = |ms: i64| {
+            Ok(EventTime {
+                ms,
+                text: text.to_owned(),
+            })
+        };
+        if let Some(ms) = t.strip_prefix('@') {
+            return ms.parse::<i64>().map_or_else(
+                |_| Err(format!("`{text}`: expected @ and epoch milliseconds")),
+                at,
+            );
+        }
+        if let Ok(ts) = t.parse::<jiff::Timestamp>() {
+            return at(ts.as_millisecond());
+        }
+        let zone = jiff::tz::TimeZone::system();
+        let local = t.parse::<jiff::civil::DateTime>().or_else(|_| {
+            t.parse::<jiff::civil::Date>()
+                .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
+        });
+        if let Ok(dt) = local {
+            return dt.to_zoned(zone).map_or_else(
+                |e| Err(format!("`{text}`: {e}")),
+                |z| at(z.timestamp().as_millisecond()),
+            );
+        }
+        if let Ok(span) = t.parse::<jiff::Span>() {
+            return jiff::Zoned::now().checked_sub(span.abs()).map_or_else(
+                |e| Err(format!("`{text}`: {e}")),
+                |z| at(z.timestamp().as_millisecond()),
+            );
+        }
+        Err(format!(
+            "`{text}` is not a time: expected a date (2026-11-29), a local date-time (2026-11-29 13:45), an RFC 3339 instant (2026-11-29T13:45:00Z), @MS (epoch milliseconds) or a span ago (2h, 3d)"
+        ))
+    }
+}
+
+#[derive(Debug, Args)]
+pub struct GrepArgs {
+    /// The regular expression (Rust regex syntax), matched one line of decoded text at a time
+    /// (one that starts with `-` goes after `--`: `dshs grep -- -v`).
+    #[arg(value_name = "PATTERN", value_hint = ValueHint::Other)]
+    pub pattern: String,
+    /// Logs, session directories, storage roots (every session below), or `-` for standard
+    /// input (default: DSH's root, $DSH_HOME/sessions else ~/.dsh/sessions).
+    #[arg(value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub paths: Vec<String>,
+    /// PATTERN is a fixed string, not a regular expression.
+    #[arg(short = 'F', long)]
+    pub fixed_strings: bool,
+    /// Match case-insensitively (Unicode case folding).
+    #[arg(short = 'i', long)]
+    pub ignore_case: bool,
+    /// Match whole words only (no word character just before or after the match).
+    #[arg(short = 'w', long)]
+    pub word_regexp: bool,
+    /// Only what the model sees now: the final surface of each log (and in formats 0-2 the
+    /// latest request's system prompt).
+    #[arg(long)]
+    pub surface: bool,
+    /// Search each log as it stood right after event SEQ (replays the prefix 0..=SEQ).
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
+    pub at: Option<u64>,
+    /// Only text from ROLE (repeatable). Tool output is `tool` in every format; tool calls
+    /// are `assistant`; summaries, titles and todos have no role.
+    #[arg(long, value_enum, value_name = "ROLE")]
+    pub role: Vec<GrepRole>,
+    /// Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is
+    /// tool/call, tool/result, …
+    #[arg(long = "type", value_name = "T", value_hint = ValueHint::Other)]
+    pub types: Vec<String>,
+    /// Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An
+    /// event belongs to the turn its `data.turn` names, else to the turn open around it.
+    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse, value_hint = ValueHint::Other)]
+    pub turn: Option<TurnRange>,
+    /// Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local
+    /// time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d.
+    #[arg(long, value_name = "TIME", value_parser = EventTime::parse, value_hint = ValueHint::Other)]
+    pub since: Option<EventTime>,
+    /// Only events at or before TIME (same forms as --since).
+    #[arg(long, value_name = "TIME", value_parser = EventTime::parse, value_hint = ValueHint::Other)]
+    pub until: Option<EventTime>,
+    /// Only the session whose header id is ID, or starts with it (repeatable).
+    #[arg(long, value_name = "ID", value_hint = ValueHint::Other)]
+    pub session: Vec<String>,
+    /// Show N events of context before and after each matching one (their first line).
+    #[arg(short = 'C', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub context: Option<usize>,
+    /// Print only the logs (session directories) with a match.
+    #[arg(short = 'l', long, conflicts_with = "count")]
+    pub files_with_matches: bool,
+    /// Print the number of matching lines of each log with a match (`PATH:COUNT`).
+    #[arg(short = 'c', long)]
+    pub count: bool,
+    /// Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream
+    /// of format 2+ assistant messages), each on its own.
+    #[arg(long)]
+    pub chunks: bool,
+    /// Lines for people, or JSON Lines (match/context/count records, then a summary).
+    #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
+    pub format: ReportFormat,
+    /// Search N logs at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub jobs: Option<usize>,
 }
 
 /// Exit status of the read-only inspection commands (`show`, `stats`).

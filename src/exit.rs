@@ -12,6 +12,8 @@ pub enum Outcome {
     Failure,
     /// 3: refused as unsupported (format version, V4 draft, unknown type, live writer).
     Unsupported,
+    /// 1: `grep` found nothing (the grep convention).
+    NoMatch,
 }
 
 impl Outcome {
@@ -21,6 +23,7 @@ impl Outcome {
             Outcome::Invalid => 1,
             Outcome::Failure => 2,
             Outcome::Unsupported => 3,
+            Outcome::NoMatch => 1,
         }
     }
 

@@ -7,7 +7,7 @@
 //! when it cannot be read.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::Result;
 use serde::Serialize;
@@ -95,18 +95,8 @@ impl Sink for Discard {
     fn push(&mut self, _: Finding) {}
 }
 
-/// DSH's default storage root: `$DSH_HOME/sessions`, else `~/.dsh/sessions` (§2.1).
-pub fn default_root() -> Option<PathBuf> {
-    if let Some(home) = std::env::var_os("DSH_HOME").filter(|h| !h.is_empty()) {
-        return Some(PathBuf::from(home).join("sessions"));
-    }
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".dsh").join("sessions"))
-}
-
 pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let Some(root) = args.root.clone().or_else(default_root) else {
+    let Some(root) = args.root.clone().or_else(super::default_root) else {
         crate::render::diag!("dshs: error: no ROOT given and neither DSH_HOME nor HOME is set");
         return Ok(Outcome::Failure);
     };

@@ -6,6 +6,7 @@ pub mod completions;
 pub mod derive;
 pub mod explain;
 mod fold;
+pub mod grep;
 pub mod ls;
 pub mod man;
 pub mod repair;
@@ -72,6 +73,7 @@ impl Env {
             Command::Surface(a) => (a.format == SurfaceFormat::Json, false),
             Command::Derive(a) => (a.format != DeriveFormat::Markdown, false),
             Command::Repair(a) => (a.dry_run, false),
+            Command::Grep(a) => (a.format == ReportFormat::Json, false),
             _ => (false, false),
         };
         Ok(Env {
@@ -123,6 +125,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
     QUIET_NOTES.store(env.quiet, Ordering::Relaxed);
     match cli.command {
         Command::Ls(args) => ls::run(&args, &env, out),
+        Command::Grep(args) => grep::run(&args, &env, out),
         Command::Validate(args) => validate::run(&args, &env, out),
         Command::Explain(args) => explain::run(&args, &env, out),
         Command::Repair(args) => repair::run(&args, &env, out),
@@ -134,6 +137,16 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Completions(args) => completions::run(&args, out),
         Command::Man => man::run(out),
     }
+}
+
+/// DSH's default storage root: `$DSH_HOME/sessions`, else `~/.dsh/sessions` (§2.1).
+pub fn default_root() -> Option<PathBuf> {
+    if let Some(home) = std::env::var_os("DSH_HOME").filter(|h| !h.is_empty()) {
+        return Some(PathBuf::from(home).join("sessions"));
+    }
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".dsh").join("sessions"))
 }
 
 /// Open a log for one pass and run the scan over it, with progress on long reads.

@@ -8,6 +8,7 @@ pub mod compaction;
 pub mod derive;
 pub mod dialect;
 pub mod finding;
+pub mod grep;
 pub mod header;
 pub mod idset;
 pub mod input;

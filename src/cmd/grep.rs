@@ -1,0 +1,402 @@
+//! `dshs grep PATTERN [PATH...]`: find where something was said or done, in the decoded text
+//! of every log below the paths (default: DSH's storage root), several logs at a time.
+//!
+//! Each log is first read raw: the pattern's literal test (`log::grep::prefilter`) says which
+//! lines could hold a match, and a log with none is done without being parsed; nor is one
+//! whose candidate lines, decoded alone ([`confirm`]), hold no match. Any other log is folded
+//! by the one pass (`scan`) with a [`Search`] observer, which searches the text of those
+//! lines' events and holds the matches until the end of the log, where the final surface says
+//! which are shadowed. Output keeps the order of the paths.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use dshs::log::grep::{
+    Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
+    confirm, prefilter,
+};
+use dshs::log::input::{self, Opened, Source};
+use dshs::log::scan::{Scan, ScanOptions, Status};
+use dshs::log::{Finding, Sink};
+
+use crate::cli::{GrepArgs, GrepRole, ReportFormat};
+use crate::exit::Outcome;
+use crate::render::grep::{Printer, Summary};
+use crate::render::{diag, escape};
+
+use super::{Env, Seekable};
+
+/// Candidate lines remembered per log; a log with more is searched event by event.
+const MAX_CANDIDATES: usize = 1 << 18;
+
+/// Bytes of candidate lines kept per log to confirm, before the fold, that one matches; a log
+/// with more is folded without asking.
+const CONFIRM_BYTES: usize = 8 << 20;
+
+/// Characters of a matching line shown on a terminal (the JSON output has all of it).
+const WINDOW: usize = 300;
+
+pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let query = match query_of(args) {
+        Ok(q) => q,
+        Err(e) => {
+            diag!("dshs: error: {e}");
+            return Ok(Outcome::Failure);
+        }
+    };
+    let (targets, mut errors) = match targets(&args.paths) {
+        Ok(t) => t,
+        Err(e) => {
+            diag!("dshs: error: {e}");
+            return Ok(Outcome::Failure);
+        }
+    };
+    let jobs = super::jobs(args.jobs);
+    let parallel;
+    let env = if jobs > 1 && targets.len() > 1 {
+        parallel = env.for_parallel_logs();
+        &parallel
+    } else {
+        env
+    };
+    let opts = ScanOptions {
+        stop_after: args.at,
+        ..env.scan_options()
+    };
+    let mut printer = Printer::new(out, env.color_out, args.format, mode(args));
+    let mut summary = Summary::default();
+    let result = super::in_parallel(
+        &targets,
+        jobs,
+        |t| search_target(t, &query, env, &opts, &args.session),
+        |found| {
+            summary.logs += u64::from(!matches!(found, Found::NotWanted));
+            match found {
+                Found::NotWanted => {}
+                Found::Unreadable(message) => {
+                    errors += 1;
+                    diag!("dshs: error: {}", escape(&message));
+                }
+                Found::Nothing => {}
+                Found::Searched(log) => {
+                    summary.parsed += 1;
+                    report_state(&log, args.at, env.quiet, &mut summary);
+                    summary.add(&log.totals);
+                    printer.log(&log.name, &log.hits, &log.totals)?;
+                    // `-q`: the first match decides the exit status; the rest is not read.
+                    if env.quiet && summary.lines > 0 {
+                        return Err(anyhow::Error::new(QuietMatch));
+                    }
+                }
+            }
+            Ok(())
+        },
+    );
+    match result {
+        Err(e) if e.is::<QuietMatch>() => return Ok(Outcome::Success),
+        other => other?,
+    }
+    summary.errors = errors;
+    printer.finish(&summary)?;
+    let matched = summary.lines > 0;
+    Ok(if errors > 0 && !(env.quiet && matched) {
+        Outcome::Failure
+    } else if matched {
+        Outcome::Success
+    } else {
+        Outcome::NoMatch
+    })
+}
+
+/// Ends the run at the first match under `-q`.
+#[derive(Debug, thiserror::Error)]
+#[error("a match was found (quiet)")]
+struct QuietMatch;
+
+/// What is printed for each log.
+fn mode(args: &GrepArgs) -> crate::render::grep::Mode {
+    use crate::render::grep::Mode;
+    if args.files_with_matches {
+        Mode::Files
+    } else if args.count {
+        Mode::Count
+    } else {
+        Mode::Lines {
+            context: args.context.unwrap_or(0) > 0,
+        }
+    }
+}
+
+fn query_of(args: &GrepArgs) -> Result<Query, String> {
+    let pattern = Pattern::new(&PatternOptions {
+        pattern: args.pattern.clone(),
+        fixed: args.fixed_strings,
+        ignore_case: args.ignore_case,
+        word: args.word_regexp,
+    })
+    .map_err(|e| format!("invalid pattern: {e}"))?;
+    let counting = args.count || args.files_with_matches;
+    if let (Some(since), Some(until)) = (&args.since, &args.until)
+        && since.ms > until.ms
+    {
+        return Err(format!(
+            "--since {} is after --until {}: no event can be in between",
+            escape(&since.text),
+            escape(&until.text)
+        ));
+    }
+    Ok(Query {
+        pattern,
+        types: args.types.clone(),
+        roles: args
+            .role
+            .iter()
+            .map(|r| match r {
+                GrepRole::User => Role::User,
+                GrepRole::Assistant => Role::Assistant,
+                GrepRole::System => Role::System,
+                GrepRole::Tool => Role::Tool,
+                GrepRole::Developer => Role::Developer,
+            })
+            .collect(),
+        turns: args.turn.map(|t| Turns {
+            first: t.first,
+            last: t.last,
+        }),
+        since: args.since.as_ref().map(|t| t.ms),
+        until: args.until.as_ref().map(|t| t.ms),
+        surface_only: args.surface,
+        extract: Extract {
+            chunks: args.chunks,
+        },
+        context: if counting {
+            0
+        } else {
+            args.context.unwrap_or(0)
+        },
+        keep: if counting {
+            Keep::Count
+        } else if args.format == ReportFormat::Json {
+            Keep::Line
+        } else {
+            Keep::Window(WINDOW)
+        },
+    })
+}
+
+/// A log to search.
+enum Target {
+    Stdin,
+    /// A log file or a session directory, named as given (or as found below a root).
+    Path(String),
+}
+
+/// The logs below the command-line paths (DSH's root when there are none): a file or a
+/// session directory is one log, `-` standard input, any other directory a storage root
+/// standing for every session below it. A root without sessions is a note; one that cannot
+/// be listed an error (counted, the others are still searched).
+fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
+    let given: Vec<String> = if paths.is_empty() {
+        let root = super::default_root().ok_or(
+            "no PATH given and neither DSH_HOME nor HOME is set to find DSH's storage root",
+        )?;
+        vec![root.display().to_string()]
+    } else {
+        paths.to_vec()
+    };
+    let mut out = Vec::new();
+    let mut errors = 0;
+    for arg in given {
+        let path = std::path::Path::new(&arg);
+        if arg == "-" {
+            out.push(Target::Stdin);
+        } else if path.is_dir() && !input::is_session_dir(path) {
+            match input::find_sessions(path) {
+                Ok(found) if found.is_empty() => {
+                    diag!("dshs: note: no DSH sessions under {}", escape(&arg));
+                }
+                Ok(found) => out.extend(
+                    found
+                        .into_iter()
+                        .map(|p| Target::Path(p.display().to_string())),
+                ),
+                Err(e) => {
+                    errors += 1;
+                    diag!(
+                        "dshs: error: cannot list {}: {}",
+                        escape(&arg),
+                        escape(&e.to_string())
+                    );
+                }
+            }
+        } else if !path.exists() && paths.is_empty() {
+            return Err(format!(
+                "DSH's storage root {} does not exist (give PATHs to search)",
+                escape(&arg)
+            ));
+        } else {
+            out.push(Target::Path(arg));
+        }
+    }
+    Ok((out, errors))
+}
+
+/// One log's search, handed to the printer in path order.
+enum Found {
+    /// `--session` names other sessions.
+    NotWanted,
+    Unreadable(String),
+    /// No line of it could hold a match (it was not parsed).
+    Nothing,
+    Searched(Box<Searched>),
+}
+
+struct Searched {
+    name: String,
+    hits: Vec<Hit>,
+    totals: Totals,
+    scan: Scan,
+    first_error: Option<Finding>,
+}
+
+/// Keeps the first error finding (for the note on stderr).
+#[derive(Default)]
+struct FirstError(Option<Finding>);
+
+impl Sink for FirstError {
+    fn push(&mut self, f: Finding) {
+        if self.0.is_none() && f.is_error() {
+            self.0 = Some(f);
+        }
+    }
+}
+
+/// A log that can be opened again from the start.
+enum Reopen {
+    Path(PathBuf, String),
+    Spool(Seekable),
+}
+
+impl Reopen {
+    fn open(&self) -> io::Result<Opened> {
+        match self {
+            Reopen::Path(p, name) => input::open(&Source::Path(p.clone()))
+                .map(|mut o| {
+                    o.name = name.clone();
+                    o
+                })
+                .map_err(|e| io::Error::other(e.to_string())),
+            Reopen::Spool(s) => s.open(),
+        }
+    }
+}
+
+fn search_target(
+    target: &Target,
+    query: &Query,
+    env: &Env,
+    opts: &ScanOptions,
+    sessions: &[String],
+) -> Found {
+    let (first, again) = match target {
+        Target::Path(name) => {
+            let path = PathBuf::from(name);
+            match input::open(&Source::Path(path.clone())) {
+                Ok(o) => (o, Reopen::Path(path, name.clone())),
+                Err(e) => return Found::Unreadable(e.to_string()),
+            }
+        }
+        Target::Stdin => {
+            let spooled = input::open(&Source::Stdin)
+                .map_err(|e| e.to_string())
+                .and_then(|o| Seekable::new(o).map_err(|e| format!("cannot read -: {e}")));
+            let spool = match spooled {
+                Ok(s) => s,
+                Err(e) => return Found::Unreadable(e),
+            };
+            match spool.open() {
+                Ok(o) => (o, Reopen::Spool(spool)),
+                Err(e) => return Found::Unreadable(format!("cannot read -: {e}")),
+            }
+        }
+    };
+    let name = first.name.clone();
+    let filter = query.pattern.prefilter();
+    let candidates = if filter.is_some() || !sessions.is_empty() {
+        let mut reader = first.reader;
+        let mut version = None;
+        let wanted = |header: &[u8]| {
+            let h = serde_json::from_slice::<serde_json::Value>(header).ok();
+            version = h.as_ref().and_then(|h| h.get("version")?.as_u64());
+            sessions.is_empty() || h.is_some_and(|h| session_wanted(&h, sessions))
+        };
+        let mut kept = prefilter::Kept::with_budget(CONFIRM_BYTES);
+        match prefilter::raw_pass(&mut reader, filter, MAX_CANDIDATES, wanted, &mut kept) {
+            Ok(None) => return Found::NotWanted,
+            Ok(Some(Candidates::None)) => return Found::Nothing,
+            // Candidate lines, but none whose decoded text matches: nothing to fold for.
+            Ok(Some(c @ Candidates::Lines { .. }))
+                if !kept.overflowed && !confirm(query, version, &kept.lines) =>
+            {
+                drop(c);
+                return Found::Nothing;
+            }
+            Ok(Some(c)) => c,
+            // The scan reads as far as it can and says what is wrong.
+            Err(_) => Candidates::All,
+        }
+    } else {
+        drop(first);
+        Candidates::All
+    };
+    let opened = match again.open() {
+        Ok(o) => o,
+        Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
+    };
+    let mut search = Search::new(query, candidates);
+    let mut first_error = FirstError::default();
+    let scan = super::scan_source(opened, env, opts, &mut first_error, &mut search);
+    let mut scan = match scan {
+        Ok(s) => s,
+        Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
+    };
+    let (hits, totals) = search.finish(scan.state.as_ref());
+    // The surface is not needed any more; the result may wait a while to be printed.
+    scan.state = None;
+    Found::Searched(Box::new(Searched {
+        name,
+        hits,
+        totals,
+        scan,
+        first_error: first_error.0,
+    }))
+}
+
+/// Is the header's `id` one of `sessions` (or does it start with one)?
+fn session_wanted(header: &serde_json::Value, sessions: &[String]) -> bool {
+    header
+        .get("id")
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|id| sessions.iter().any(|s| id.starts_with(s.as_str())))
+}
+
+/// Notes on stderr for a log that does not load as DSH would load it, or that ended before
+/// `--at`.
+fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summary) {
+    if log.scan.status() != Status::Valid {
+        summary.not_valid += 1;
+    }
+    super::note_status(&log.name, &log.scan, log.first_error.as_ref(), quiet);
+    if let Some(at) = at
+        && log.scan.stop_not_reached
+        && !quiet
+    {
+        diag!(
+            "dshs: note: --at {at}: {} has no event with seq {at}; all {} of its events were searched",
+            escape(&log.name),
+            log.scan.events()
+        );
+    }
+}
