@@ -37,6 +37,37 @@ impl Outcome {
     }
 }
 
+/// Why a command stopped short: what `main` says once (`dshs: error: …`) and the exit status
+/// it ends with. Commands return it with `?` (wrapped in an `anyhow::Error`); any other
+/// error is an I/O failure (exit 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct Failure {
+    pub outcome: Outcome,
+    pub message: String,
+}
+
+impl Failure {
+    /// The error to return: `Err(Failure::of(Outcome::Invalid, "…"))?`.
+    pub fn of(outcome: Outcome, message: impl Into<String>) -> anyhow::Error {
+        anyhow::Error::new(Failure {
+            outcome,
+            message: message.into(),
+        })
+    }
+
+    /// A usage error, an unreadable file, an I/O failure (exit 2).
+    pub fn usage(message: impl Into<String>) -> anyhow::Error {
+        Failure::of(Outcome::Failure, message)
+    }
+
+    /// The exit status of an error a command returned.
+    pub fn outcome_of(e: &anyhow::Error) -> Outcome {
+        e.downcast_ref::<Failure>()
+            .map_or(Outcome::Failure, |f| f.outcome)
+    }
+}
+
 impl From<Outcome> for ExitCode {
     fn from(o: Outcome) -> ExitCode {
         ExitCode::from(o.code())

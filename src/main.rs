@@ -37,16 +37,9 @@ fn main() -> ExitCode {
         Err(e) if render::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             drop(out);
-            let mut msg = format!("dshs: error: {e}");
-            for cause in e.chain().skip(1) {
-                // Most errors already name their cause (`cannot read X: <io error>`).
-                let cause = cause.to_string();
-                if !msg.contains(&cause) {
-                    msg.push_str(&format!("\n  caused by: {cause}"));
-                }
-            }
-            render::diag!("{msg}");
-            exit::Outcome::Failure.into()
+            // The one place a command's error is said, and its exit status decided.
+            render::error(&e);
+            exit::Failure::outcome_of(&e).into()
         }
     }
 }

@@ -1,57 +1,47 @@
 //! `dshs compact`: append a manual compaction that replaces a surface range with a summary.
-//! The plan is `log::compact`, the write is `log::write` (the same writer as `repair`, whose
-//! plumbing — opening the target under the session lock, fault injection, refusals — this
-//! file shares); this file reads the summary, prints, and maps outcomes to exit codes.
+//! The plan is `log::compact`, the way in and out is `log::append` (the same path as
+//! `repair`); this file reads the summary, prints, and decides the exit status.
 //!
 //! Human text follows `repair`: the summary of a compaction goes to stdout (`-q` silences
 //! it); with `--dry-run`, stdout holds only the four events (JSON Lines) and the description
 //! goes to stderr.
 
-use std::fs::File;
-use std::io::{self, BufReader, Read, Write};
+use std::io::{self, Read, Write};
 use std::path::Path;
 
 use anyhow::Result;
 
+use dshs::log::append::Mode;
 use dshs::log::compact::{self, CompactPlan, Lookout, Minted, PlanError, Refusal, Request};
 use dshs::log::derive::Deriver;
-use dshs::log::input::{self, Opened, Source};
+use dshs::log::finding::ErrorList;
+use dshs::log::input;
 use dshs::log::scan::ScanOptions;
 use dshs::log::text;
-use dshs::log::write::{self, WriteError};
 
 use crate::cli::CompactArgs;
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::escape;
 use crate::render::human::plural;
 
 use super::Env;
-use super::repair::{Errors, fail, open_target, print_errors, write_failed};
-use super::test_fault;
+use super::writing::{self, SHOWN_ERRORS};
 
 pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let fault = match test_fault() {
-        Ok(f) => f,
-        Err(msg) => return Ok(fail(&msg, Outcome::Failure)),
-    };
+    let fault = super::test_fault()?;
     let stdin = args.file == "-";
     if stdin && !args.dry_run {
-        return Ok(fail(
+        return Err(Failure::usage(
             "standard input cannot be compacted in place: give the log's FILE path, or use --dry-run to see the compaction",
-            Outcome::Failure,
         ));
     }
     let summary_from_stdin = args.summary_file.as_deref() == Some(Path::new("-"));
     if stdin && summary_from_stdin {
-        return Ok(fail(
+        return Err(Failure::usage(
             "the log and the summary cannot both come from standard input: put the summary in a file, or pass it with --summary",
-            Outcome::Failure,
         ));
     }
-    let summary = match read_summary(args) {
-        Ok(s) => s,
-        Err(msg) => return Ok(fail(&msg, Outcome::Failure)),
-    };
+    let summary = read_summary(args).map_err(Failure::usage)?;
     let req = Request {
         start: args.start,
         end: args.end,
@@ -59,79 +49,52 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     };
     // No need to read a large log to refuse an empty summary.
     if let Err(r) = compact::check_summary(&req.summary) {
-        return Ok(refuse(&escape(&args.file), &r, &Errors::default()));
+        return Err(refuse(&escape(&args.file), &r, &ErrorList::new(0)));
     }
 
-    let target = match open_target(&args.file, stdin, !args.dry_run) {
-        Ok(t) => t,
-        Err(outcome) => return Ok(outcome),
+    let mode = if args.dry_run {
+        Mode::Look
+    } else {
+        Mode::InPlace
     };
+    let mut target = writing::open(&args.file, mode)?;
     let name = escape(&target.name).into_owned();
-    let mut opened = match input::open(&Source::Path(target.path.clone())) {
-        Ok(o) => Opened {
-            name: target.name.clone(),
-            path: target.is_log_file.then(|| target.path.clone()),
-            ..o
-        },
-        Err(e) => return Ok(fail(&e.to_string(), super::input_failure(&e))),
-    };
+    let cannot_read =
+        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let mut opened = target.open_log().map_err(super::input_error)?;
     // A zstd log has no plaintext on disk to read messages back from: keep a copy of it.
-    let plaintext = match input::tee_plaintext(&mut opened) {
-        Ok(copy) => copy,
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
+    let plaintext = input::tee_plaintext(&mut opened).map_err(|e| cannot_read(&e))?;
     let opts: ScanOptions = env.scan_options();
-    let mut errors = Errors::default();
+    let mut errors = ErrorList::new(SHOWN_ERRORS);
     let mut lookout = Lookout::new(&req);
-    let scan = match super::scan_source(opened, env, &opts, &mut errors, &mut lookout) {
-        Ok(s) => s,
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
-    let minted = match test_minted().map_or_else(Minted::fresh, Ok) {
-        Ok(m) => m,
-        Err(e) => return Ok(fail(&e.to_string(), Outcome::Failure)),
+    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut lookout)
+        .map_err(|e| cannot_read(&e))?;
+    let minted = match test_minted() {
+        Some(m) => m,
+        None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
     };
     let plain_path = plaintext
         .as_ref()
         .map_or(target.path.as_path(), |t| t.path());
-    let mut deriver = match Deriver::open(plain_path) {
-        Ok(d) => d,
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
+    let mut deriver = Deriver::open(plain_path).map_err(|e| cannot_read(&e))?;
     let plan = match compact::plan(&scan, &lookout, &req, minted, &mut deriver) {
         Ok(p) => p,
-        Err(PlanError::Refused(r)) => return Ok(refuse(&name, &r, &errors)),
-        Err(PlanError::Read(e)) => {
-            return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure));
-        }
-        Err(e @ PlanError::Encode(_)) => {
-            return Ok(fail(&format!("{name}: {e}"), Outcome::Failure));
-        }
+        Err(PlanError::Refused(r)) => return Err(refuse(&name, &r, &errors)),
+        Err(PlanError::Read(e)) => return Err(cannot_read(&e)),
+        Err(e @ PlanError::Encode(_)) => return Err(Failure::usage(format!("{name}: {e}"))),
     };
-    // The plan covers the log as it was read: it must be the file that was stamped.
-    if scan.physical_len() != target.stamp.len {
-        let e = WriteError::Changed {
-            path: target.path.clone(),
-        };
-        return Ok(fail(&e.to_string(), Outcome::Unsupported));
-    }
+    target.planned_from(&scan).map_err(writing::write_failed)?;
 
-    let original = match File::open(&target.path) {
-        Ok(f) => BufReader::new(f),
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
-    let scan_path = target.is_log_file.then_some(target.path.as_path());
-    let verdict = match compact::verify(original, &plan, scan_path, &opts) {
-        Ok(v) => v,
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
-    if !verdict.ok {
-        print_errors(&target.name, verdict.findings.iter());
-        return Ok(fail(
-            &format!(
+    let (result, findings) = target
+        .verify(plan.edit(), plan.encoding, &opts)
+        .map_err(|e| cannot_read(&e))?;
+    if !plan.verified(&result) {
+        writing::print_findings(&target.name, findings.iter());
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
                 "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
             ),
-            Outcome::Invalid,
         ));
     }
 
@@ -149,19 +112,13 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         }
         return Ok(Outcome::Success);
     }
-    let mut target = target;
-    if let Err(outcome) = target.lock_for_write() {
-        return Ok(outcome);
+    target
+        .write_in_place(plan.edit(), fault)
+        .map_err(writing::write_failed)?;
+    if !env.quiet {
+        writeln!(out, "{name}: replaced {}", describe(&plan))?;
     }
-    match write::apply_in_place(&target.path, target.stamp, plan.edit(), fault) {
-        Ok(_) => {
-            if !env.quiet {
-                writeln!(out, "{name}: replaced {}", describe(&plan))?;
-            }
-            Ok(Outcome::Success)
-        }
-        Err(e) => Ok(write_failed(&e)),
-    }
+    Ok(Outcome::Success)
 }
 
 /// Debug builds only: `DSHS_TEST_MINT=TIME` fixes the fresh identities and the clock of a
@@ -214,28 +171,21 @@ fn read_summary(args: &CompactArgs) -> Result<String, String> {
     Ok(text.trim_end_matches(['\n', '\r']).to_owned())
 }
 
-fn refuse(name: &str, refusal: &Refusal, errors: &Errors) -> Outcome {
+fn refuse(name: &str, refusal: &Refusal, errors: &ErrorList) -> anyhow::Error {
     if matches!(refusal, Refusal::Invalid { .. } | Refusal::Unsupported) {
-        print_errors(name, errors.kept.iter());
-        if errors.more > 0 {
-            crate::render::diag!(
-                "{name}: … {} more error{} not shown (dshs validate lists them all)",
-                errors.more,
-                plural(errors.more)
-            );
-        }
+        writing::print_errors(name, errors);
     }
     let outcome = if refusal.is_unsupported() {
         Outcome::Unsupported
     } else {
         Outcome::Invalid
     };
-    fail(
-        &format!(
+    Failure::of(
+        outcome,
+        format!(
             "refusing to compact {name}: {}; nothing was written",
             refusal.describe(name)
         ),
-        outcome,
     )
 }
 

@@ -14,18 +14,24 @@ use crate::exit::Outcome;
 use crate::render::{escape, markdown};
 
 use super::Env;
-use super::fold::{self, Loaded, Want};
+use super::fold::{self, Want};
+
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &DeriveArgs) -> super::Output {
+    super::Output {
+        json: args.format != DeriveFormat::Markdown,
+        writes_while_reading: false,
+    }
+}
 
 pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let env = &env.for_output(output(args));
     let want = Want {
         at: args.at,
         lines: true,
         replacements: false,
     };
-    let folded = match fold::load(&args.file, &want, env)? {
-        Loaded::Folded(f) => f,
-        Loaded::Refused(outcome) => return Ok(outcome),
-    };
+    let folded = fold::load(&args.file, &want, env)?;
     let path = folded
         .lines
         .as_deref()

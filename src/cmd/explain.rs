@@ -10,7 +10,7 @@ use comfy_table::{
 use dshs::log::codes::{CATALOGUE, Code, CodeInfo, SeverityRule};
 
 use crate::cli::ExplainArgs;
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::human::Painter;
 
 use super::Env;
@@ -84,11 +84,9 @@ pub fn run(args: &ExplainArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         } else {
             format!("did you mean {}?", close.join(", "))
         };
-        crate::render::diag!(
-            "dshs: error: unknown finding code `{}`; {hint}",
-            crate::render::escape(name)
-        );
-        return Ok(Outcome::Failure);
+        return Err(Failure::usage(format!(
+            "unknown finding code `{name}`; {hint}"
+        )));
     };
     let info: &CodeInfo = code.info();
     writeln!(out, "{}", painter.bold(info.name))?;

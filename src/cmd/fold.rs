@@ -12,7 +12,7 @@ use dshs::log::scan::{FoldState, Scan, ScanOptions, Status};
 use dshs::log::surface::Node;
 use dshs::log::{Finding, Sink, input};
 
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::escape;
 use crate::render::human::{self, Painter};
 
@@ -35,12 +35,6 @@ impl Folded {
     pub fn after_seq(&self) -> Option<u64> {
         self.state.surface.next_seq().checked_sub(1)
     }
-}
-
-pub enum Loaded {
-    Folded(Box<Folded>),
-    /// The log could not be folded; the reason was printed on stderr.
-    Refused(Outcome),
 }
 
 /// What the caller needs besides the fold.
@@ -74,26 +68,14 @@ impl Sink for Refusals {
     }
 }
 
-pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
+pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
     let mut spool = None;
-    let mut opened = match super::open(file) {
-        Ok(o) => o,
-        Err(e) => {
-            complain(&escape(&e.to_string()));
-            return Ok(Loaded::Refused(super::input_failure(&e)));
-        }
-    };
+    let mut opened = super::open_log(file)?;
     if want.lines {
         // No plaintext file to fetch lines from (zstd, standard input, a FIFO): keep a copy
         // of what the one pass reads.
-        match input::tee_plaintext(&mut opened) {
-            Ok(Some(copy)) => spool = Some(copy),
-            Ok(None) => {}
-            Err(e) => {
-                complain(&format!("cannot create a temporary file: {e}"));
-                return Ok(Loaded::Refused(Outcome::Failure));
-            }
-        }
+        spool = input::tee_plaintext(&mut opened)
+            .map_err(|e| Failure::usage(format!("cannot create a temporary file: {e}")))?;
     }
     let lines = match &spool {
         Some(copy) => Some(copy.path().to_path_buf()),
@@ -106,24 +88,14 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
         ..env.scan_options()
     };
     let mut refusals = Refusals::default();
-    let mut scan = match super::scan_source(opened, env, &opts, &mut refusals, &mut ()) {
-        Ok(s) => s,
-        Err(e) => {
-            complain(&format!("cannot read {}: {e}", escape(&name)));
-            return Ok(Loaded::Refused(Outcome::Failure));
-        }
-    };
+    let mut scan = super::scan_source(opened, env, &opts, &mut refusals, &mut ())
+        .map_err(|e| super::read_failure(&name, &e))?;
     let unsupported = scan.status() == Status::Unsupported;
     if unsupported || scan.tally.blocking > 0 || scan.state.is_none() {
-        report(&name, &refusals, &scan, unsupported);
-        return Ok(Loaded::Refused(if unsupported {
-            Outcome::Unsupported
-        } else {
-            Outcome::Invalid
-        }));
+        return Err(refuse(&name, &refusals, &scan, unsupported));
     }
     let Some(state) = scan.state.take() else {
-        return Ok(Loaded::Refused(Outcome::Invalid));
+        return Err(refuse(&name, &refusals, &scan, unsupported));
     };
     if scan.stop_not_reached {
         let at = want.at.unwrap_or_default();
@@ -131,19 +103,17 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Loaded> {
             Some(last) => format!("its last event is seq {last}"),
             None => "it has no events".to_owned(),
         };
-        complain(&format!(
-            "--at {at}: {} has no event with seq {at} ({last})",
-            escape(&name)
-        ));
-        return Ok(Loaded::Refused(Outcome::Failure));
+        return Err(Failure::usage(format!(
+            "--at {at}: {name} has no event with seq {at} ({last})"
+        )));
     }
-    Ok(Loaded::Folded(Box::new(Folded {
+    Ok(Box::new(Folded {
         name,
         scan,
         state,
         lines,
         _spool: spool,
-    })))
+    }))
 }
 
 /// A message could not be read back from its line after the pass: say where, and the likely
@@ -161,13 +131,9 @@ pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error
     )
 }
 
-/// `dshs: error: …` on stderr. A closed stderr is not worth failing over.
-pub fn complain(message: &str) {
-    let _ = writeln!(crate::render::diag_stream(), "dshs: error: {message}");
-}
-
-/// The findings that stop the fold, as `validate` prints them, then why nothing is shown.
-fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
+/// The findings that stop the fold, printed as `validate` prints them; the error says why
+/// nothing is shown (exit 3 for an unsupported log, 1 otherwise).
+fn refuse(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) -> anyhow::Error {
     let painter = Painter { color: false };
     let mut err = crate::render::diag_stream();
     for f in &refusals.kept {
@@ -200,5 +166,10 @@ fn report(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) {
             human::plural(n)
         )
     };
-    let _ = writeln!(err, "dshs: error: {} {why}", escape(name));
+    let outcome = if unsupported {
+        Outcome::Unsupported
+    } else {
+        Outcome::Invalid
+    };
+    Failure::of(outcome, format!("{name} {why}"))
 }

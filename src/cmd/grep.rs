@@ -13,16 +13,17 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
+use dshs::log::Finding;
+use dshs::log::finding::FirstError;
 use dshs::log::grep::{
     Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
     confirm, prefilter,
 };
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::scan::{Scan, ScanOptions, Status};
-use dshs::log::{Finding, Sink};
 
 use crate::cli::{GrepArgs, GrepRole, ReportFormat};
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::grep::{Printer, Summary};
 use crate::render::{diag, escape};
 
@@ -38,21 +39,18 @@ const CONFIRM_BYTES: usize = 8 << 20;
 /// Characters of a matching line shown on a terminal (the JSON output has all of it).
 const WINDOW: usize = 300;
 
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &GrepArgs) -> super::Output {
+    super::Output {
+        json: args.format == crate::cli::ReportFormat::Json,
+        writes_while_reading: false,
+    }
+}
+
 pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let query = match query_of(args) {
-        Ok(q) => q,
-        Err(e) => {
-            diag!("dshs: error: {e}");
-            return Ok(Outcome::Failure);
-        }
-    };
-    let (targets, mut errors) = match targets(&args.paths) {
-        Ok(t) => t,
-        Err(e) => {
-            diag!("dshs: error: {e}");
-            return Ok(Outcome::Failure);
-        }
-    };
+    let env = &env.for_output(output(args));
+    let query = query_of(args).map_err(Failure::usage)?;
+    let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
     let jobs = super::jobs(args.jobs);
     let parallel;
     let env = if jobs > 1 && targets.len() > 1 {
@@ -77,7 +75,7 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                 Found::NotWanted => {}
                 Found::Unreadable(message) => {
                     errors += 1;
-                    diag!("dshs: error: {}", escape(&message));
+                    crate::render::error_message(&message);
                 }
                 Found::Nothing => {}
                 Found::Searched(log) => {
@@ -224,11 +222,7 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
                 ),
                 Err(e) => {
                     errors += 1;
-                    diag!(
-                        "dshs: error: cannot list {}: {}",
-                        escape(&arg),
-                        escape(&e.to_string())
-                    );
+                    crate::render::error_message(&format!("cannot list {arg}: {e}"));
                 }
             }
         } else if !path.exists() && paths.is_empty() {
@@ -259,18 +253,6 @@ struct Searched {
     totals: Totals,
     scan: Scan,
     first_error: Option<Finding>,
-}
-
-/// Keeps the first error finding (for the note on stderr).
-#[derive(Default)]
-struct FirstError(Option<Finding>);
-
-impl Sink for FirstError {
-    fn push(&mut self, f: Finding) {
-        if self.0.is_none() && f.is_error() {
-            self.0 = Some(f);
-        }
-    }
 }
 
 /// A log that can be opened again from the start.

@@ -12,12 +12,12 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use dshs::log::finding::Discard;
 use dshs::log::input::{self, Source};
 use dshs::log::scan::{EventInfo, FoldState, Observer, Status};
-use dshs::log::{Finding, Sink};
 
 use crate::cli::{LsArgs, ReportFormat};
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::human::{Painter, plural};
 use crate::render::{Clock, escape};
 
@@ -88,27 +88,19 @@ impl Observer for Activity {
     }
 }
 
-/// Findings are only counted (the scan's tally); nothing is kept.
-struct Discard;
-
-impl Sink for Discard {
-    fn push(&mut self, _: Finding) {}
-}
-
 pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let Some(root) = args.root.clone().or_else(super::default_root) else {
-        crate::render::diag!("dshs: error: no ROOT given and neither DSH_HOME nor HOME is set");
-        return Ok(Outcome::Failure);
+        return Err(Failure::usage(
+            "no ROOT given and neither DSH_HOME nor HOME is set",
+        ));
     };
     let sessions = match input::find_sessions(&root) {
         Ok(s) => s,
         Err(e) => {
-            crate::render::diag!(
-                "dshs: error: cannot list {}: {}",
-                escape(&root.display().to_string()),
-                escape(&e.to_string())
-            );
-            return Ok(Outcome::Failure);
+            return Err(Failure::usage(format!(
+                "cannot list {}: {e}",
+                root.display()
+            )));
         }
     };
     let mut rows = Vec::with_capacity(sessions.len());

@@ -14,6 +14,7 @@ pub mod show;
 pub mod stats;
 pub mod surface;
 pub mod validate;
+mod writing;
 
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
@@ -28,8 +29,8 @@ use dshs::log::input::{self, InputError, Opened, Source};
 use dshs::log::scan::{self, Observer, Scan, ScanOptions, Status};
 use dshs::log::vocab::KnownTypes;
 
-use crate::cli::{Cli, Command, DeriveFormat, ReportFormat, SurfaceFormat};
-use crate::exit::Outcome;
+use crate::cli::{Cli, Command};
+use crate::exit::{Failure, Outcome};
 use crate::render::{Progress, ProgressPolicy, use_color};
 
 /// Global options, decided once; commands never see clap types for them.
@@ -39,11 +40,21 @@ pub struct Env {
     /// this to skip work whose only purpose is output.
     pub quiet: bool,
     pub known_types: KnownTypes,
-    /// When a long read may show a progress bar on stderr.
+    /// When a long read may show a progress bar on stderr (see [`Env::for_output`]).
     pub progress: ProgressPolicy,
     /// Parsing threads per log (see [`ScanOptions::threads`]): 0 picks by itself; 1 when
     /// several logs are already read in parallel.
     pub threads: usize,
+    stdout_is_terminal: bool,
+}
+
+/// What a command's output is like, for the progress bar: JSON output never comes with one,
+/// and a command that writes while it reads (validate's findings, show's lines) gets none
+/// when that goes to the same terminal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Output {
+    pub json: bool,
+    pub writes_while_reading: bool,
 }
 
 impl Env {
@@ -52,30 +63,18 @@ impl Env {
         if let Some(list) = std::env::var_os("DSHS_KNOWN_TYPES") {
             for path in std::env::split_paths(&list).filter(|p| !p.as_os_str().is_empty()) {
                 known.load(&path).map_err(|e| {
-                    anyhow::anyhow!(
+                    Failure::usage(format!(
                         "{e} (listed in DSHS_KNOWN_TYPES; fix the file or the variable)"
-                    )
+                    ))
                 })?;
             }
         }
         for path in &cli.known_types {
             known
                 .load(path)
-                .map_err(|e| anyhow::anyhow!("--known-types: {e}"))?;
+                .map_err(|e| Failure::usage(format!("--known-types: {e}")))?;
         }
         let stdout_is_terminal = io::stdout().is_terminal();
-        // JSON output never comes with a progress bar; commands that write while they read
-        // (validate's findings, show's lines) get none when that goes to the same terminal.
-        let (json, writes_while_reading) = match &cli.command {
-            Command::Validate(a) => (a.format == ReportFormat::Json, true),
-            Command::Show(a) => (a.format == ReportFormat::Json, true),
-            Command::Stats(a) => (a.format == ReportFormat::Json, false),
-            Command::Surface(a) => (a.format == SurfaceFormat::Json, false),
-            Command::Derive(a) => (a.format != DeriveFormat::Markdown, false),
-            Command::Repair(a) => (a.dry_run, false),
-            Command::Grep(a) => (a.format == ReportFormat::Json, false),
-            _ => (false, false),
-        };
         Ok(Env {
             color_out: use_color(cli.color, stdout_is_terminal),
             quiet: cli.quiet,
@@ -83,11 +82,25 @@ impl Env {
             progress: ProgressPolicy {
                 stderr_is_terminal: io::stderr().is_terminal(),
                 quiet: cli.quiet,
-                json,
-                interleaves: writes_while_reading && stdout_is_terminal,
+                json: false,
+                interleaves: false,
             },
             threads: 0,
+            stdout_is_terminal,
         })
+    }
+
+    /// The same options for a command whose output is like `output` (see [`Output`]).
+    pub fn for_output(&self, output: Output) -> Env {
+        Env {
+            known_types: self.known_types.clone(),
+            progress: ProgressPolicy {
+                json: output.json,
+                interleaves: output.writes_while_reading && self.stdout_is_terminal,
+                ..self.progress
+            },
+            ..*self
+        }
     }
 
     /// For logs read several at once, one per worker thread: each is parsed on its worker
@@ -115,13 +128,7 @@ impl Env {
 }
 
 pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
-    let env = match Env::from_cli(&cli) {
-        Ok(env) => env,
-        Err(e) => {
-            crate::render::diag!("dshs: error: {e:#}");
-            return Ok(Outcome::Failure);
-        }
-    };
+    let env = Env::from_cli(&cli)?;
     QUIET_NOTES.store(env.quiet, Ordering::Relaxed);
     match cli.command {
         Command::Ls(args) => ls::run(&args, &env, out),
@@ -329,13 +336,14 @@ pub fn in_parallel<T: Sync, R: Send>(
     })
 }
 
-/// Open `arg`, or say on stderr why it cannot be read and return the exit status for that
-/// (3 for an unsupported encoding, 2 otherwise).
-pub fn open_or_report(arg: &str) -> Result<Opened, Outcome> {
-    open(arg).map_err(|e| {
-        crate::render::diag!("dshs: error: {}", crate::render::escape(&e.to_string()));
-        input_failure(&e)
-    })
+/// Open `arg` (see [`open`]); an input that cannot be opened is the command's error.
+pub fn open_log(arg: &str) -> Result<Opened> {
+    open(arg).map_err(input_error)
+}
+
+/// The command's error for an input that could not be opened.
+pub fn input_error(e: InputError) -> anyhow::Error {
+    Failure::of(input_failure(&e), e.to_string())
 }
 
 /// The exit status for an input that could not be opened.
@@ -396,14 +404,9 @@ impl Seekable {
     }
 }
 
-/// Reading failed part-way: report it and exit 2.
-pub fn read_failure(name: &str, e: &io::Error) -> Outcome {
-    crate::render::diag!(
-        "dshs: error: cannot read {}: {}",
-        crate::render::escape(name),
-        crate::render::escape(&e.to_string())
-    );
-    Outcome::Failure
+/// Reading failed part-way: the command's error (exit 2).
+pub fn read_failure(name: &str, e: &io::Error) -> anyhow::Error {
+    Failure::usage(format!("cannot read {}: {e}", crate::render::escape(name)))
 }
 
 /// The exit status of an inspection command: what `validate` would say about the log.
@@ -446,15 +449,15 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
 /// fail, die or pause on purpose at a point of the write, so the tests can prove the
 /// rollback, crash consistency and the live-writer checks (`write::Fault::parse` lists the
 /// values). Release builds ignore the variable.
-pub fn test_fault() -> Result<dshs::log::write::Fault, String> {
+pub fn test_fault() -> Result<dshs::log::write::Fault> {
     #[cfg(debug_assertions)]
     if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
         let v = v.to_string_lossy();
         return dshs::log::write::Fault::parse(&v).ok_or_else(|| {
-            format!(
+            Failure::usage(format!(
                 "DSHS_TEST_FAULT={}: expected append:N, sidecar, sync, kill:POINT or pause:POINT",
                 crate::render::escape(&v)
-            )
+            ))
         });
     }
     Ok(dshs::log::write::Fault::None)
@@ -465,9 +468,21 @@ mod tests {
     use super::*;
     use clap::Parser;
 
+    /// The options a command runs with: the global ones, for its kind of output.
     fn env(args: &[&str]) -> Env {
         let cli = Cli::try_parse_from(args).expect("valid arguments");
-        Env::from_cli(&cli).expect("no known-types files")
+        let env = Env::from_cli(&cli).expect("no known-types files");
+        let output = match &cli.command {
+            Command::Validate(a) => validate::output(a),
+            Command::Show(a) => show::output(a),
+            Command::Stats(a) => stats::output(a),
+            Command::Surface(a) => surface::output(a),
+            Command::Derive(a) => derive::output(a),
+            Command::Repair(a) => repair::output(a),
+            Command::Grep(a) => grep::output(a),
+            _ => Output::default(),
+        };
+        env.for_output(output)
     }
 
     #[test]

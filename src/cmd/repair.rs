@@ -1,131 +1,83 @@
 //! `dshs repair`: cut what a crash left after the committed prefix and close the open turn, as
-//! DSH does on resume. The plan is `log::repair`, the write is `log::write`; this file opens
-//! the log, takes the session lock, prints, and maps outcomes to exit codes.
+//! DSH does on resume. The plan is `log::repair`, the way in and out is `log::append`; this
+//! file prints and decides the exit status.
 //!
 //! Human text: the summary of a repair goes to stdout; with `--dry-run`, stdout holds only the
 //! closers (JSON Lines) and what would be cut goes to stderr. `-q` silences all of it (main
 //! sends stdout to a sink and `render::diag!` prints nothing); the repair itself still runs.
 
 use std::fs::File;
-use std::io::{self, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::Path;
 
 use anyhow::Result;
 
+use dshs::log::append::Mode;
 use dshs::log::closers::CloserKind;
-use dshs::log::input::{self, FileKind, InputError, Opened, Source};
+use dshs::log::finding::ErrorList;
 use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
-use dshs::log::write::{self, Stamp, WriteError, WriterLock};
-use dshs::log::{Finding, Sink};
 
 use crate::cli::RepairArgs;
-use crate::exit::Outcome;
+use crate::exit::{Failure, Outcome};
 use crate::render::escape;
-use crate::render::human::{self, Painter, plural};
+use crate::render::human::plural;
 
 use super::Env;
+use super::writing::{self, SHOWN_ERRORS};
 
-/// How many error findings a refusal prints (the count covers all of them).
-const SHOWN_ERRORS: usize = 50;
-
-/// Keeps the error findings (a refusal shows them); warnings are crash damage repair fixes.
-/// (`compact` shares this and the other plumbing below marked `pub(super)`.)
-#[derive(Default)]
-pub(super) struct Errors {
-    pub(super) kept: Vec<Finding>,
-    pub(super) more: u64,
-}
-
-impl Sink for Errors {
-    fn push(&mut self, f: Finding) {
-        if !f.is_error() {
-            return;
-        }
-        if self.kept.len() < SHOWN_ERRORS {
-            self.kept.push(f);
-        } else {
-            self.more += 1;
-        }
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &RepairArgs) -> super::Output {
+    super::Output {
+        json: args.dry_run,
+        writes_while_reading: false,
     }
-}
-
-/// The log being repaired, opened once, with the session lock held while dshs works.
-pub(super) struct Target {
-    /// What the user typed.
-    pub(super) name: String,
-    /// The file read: the log itself, or a spooled copy of standard input.
-    pub(super) path: PathBuf,
-    /// Name and layout checks apply (false for a spooled copy).
-    pub(super) is_log_file: bool,
-    pub(super) stamp: Stamp,
-    lock: Option<WriterLock>,
-    _spool: Option<tempfile::NamedTempFile>,
 }
 
 pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let fault = match super::test_fault() {
-        Ok(f) => f,
-        Err(msg) => return Ok(fail(&msg, Outcome::Failure)),
-    };
+    let env = &env.for_output(output(args));
+    let fault = super::test_fault()?;
     let stdin = args.file == "-";
     if stdin && !args.dry_run && args.output.is_none() {
-        return Ok(fail(
+        return Err(Failure::usage(
             "standard input cannot be repaired in place: use --dry-run to see the repair, or --output OUT to write the repaired log",
-            Outcome::Failure,
         ));
     }
     // --dry-run and --output change nothing in FILE, not even to finish an interrupted write.
-    let resume = !args.dry_run && args.output.is_none();
-    let target = match open_target(&args.file, stdin, resume) {
-        Ok(t) => t,
-        Err(outcome) => return Ok(outcome),
+    let mode = if args.dry_run || args.output.is_some() {
+        Mode::Look
+    } else {
+        Mode::InPlace
     };
+    let mut target = writing::open(&args.file, mode)?;
     let name = escape(&target.name).into_owned();
+    let cannot_read =
+        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
 
-    let opened = match input::open(&Source::Path(target.path.clone())) {
-        Ok(o) => Opened {
-            name: target.name.clone(),
-            path: target.is_log_file.then(|| target.path.clone()),
-            ..o
-        },
-        Err(e) => return Ok(fail(&e.to_string(), super::input_failure(&e))),
-    };
+    let opened = target
+        .open_log()
+        .map_err(|e| Failure::of(super::input_failure(&e), e.to_string()))?;
     let opts = env.scan_options();
-    let mut errors = Errors::default();
-    let scan = match super::scan_source(opened, env, &opts, &mut errors, &mut ()) {
-        Ok(s) => s,
-        Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-    };
+    let mut errors = ErrorList::new(SHOWN_ERRORS);
+    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut ())
+        .map_err(|e| cannot_read(&e))?;
     let mut plan = match repair::plan(&scan) {
         Ok(p) => p,
-        Err(refusal) => return Ok(refuse(&target.name, refusal, &errors)),
+        Err(refusal) => return Err(refuse(&target.name, refusal, &errors)),
     };
-    // A plan exists only for a log read to its end: it must be the file that was stamped.
-    if scan.physical_len() != target.stamp.len {
-        let e = WriteError::Changed {
-            path: target.path.clone(),
-        };
-        return Ok(fail(&e.to_string(), Outcome::Unsupported));
-    }
+    target.planned_from(&scan).map_err(writing::write_failed)?;
 
     // zstd: the committed lines of a torn final frame are re-appended as a new frame.
-    if let Err(e) = File::open(&target.path).and_then(|f| plan.recover_from(f)) {
-        return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure));
-    }
+    File::open(&target.path)
+        .and_then(|f| plan.recover_from(f))
+        .map_err(|e| cannot_read(&e))?;
 
     if !plan.is_noop() {
-        let original = match File::open(&target.path) {
-            Ok(f) => BufReader::new(f),
-            Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-        };
-        let scan_path = target.is_log_file.then_some(target.path.as_path());
-        let verdict = match repair::verify(original, &plan, scan_path, &opts) {
-            Ok(v) => v,
-            Err(e) => return Ok(fail(&format!("cannot read {name}: {e}"), Outcome::Failure)),
-        };
-        if !verdict.ok {
-            let errors: Vec<&Finding> = verdict.findings.iter().filter(|f| f.is_error()).collect();
-            print_errors(&target.name, errors.iter().copied());
+        let (result, findings) = target
+            .verify(plan.edit(), plan.encoding, &opts)
+            .map_err(|e| cannot_read(&e))?;
+        if !plan.verified(&result) {
+            let errors: Vec<_> = findings.iter().filter(|f| f.is_error()).collect();
+            writing::print_findings(&target.name, errors.iter().copied());
             // Errors only on the appended closers: the log's own rules reject the events DSH
             // would write (a v0 turn numbered 0, say), so DSH could not load the result either.
             let on_closers =
@@ -135,9 +87,9 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             } else {
                 "with the closers appended it would still not validate cleanly (a case dshs does not handle; please report it)"
             };
-            return Ok(fail(
-                &format!("refusing to repair {name}: {why}; nothing was written"),
+            return Err(Failure::of(
                 Outcome::Invalid,
+                format!("refusing to repair {name}: {why}; nothing was written"),
             ));
         }
     }
@@ -156,15 +108,13 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     }
 
     if let Some(dest) = &args.output {
-        return match write::write_copy(&target.path, target.stamp, plan.edit(), dest, fault) {
-            Ok(len) => {
-                if !env.quiet {
-                    writeln!(out, "{}", copy_summary(&name, dest, len, &plan))?;
-                }
-                Ok(Outcome::Success)
-            }
-            Err(e) => Ok(write_failed(&e)),
-        };
+        let len = target
+            .write_copy(plan.edit(), dest, fault)
+            .map_err(writing::write_failed)?;
+        if !env.quiet {
+            writeln!(out, "{}", copy_summary(&name, dest, len, &plan))?;
+        }
+        return Ok(Outcome::Success);
     }
 
     if plan.is_noop() {
@@ -176,200 +126,42 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         }
         return Ok(Outcome::Success);
     }
-    let mut target = target;
-    if let Err(outcome) = target.lock_for_write() {
-        return Ok(outcome);
+    let done = target
+        .write_in_place(plan.edit(), fault)
+        .map_err(writing::write_failed)?;
+    if !env.quiet {
+        writeln!(
+            out,
+            "{name}: {}",
+            in_place_summary(&plan, done.sidecar.as_deref())
+        )?;
     }
-    match write::apply_in_place(&target.path, target.stamp, plan.edit(), fault) {
-        Ok(done) => {
-            if !env.quiet {
-                writeln!(
-                    out,
-                    "{name}: {}",
-                    in_place_summary(&plan, done.sidecar.as_deref())
-                )?;
-            }
-            Ok(Outcome::Success)
-        }
-        Err(e) => Ok(write_failed(&e)),
-    }
+    Ok(Outcome::Success)
 }
 
-/// Open the log to change: resolve it (a session directory → its newest generation), probe
-/// the writer's lock, and stamp the file. Standard input, or a FIFO named as FILE, is
-/// spooled to a temporary file first (it cannot be read twice, nor changed in place). With
-/// `resume`, first finish (or drop) a write an interrupted earlier run journaled; without it
-/// (a dry run, or `--output`), refuse while such a journal exists: planning on the
-/// half-written log would describe the wrong repair.
-pub(super) fn open_target(arg: &str, stdin: bool, resume: bool) -> Result<Target, Outcome> {
-    let spooled = |spool: io::Result<tempfile::NamedTempFile>, what: &str| {
-        let spool =
-            spool.map_err(|e| fail(&format!("cannot read {what}: {e}"), Outcome::Failure))?;
-        let path = spool.path().to_owned();
-        let stamp = Stamp::of(&path)
-            .map_err(|e| fail(&format!("cannot read {what}: {e}"), Outcome::Failure))?;
-        Ok(Target {
-            name: arg.to_owned(),
-            path,
-            is_log_file: false,
-            stamp,
-            lock: None,
-            _spool: Some(spool),
-        })
-    };
-    if stdin {
-        return spooled(input::spool_stdin(), "standard input");
-    }
-    let named = Path::new(arg);
-    let path = input::resolve(named).map_err(|e| fail(&e.to_string(), super::input_failure(&e)))?;
-    match FileKind::of(&path) {
-        Ok(FileKind::Regular) | Err(_) => {}
-        Ok(kind) if path != named => {
-            let e = InputError::NotRegular {
-                path: path.display().to_string(),
-                kind: kind.describe(),
-            };
-            return Err(fail(&e.to_string(), Outcome::Failure));
-        }
-        Ok(kind) if resume => {
-            return Err(fail(
-                &format!(
-                    "{arg} is {}, not a regular file: it can be read once but not changed in place; use --dry-run to see the change, or --output OUT to write the result",
-                    kind.describe()
-                ),
-                Outcome::Failure,
-            ));
-        }
-        Ok(_) => {
-            let spool = File::open(&path).and_then(input::spool);
-            return spooled(spool, arg);
-        }
-    }
-    // A live writer refuses the command at once; a free lock that exists is held while
-    // dshs plans. A missing one is created only when there is something to write (see
-    // `Target::lock_for_write`), so a refusal or a no-op leaves no file behind.
-    let mut lock = WriterLock::probe(&path).map_err(|e| write_failed(&e))?;
-    let journal = write::journal_path(&path);
-    if !resume && journal.exists() {
-        return Err(fail(
-            &format!(
-                "{} records a write an earlier dshs run left unfinished; run `dshs repair {arg}` (without --dry-run or --output) to finish it first — nothing was written",
-                journal.display()
-            ),
-            Outcome::Failure,
-        ));
-    }
-    // Finish (or drop) what an interrupted earlier run journaled, before reading the log:
-    // that writes, so it takes the lock first.
-    if resume && journal.exists() && lock.is_none() {
-        lock = Some(WriterLock::acquire(&path).map_err(|e| write_failed(&e))?);
-    }
-    match write::resume_interrupted(&path).map_err(|e| write_failed(&e))? {
-        write::Resumed::Nothing => {}
-        write::Resumed::Discarded(journal) => crate::render::diag!(
-            "dshs: note: {}: removed {}, left by an earlier run interrupted before it changed the log",
-            escape(arg),
-            escape(&journal.display().to_string())
-        ),
-        write::Resumed::Completed { journal, appended } => crate::render::diag!(
-            "dshs: note: {}: finished the write an earlier run left interrupted (appended the last {appended} bytes recorded in {}, and removed it)",
-            escape(arg),
-            escape(&journal.display().to_string())
-        ),
-    }
-    let stamp = Stamp::of(&path).map_err(|e| {
-        fail(
-            &format!("cannot open {}: {e}", path.display()),
-            Outcome::Failure,
-        )
-    })?;
-    Ok(Target {
-        name: arg.to_owned(),
-        path,
-        is_log_file: true,
-        stamp,
-        lock,
-        _spool: None,
-    })
-}
-
-impl Target {
-    /// Before writing in place: hold the writer's lock (taken now if planning did not hold
-    /// it, creating `session.lock` if needed) and make sure the log is still the one the plan
-    /// was made from (length, modification time and tail): another writer may have changed
-    /// it before the lock was ours. Changed: exit 3, nothing written.
-    pub(super) fn lock_for_write(&mut self) -> Result<(), Outcome> {
-        if self.lock.is_none() {
-            self.lock = Some(WriterLock::acquire(&self.path).map_err(|e| write_failed(&e))?);
-        }
-        let now = Stamp::of(&self.path).map_err(|e| {
-            fail(
-                &format!("cannot read {}: {e}", self.path.display()),
-                Outcome::Failure,
-            )
-        })?;
-        if now != self.stamp {
-            let e = WriteError::Changed {
-                path: self.path.clone(),
-            };
-            return Err(write_failed(&e));
-        }
-        Ok(())
-    }
-}
-
-pub(super) fn fail(message: &str, outcome: Outcome) -> Outcome {
-    crate::render::diag!("dshs: error: {}", escape(message));
-    outcome
-}
-
-pub(super) fn write_failed(e: &WriteError) -> Outcome {
-    let outcome = if e.is_live_writer() {
-        Outcome::Unsupported
-    } else {
-        Outcome::Failure
-    };
-    // The message already names the cause (`WriteError` formats its source).
-    fail(&e.to_string(), outcome)
-}
-
-pub(super) fn print_errors<'f>(name: &str, findings: impl Iterator<Item = &'f Finding>) {
-    let painter = Painter { color: false };
-    for f in findings {
-        crate::render::diag!("{}", human::finding(&painter, name, f));
-    }
-}
-
-fn refuse(name: &str, refusal: Refusal, errors: &Errors) -> Outcome {
-    print_errors(name, errors.kept.iter());
-    if errors.more > 0 {
-        crate::render::diag!(
-            "{name}: … {} more error{} not shown (dshs validate lists them all)",
-            errors.more,
-            plural(errors.more)
-        );
-    }
-    let total = errors.kept.len() as u64 + errors.more;
+fn refuse(name: &str, refusal: Refusal, errors: &ErrorList) -> anyhow::Error {
+    writing::print_errors(name, errors);
+    let total = errors.total();
     let code = errors.kept.first().map(|f| f.code.as_str());
     match refusal {
-        Refusal::Unsupported => fail(
-            &format!(
+        Refusal::Unsupported => Failure::of(
+            Outcome::Unsupported,
+            format!(
                 "refusing to repair {name}: dshs does not support this log (see above{}); nothing was written",
                 code.map_or_else(String::new, |c| format!(
                     "; `dshs explain {c}` says what to do"
                 ))
             ),
-            Outcome::Unsupported,
         ),
-        Refusal::Invalid => fail(
-            &format!(
+        Refusal::Invalid => Failure::of(
+            Outcome::Invalid,
+            format!(
                 "refusing to repair {name}: its committed part has {total} error{} — that is not crash damage, and guessing could lose data; nothing was written{}",
                 plural(total),
                 code.map_or_else(String::new, |c| format!(
                     ". `dshs explain {c}` says how to fix it by hand"
                 ))
             ),
-            Outcome::Invalid,
         ),
     }
 }

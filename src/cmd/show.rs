@@ -16,7 +16,7 @@ use owo_colors::Style;
 use serde::Serialize;
 use serde_json::value::RawValue;
 
-use dshs::log::Finding;
+use dshs::log::finding::{Discard, FirstError};
 use dshs::log::json::Json;
 use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Unusable};
 use dshs::log::surface::Replacement;
@@ -30,15 +30,21 @@ use crate::render::{Clock, escape, summary};
 
 use super::{Env, Seekable};
 
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &ShowArgs) -> super::Output {
+    super::Output {
+        json: args.format == ReportFormat::Json,
+        writes_while_reading: true,
+    }
+}
+
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let opened = match super::open_or_report(&args.file) {
-        Ok(o) => o,
-        Err(outcome) => return Ok(outcome),
-    };
+    let env = &env.for_output(output(args));
+    let opened = super::open_log(&args.file)?;
     let name = opened.name.clone();
     let file = match Seekable::new(opened) {
         Ok(f) => f,
-        Err(e) => return Ok(super::read_failure(&name, &e)),
+        Err(e) => return Err(super::read_failure(&name, &e)),
     };
 
     // Pass 1: what later events do to earlier ones, and where the committed prefix ends.
@@ -52,11 +58,11 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         .and_then(|o| super::scan_source(o, env, &opts, &mut first_error, &mut ()));
     let mut first = match first {
         Ok(s) => s,
-        Err(e) => return Ok(super::read_failure(&name, &e)),
+        Err(e) => return Err(super::read_failure(&name, &e)),
     };
     let marks = match Marks::of(&first) {
         Ok(m) => m,
-        Err(e) => return Ok(super::read_failure(&name, &e)),
+        Err(e) => return Err(super::read_failure(&name, &e)),
     };
     // Pass 2 builds its own fold state; do not hold two surfaces at once.
     first.state = None;
@@ -143,28 +149,10 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         return Err(e.into());
     }
     if let Err(e) = second {
-        return Ok(super::read_failure(&name, &e));
+        return Err(super::read_failure(&name, &e));
     }
     super::note_status(&name, &first, first_error.0.as_ref(), env.quiet);
     Ok(super::outcome_of(&first))
-}
-
-/// Keeps the first error finding (for the note on stderr); counts are in the scan's tally.
-#[derive(Default)]
-struct FirstError(Option<Finding>);
-
-impl dshs::log::Sink for FirstError {
-    fn push(&mut self, f: Finding) {
-        if self.0.is_none() && f.is_error() {
-            self.0 = Some(f);
-        }
-    }
-}
-
-struct Discard;
-
-impl dshs::log::Sink for Discard {
-    fn push(&mut self, _f: Finding) {}
 }
 
 /// What pass 1 learned.

@@ -11,9 +11,9 @@ use owo_colors::Style;
 use serde::Serialize;
 
 use dshs::log::dialect::SeedField;
-use dshs::log::json::Json;
-use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, Unusable};
-use dshs::log::{Finding, Sink};
+use dshs::log::finding::FirstError;
+use dshs::log::scan::Scan;
+use dshs::log::stats::{Counter, Counts};
 
 use crate::cli::{ReportFormat, StatsArgs};
 use crate::exit::Outcome;
@@ -22,144 +22,17 @@ use crate::render::{Clock, escape, human_bytes};
 
 use super::Env;
 
-/// The token counters of `assistant/message` `data.usage`, in report order.
-pub const TOKEN_KEYS: [&str; 5] = [
-    "inputTokens",
-    "outputTokens",
-    "cacheReadTokens",
-    "cacheWriteTokens",
-    "reasoningTokens",
-];
-
-/// Everything counted from events. Cloned when a speculation starts, restored on rollback.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Counts {
-    pub by_type: BTreeMap<String, u64>,
-    pub first_time: Option<i64>,
-    pub last_time: Option<i64>,
-    pub turns_started: u64,
-    pub turns_ended: u64,
-    pub end_reasons: BTreeMap<String, u64>,
-    pub steps: u64,
-    /// `tool/call` events: calls the harness actually started.
-    pub tool_calls: u64,
-    /// `tool-call` blocks in assistant messages: calls the model asked for.
-    pub advertised_calls: u64,
-    pub tool_results: u64,
-    /// Results with `data.error` or a set failure flag (`isError: true`).
-    pub error_results: u64,
-    pub failed_compactions: u64,
-    pub assistant_messages: u64,
-    pub with_usage: u64,
-    pub tokens: [u64; 5],
-    /// `provider/model` of assistant messages.
-    pub models: BTreeMap<String, u64>,
-    /// Rows or event slots that never reached the fold (see `Observer::unusable`).
-    pub unusable: u64,
-}
-
-#[derive(Default)]
-pub struct Counter {
-    pub counts: Counts,
-    saved: Option<Counts>,
-}
-
-impl Observer for Counter {
-    fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
-        let c = &mut self.counts;
-        let ev = info.event;
-        let d = &ev.data;
-        *c.by_type.entry(ev.ty.to_string()).or_default() += 1;
-        c.first_time.get_or_insert(ev.time);
-        c.last_time = Some(ev.time);
-        match ev.ty.as_ref() {
-            "turn/start" => c.turns_started += 1,
-            "turn/end" => {
-                c.turns_ended += 1;
-                let kind = d
-                    .get("reason")
-                    .and_then(|r| r.get("kind"))
-                    .and_then(Json::as_str)
-                    .unwrap_or("?");
-                *c.end_reasons.entry(kind.to_owned()).or_default() += 1;
-            }
-            "step/start" => c.steps += 1,
-            "tool/call" => c.tool_calls += 1,
-            "tool/result" => {
-                c.tool_results += 1;
-                if is_error_result(d) {
-                    c.error_results += 1;
-                }
-            }
-            "compaction/end" if d.has("error") => c.failed_compactions += 1,
-            "assistant/message" => {
-                c.assistant_messages += 1;
-                let m = d.get("message");
-                c.advertised_calls += ev.tool_call_blocks().count() as u64;
-                if let Some(u) = d.get("usage").filter(|u| u.is_obj()) {
-                    c.with_usage += 1;
-                    for (sum, key) in c.tokens.iter_mut().zip(TOKEN_KEYS) {
-                        *sum =
-                            sum.saturating_add(u.get(key).and_then(Json::safe_uint).unwrap_or(0));
-                    }
-                }
-                let source = m.and_then(|m| m.get("source"));
-                let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);
-                if let (Some(p), Some(model)) = (field("provider"), field("model")) {
-                    *c.models.entry(format!("{p}/{model}")).or_default() += 1;
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn unusable(&mut self, _row: &Unusable<'_>) {
-        self.counts.unusable += 1;
-    }
-
-    fn speculation_started(&mut self) {
-        self.saved = Some(self.counts.clone());
-    }
-
-    fn speculation_ended(&mut self, committed: bool) {
-        let saved = self.saved.take();
-        if !committed && let Some(s) = saved {
-            self.counts = s;
-        }
-    }
-}
-
-/// A failed tool result, in either shape: `data.error`, v4 `message.isError`, or v0–v3
-/// `message.content[0].isError` (the tool-result block).
-fn is_error_result(d: &Json<'_>) -> bool {
-    let m = d.get("message");
-    let flag = |v: Option<&Json<'_>>| v.and_then(|v| v.get("isError")) == Some(&Json::Bool(true));
-    d.has("error")
-        || flag(m)
-        || flag(
-            m.and_then(|m| m.get("content"))
-                .and_then(Json::as_arr)
-                .and_then(|c| c.first()),
-        )
-}
-
-/// Keeps the first error finding for the note on stderr.
-#[derive(Default)]
-struct FirstError(Option<Finding>);
-
-impl Sink for FirstError {
-    fn push(&mut self, f: Finding) {
-        if self.0.is_none() && f.is_error() {
-            self.0 = Some(f);
-        }
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &StatsArgs) -> super::Output {
+    super::Output {
+        json: args.format == crate::cli::ReportFormat::Json,
+        writes_while_reading: false,
     }
 }
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let opened = match super::open_or_report(&args.file) {
-        Ok(o) => o,
-        Err(outcome) => return Ok(outcome),
-    };
+    let env = &env.for_output(output(args));
+    let opened = super::open_log(&args.file)?;
     let name = opened.name.clone();
     let mut counter = Counter::default();
     let mut first_error = FirstError::default();
@@ -171,7 +44,7 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
         &mut counter,
     ) {
         Ok(s) => s,
-        Err(e) => return Ok(super::read_failure(&name, &e)),
+        Err(e) => return Err(super::read_failure(&name, &e)),
     };
     let report = Report::new(&name, &scan, &counter.counts, &Clock::local());
     match args.format {
@@ -560,80 +433,4 @@ fn write_human(out: &mut dyn Write, p: &Painter, r: &Report) -> std::io::Result<
         writeln!(out, "{label}{}  {value}", " ".repeat(pad))?;
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use dshs::log::scan::{ScanOptions, scan};
-
-    const V4: &str = r#"{"type":"session","version":4,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
-
-    fn count(text: &str) -> Counts {
-        let mut counter = Counter::default();
-        let mut findings: Vec<Finding> = Vec::new();
-        scan(
-            text.as_bytes(),
-            None,
-            &ScanOptions::default(),
-            &mut findings,
-            &mut counter,
-        )
-        .unwrap();
-        counter.counts
-    }
-
-    fn turn(seq0: u64, turn: u64, kind: &str) -> String {
-        format!(
-            "{{\"type\":\"turn/start\",\"seq\":{seq0},\"time\":5,\"data\":{{\"turn\":{turn}}}}}\n{{\"type\":\"turn/end\",\"seq\":{},\"time\":7,\"data\":{{\"turn\":{turn},\"reason\":{{\"kind\":\"{kind}\"}}}}}}\n",
-            seq0 + 1
-        )
-    }
-
-    #[test]
-    fn crash_tail_rows_are_not_counted() {
-        let text = format!(
-            "{V4}\n{}not json\n{}",
-            turn(0, 1, "completed"),
-            // After the bad row, but no turn end follows: a crash tail.
-            "{\"type\":\"turn/start\",\"seq\":3,\"time\":9,\"data\":{\"turn\":2}}\n"
-        );
-        let c = count(&text);
-        assert_eq!((c.turns_started, c.turns_ended), (1, 1));
-        assert_eq!(c.unusable, 0);
-        assert_eq!(c.last_time, Some(7));
-        assert_eq!(c.by_type.values().sum::<u64>(), 2);
-    }
-
-    #[test]
-    fn committed_damage_is_counted() {
-        let text = format!(
-            "{V4}\n{}not json\n{}",
-            turn(0, 1, "completed"),
-            turn(3, 2, "aborted")
-        );
-        let c = count(&text);
-        assert_eq!((c.turns_started, c.turns_ended), (2, 2));
-        assert_eq!(c.unusable, 1);
-        assert_eq!(
-            c.end_reasons,
-            BTreeMap::from([("aborted".into(), 1), ("completed".into(), 1)])
-        );
-    }
-
-    #[test]
-    fn error_results_in_both_shapes() {
-        let v0 = dshs::log::json::parse(
-            br#"{"message":{"content":[{"type":"tool-result","toolCallId":"c","isError":true,"content":[]}]}}"#,
-        )
-        .unwrap();
-        let v4 = dshs::log::json::parse(br#"{"message":{"isError":true,"content":[]}}"#).unwrap();
-        let by_error = dshs::log::json::parse(br#"{"error":{"code":"X"},"message":{}}"#).unwrap();
-        let ok = dshs::log::json::parse(
-            br#"{"message":{"isError":false,"content":[{"type":"text","text":"x"}]}}"#,
-        )
-        .unwrap();
-        assert!(is_error_result(&v0) && is_error_result(&v4) && is_error_result(&by_error));
-        assert!(!is_error_result(&ok));
-    }
 }

@@ -18,24 +18,30 @@ use crate::render::surface::{
 };
 
 use super::Env;
-use super::fold::{self, Folded, Loaded, Want};
+use super::fold::{self, Folded, Want};
 
 /// Rows rendered (and message lines fetched) at a time.
 const CHUNK: usize = 256;
 /// Width used when standard output is not a terminal and `COLUMNS` is not set.
 const DEFAULT_WIDTH: usize = 120;
 
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &SurfaceArgs) -> super::Output {
+    super::Output {
+        json: args.format == SurfaceFormat::Json,
+        writes_while_reading: false,
+    }
+}
+
 pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let env = &env.for_output(output(args));
     let want = Want {
         at: args.at,
         lines: args.format == SurfaceFormat::Table,
         // The full history is only printed in JSON; the table needs live ranges only.
         replacements: args.format == SurfaceFormat::Json,
     };
-    let folded = match fold::load(&args.file, &want, env)? {
-        Loaded::Folded(f) => f,
-        Loaded::Refused(outcome) => return Ok(outcome),
-    };
+    let folded = fold::load(&args.file, &want, env)?;
     match args.format {
         SurfaceFormat::Json => write_json(&folded, out)?,
         SurfaceFormat::Table => write_table(&folded, env, out)?,

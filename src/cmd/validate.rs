@@ -64,7 +64,16 @@ impl Sink for Report<'_> {
     }
 }
 
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &ValidateArgs) -> super::Output {
+    super::Output {
+        json: args.format == crate::cli::ReportFormat::Json,
+        writes_while_reading: true,
+    }
+}
+
 pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let env = &env.for_output(output(args));
     let painter = Painter {
         color: env.color_out && args.format == ReportFormat::Human,
     };
@@ -131,7 +140,7 @@ fn validate_one(
                 }
                 summary.errors = 1;
             } else {
-                crate::render::diag!("dshs: error: {}", crate::render::escape(&e.to_string()));
+                crate::render::error_message(&e.to_string());
             }
             write_summary(out, args.format, painter, env.quiet, &summary)?;
             return Ok(outcome);
@@ -147,10 +156,7 @@ fn validate_one(
     let scan = match scanned {
         Ok(s) => s,
         Err(e) => {
-            crate::render::diag!(
-                "dshs: error: cannot read {}: {e}",
-                crate::render::escape(file)
-            );
+            crate::render::error_message(&format!("cannot read {file}: {e}"));
             write_summary(
                 out,
                 args.format,

@@ -814,27 +814,37 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let mut findings = Vec::new();
-    let bytes = original.take(plan.keep).chain(plan.append());
-    let s = plan.encoding.scan(bytes, path, opts, &mut findings)?;
-    let surface = s
-        .state
-        .as_ref()
-        .map(|st| st.surface.seqs())
-        .unwrap_or_default();
-    let quiet_end = s
-        .state
-        .as_ref()
-        .is_some_and(|st| !st.closers.is_open() && !st.compaction.is_active());
-    let ok = s.is_clean_write(plan.compacted_len(), plan.plain_len)
-        && s.tally.warnings <= plan.warnings_before
-        && quiet_end
-        && surface == plan.expected_surface;
+    let (s, findings) = super::append::scan_edit(original, plan.edit(), plan.encoding, path, opts)?;
+    let surface = plan.surface_after(&s);
     Ok(Verdict {
-        ok,
+        ok: plan.verified(&s),
         findings,
         surface,
     })
+}
+
+impl CompactPlan {
+    fn surface_after(&self, compacted: &Scan) -> Vec<u64> {
+        compacted
+            .state
+            .as_ref()
+            .map(|st| st.surface.seqs())
+            .unwrap_or_default()
+    }
+
+    /// Whether the scan of the compacted log ([`super::append::scan_edit`]) is what the
+    /// compaction promises: clean, of the planned length, no new warning, no open turn or
+    /// running compaction left, and exactly the expected surface.
+    pub fn verified(&self, compacted: &Scan) -> bool {
+        let quiet_end = compacted
+            .state
+            .as_ref()
+            .is_some_and(|st| !st.closers.is_open() && !st.compaction.is_active());
+        compacted.is_clean_write(self.compacted_len(), self.plain_len)
+            && compacted.tally.warnings <= self.warnings_before
+            && quiet_end
+            && self.surface_after(compacted) == self.expected_surface
+    }
 }
 
 #[cfg(test)]

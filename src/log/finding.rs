@@ -67,3 +67,60 @@ impl Reporter<'_> {
         }
     }
 }
+
+/// Keeps the first `limit` error findings and counts the rest (a refusal shows them);
+/// warnings go nowhere.
+#[derive(Debug)]
+pub struct ErrorList {
+    pub kept: Vec<Finding>,
+    pub more: u64,
+    limit: usize,
+}
+
+impl ErrorList {
+    pub fn new(limit: usize) -> Self {
+        ErrorList {
+            kept: Vec::new(),
+            more: 0,
+            limit,
+        }
+    }
+
+    /// Every error pushed, kept or not.
+    pub fn total(&self) -> u64 {
+        self.kept.len() as u64 + self.more
+    }
+}
+
+impl Sink for ErrorList {
+    fn push(&mut self, f: Finding) {
+        if !f.is_error() {
+            return;
+        }
+        if self.kept.len() < self.limit {
+            self.kept.push(f);
+        } else {
+            self.more += 1;
+        }
+    }
+}
+
+/// Keeps the first error finding (for a note on stderr); counts are in the scan's tally.
+#[derive(Debug, Default)]
+pub struct FirstError(pub Option<Finding>);
+
+impl Sink for FirstError {
+    fn push(&mut self, f: Finding) {
+        if self.0.is_none() && f.is_error() {
+            self.0 = Some(f);
+        }
+    }
+}
+
+/// Findings that are only counted (in the scan's tally): nothing is kept.
+#[derive(Debug, Default)]
+pub struct Discard;
+
+impl Sink for Discard {
+    fn push(&mut self, _: Finding) {}
+}

@@ -1,6 +1,7 @@
 //! The library core: reading, checking and folding DSH session logs. No clap, no colours,
 //! no printing, no process exit: commands and renderers live in the binary.
 
+pub mod append;
 pub mod closers;
 pub mod codes;
 pub mod compact;
@@ -20,6 +21,7 @@ pub mod repair;
 pub mod rows;
 pub mod scan;
 pub mod sqlite;
+pub mod stats;
 pub mod surface;
 pub mod text;
 pub mod vocab;

@@ -228,12 +228,22 @@ pub fn verify(
     path: Option<&Path>,
     opts: &ScanOptions,
 ) -> io::Result<Verdict> {
-    let mut findings = Vec::new();
-    let bytes = original.take(plan.keep).chain(plan.append());
-    let s = plan.encoding.scan(bytes, path, opts, &mut findings)?;
-    let ok =
-        plan.recovered && s.is_clean_write(plan.repaired_len(), plan.plain_len) && !s.open_turn();
-    Ok(Verdict { ok, findings })
+    let (s, findings) = super::append::scan_edit(original, plan.edit(), plan.encoding, path, opts)?;
+    Ok(Verdict {
+        ok: plan.verified(&s),
+        findings,
+    })
+}
+
+impl RepairPlan {
+    /// Whether the scan of the repaired log ([`super::append::scan_edit`]) is what the repair
+    /// promises: valid with no error, no open turn, no torn line and no crash tail, of the
+    /// planned length.
+    pub fn verified(&self, repaired: &Scan) -> bool {
+        self.recovered
+            && repaired.is_clean_write(self.repaired_len(), self.plain_len)
+            && !repaired.open_turn()
+    }
 }
 
 #[cfg(test)]

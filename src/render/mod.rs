@@ -69,6 +69,27 @@ macro_rules! diag {
 }
 pub(crate) use diag;
 
+/// Say an error on stderr, once: `dshs: error: <message>` with its causes (those the message
+/// does not name already), escaped for the terminal. `main` says a command's error this way,
+/// and commands that go on with other files say each file's error this way.
+pub fn error(e: &anyhow::Error) {
+    let first = e.to_string();
+    let mut msg = escape(&first).into_owned();
+    for cause in e.chain().skip(1) {
+        // Most errors already name their cause (`cannot read X: <io error>`).
+        let cause = cause.to_string();
+        if !first.contains(&cause) {
+            msg.push_str(&format!("\n  caused by: {}", escape(&cause)));
+        }
+    }
+    diag!("dshs: error: {msg}");
+}
+
+/// [`error`] for a message.
+pub fn error_message(message: &str) {
+    error(&anyhow::anyhow!("{message}"));
+}
+
 /// A closed reader of our output (`| head`) is not an error.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
