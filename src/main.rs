@@ -12,7 +12,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 #[global_allocator]
-static ALLOC: alloc::MiMalloc = alloc::MiMalloc;
+static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     alloc::tune();
