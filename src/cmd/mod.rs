@@ -492,6 +492,22 @@ pub fn test_fault() -> Result<dshs::log::write::Fault> {
     Ok(dshs::log::write::Fault::None)
 }
 
+/// [`test_fault`] for a write to a SQLite store: `kill:POINT` or `pause:POINT` at a point of
+/// its one transaction (`sqlite::write::Point` names them). Release builds ignore it.
+pub fn store_test_fault() -> Result<dshs::log::sqlite::write::Fault> {
+    #[cfg(debug_assertions)]
+    if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
+        let v = v.to_string_lossy();
+        return dshs::log::sqlite::write::Fault::parse(&v).ok_or_else(|| {
+            Failure::usage(format!(
+                "DSHS_TEST_FAULT={}: expected kill:POINT or pause:POINT (checked, sidecar-synced, deleted, inserted, bumped, committed)",
+                crate::render::escape(&v)
+            ))
+        });
+    }
+    Ok(dshs::log::sqlite::write::Fault::None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

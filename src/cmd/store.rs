@@ -331,3 +331,138 @@ impl Drop for Stream {
         self.end();
     }
 }
+
+/// A session opened to be changed (`repair`, `compact`): its logical log streamed to the
+/// pass and copied to a spool as it is read, so the result can be checked — the spool plus
+/// what would be appended, scanned like any log — before anything is written.
+pub struct Change {
+    /// `store.db#ID`.
+    pub name: String,
+    pub opened: Option<Opened>,
+    pub spool: tempfile::NamedTempFile,
+    pub end: StoreEnd,
+}
+
+impl Change {
+    pub fn open(path: &Path, shown: &str, id: Option<&str>, quiet: bool) -> Result<Change> {
+        let (store, id) = open_one(path, shown, id)?;
+        let (mut opened, end) = open_session(store, shown, &id, quiet)?;
+        let spool = dshs::log::input::tee_plaintext(&mut opened)
+            .map_err(|e| Failure::usage(format!("cannot create a temporary file: {e}")))?
+            .ok_or_else(|| Failure::usage("the logical log was not copied"))?;
+        Ok(Change {
+            name: opened.name.clone(),
+            opened: Some(opened),
+            spool,
+            end,
+        })
+    }
+
+    /// After the pass: the storage findings. A storage error is not crash damage a writer
+    /// may touch (exit 1; 3 for an unsupported code), shown on stderr.
+    pub fn read_end(&self) -> Result<ReadEnd> {
+        let end = self.end.finished()?;
+        if end.findings.iter().any(Finding::is_error) {
+            print_findings(&self.name, &end.findings);
+            refuse_on_errors(&self.name, &end.findings)?;
+        }
+        Ok(end)
+    }
+
+    /// Scan the logical log as it would be after `edit` (its committed lines, then what is
+    /// appended), by the same rules as any log.
+    pub fn verify(
+        &self,
+        edit: dshs::log::write::Edit<'_>,
+        encoding: dshs::log::write::Encoding,
+        opts: &dshs::log::scan::ScanOptions,
+    ) -> io::Result<(dshs::log::scan::Scan, Vec<Finding>)> {
+        let original = io::BufReader::new(std::fs::File::open(self.spool.path())?);
+        dshs::log::append::scan_edit(original, edit, encoding, None, opts)
+    }
+
+    /// Write the logical log with `append` after its committed lines to a new file `dest`
+    /// (`--output OUT.jsonl`), synced. Its length.
+    pub fn write_jsonl(&self, committed: u64, append: &[u8], dest: &Path) -> Result<u64> {
+        use std::io::Write as _;
+        let failed = |e: io::Error| {
+            Failure::usage(format!(
+                "cannot write {}: {e}",
+                escape(&dest.display().to_string())
+            ))
+        };
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(dest)
+            .map_err(|e| {
+                if e.kind() == io::ErrorKind::AlreadyExists {
+                    Failure::usage(format!(
+                        "{} already exists; dshs never overwrites a file, choose another output path",
+                        escape(&dest.display().to_string())
+                    ))
+                } else {
+                    failed(e)
+                }
+            })?;
+        let result = (|| -> io::Result<u64> {
+            let mut from = std::fs::File::open(self.spool.path())?.take(committed);
+            let n = io::copy(&mut from, &mut file)?;
+            if n != committed {
+                return Err(io::Error::other(
+                    "the logical log changed while it was copied",
+                ));
+            }
+            file.write_all(append)?;
+            file.sync_all()?;
+            Ok(n + append.len() as u64)
+        })();
+        result.map_err(|e| {
+            let _ = std::fs::remove_file(dest);
+            failed(e)
+        })
+    }
+}
+
+/// A write that did not happen: a refusal (exit 3: another connection, a change since the
+/// plan, a schema-15 store), damage (exit 1) or a failure (exit 2). The message names it.
+pub fn write_failed(e: &dshs::log::sqlite::write::WriteError) -> anyhow::Error {
+    Failure::of(outcome_of_class(e.class()), e.to_string())
+}
+
+/// Whether `dest` names a JSONL file (`--output OUT.jsonl`: the logical log, not a copy of
+/// the database).
+pub fn is_jsonl_name(dest: &Path) -> bool {
+    dest.extension().is_some_and(|x| x == "jsonl")
+}
+
+/// S8.2 step 7: read the session again after a write; it must load with no error, no open
+/// turn and no torn tail.
+pub fn recheck(
+    db: &Path,
+    shown: &str,
+    id: &str,
+    opts: &dshs::log::scan::ScanOptions,
+) -> Result<()> {
+    let mut store = Store::open(db).map_err(|e| store_failure(&e))?;
+    let mut r = store.read(id).map_err(|e| store_failure(&e))?;
+    r.derive_is_seeded().map_err(|e| store_failure(&e))?;
+    let mut findings: Vec<Finding> = Vec::new();
+    let scan = dshs::log::scan::scan(&mut r, None, opts, &mut findings, &mut ())
+        .map_err(|e| Failure::usage(format!("cannot read {shown}#{id} again: {e}")))?;
+    let end = r.finish().map_err(|e| store_failure(&e))?;
+    let status = sqlite::combined_status(scan.status(), &end.findings);
+    if status != Status::Valid || scan.open_turn() || end.snapshot.torn.is_some() {
+        findings.extend(end.findings);
+        print_findings(&session_name(shown, id), &findings);
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
+                "{} was written but does not read back as a clean session ({}); please report it",
+                escape(&session_name(shown, id)),
+                status.as_str()
+            ),
+        ));
+    }
+    Ok(())
+}
