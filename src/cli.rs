@@ -379,7 +379,7 @@ pub struct LsArgs {
     pub jobs: Option<usize>,
     /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions), or a SQLite
     /// session store (one row per session).
-    #[arg(value_name = "ROOT", value_hint = ValueHint::AnyPath)]
+    #[arg(value_name = "ROOT", value_hint = ValueHint::DirPath)]
     pub root: Option<PathBuf>,
 }
 
