@@ -794,3 +794,45 @@ fn a_repair_killed_at_any_point_of_its_transaction_leaves_the_session_untouched_
         assert_eq!(logical(&path, id), repaired, "{point}: rerun");
     }
 }
+
+/// The examples of the README's SQLite section run as printed: from a directory that sees
+/// the repository's `testdata/`, `cp` done here, every `dshs` line's stdout compared.
+#[test]
+fn the_readme_examples_run_as_printed() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("SQLite session stores"))
+        .expect("a SQLite section");
+    let block = section.split("```").nth(1).expect("an example block");
+    let mut examples: Vec<(String, String)> = Vec::new();
+    for line in block.lines().skip(1) {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            examples.push((cmd.to_owned(), String::new()));
+        } else if let Some((_, out)) = examples.last_mut() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(examples.len() >= 8);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(common::testdata(""), dir.path().join("testdata")).expect("symlink");
+    for (cmd, want) in examples {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        if args[0] == "cp" {
+            std::fs::copy(dir.path().join(args[1]), dir.path().join(args[2])).expect("cp");
+            assert!(want.is_empty(), "{cmd}");
+            continue;
+        }
+        assert_eq!(args[0], "dshs");
+        let out = dshs()
+            .current_dir(dir.path())
+            .env("TZ", "UTC")
+            .env_remove("COLUMNS")
+            .args(&args[1..])
+            .output()
+            .expect("run");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{cmd}");
+    }
+}
