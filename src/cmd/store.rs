@@ -201,8 +201,11 @@ impl StoreEnd {
         Ok(sqlite::combined_status(logical, &end.findings))
     }
 
+    /// Like the inspection commands' note on a JSONL log, only when something is wrong: a
+    /// session with a storage error gets all its storage findings on stderr; warnings alone
+    /// (a torn tail DSH drops, a derived isSeeded) are `validate`'s to report.
     fn say(&self, findings: &[Finding], quiet: bool) {
-        if !quiet {
+        if !quiet && findings.iter().any(Finding::is_error) {
             print_findings(&self.name, findings);
         }
     }
