@@ -49,6 +49,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--max-findings', '--max-findings', [CompletionResultType]::ParameterName, 'Print at most N findings per file (the summary still counts all of them)')
             [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Check N logs at a time (default: one per core)')
             [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Check N logs at a time (default: one per core)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only session ID of each SQLite session store given (repeatable; default: every session, in rowid order)')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--deny-warnings', '--deny-warnings', [CompletionResultType]::ParameterName, 'Exit 1 when there are warnings, too')
@@ -70,6 +71,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         'dshs;surface' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a table with a preview of each message, or one JSON document')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
@@ -81,6 +83,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         'dshs;derive' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'One JSON array, one message per line, or a readable transcript')
             [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
@@ -94,6 +97,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--turn', '--turn', [CompletionResultType]::ParameterName, 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it')
             [CompletionResult]::new('--grep', '--grep', [CompletionResultType]::ParameterName, 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)')
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'One line per event, or the same selection as JSON Lines')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
@@ -104,6 +108,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
         }
         'dshs;stats' {
             [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'A report for people, or one JSON document')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
@@ -113,10 +118,12 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;repair' {
-            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched. For a SQLite store: a repaired copy of the whole database (SQLite''s backup API), or with a `.jsonl` name the session''s repaired logical log')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)')
+            [CompletionResult]::new('--allow-old-schema', '--allow-old-schema', [CompletionResultType]::ParameterName, 'Write a schema-15 SQLite store (no running DSH reads that layout any more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
@@ -128,9 +135,11 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--end', '--end', [CompletionResultType]::ParameterName, 'The last surface node to replace (inclusive; not before START in surface order)')
             [CompletionResult]::new('--summary', '--summary', [CompletionResultType]::ParameterName, 'The summary the model sees instead of the range')
             [CompletionResult]::new('--summary-file', '--summary-file', [CompletionResultType]::ParameterName, 'Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
             [CompletionResult]::new('--dry-run', '--dry-run', [CompletionResultType]::ParameterName, 'Change nothing: print the four events that would be appended, as JSON Lines')
+            [CompletionResult]::new('--allow-old-schema', '--allow-old-schema', [CompletionResultType]::ParameterName, 'Write a schema-15 SQLite store (no running DSH reads that layout any more)')
             [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
             [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')

@@ -143,7 +143,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__compact)
-            opts="-q -h --start --end --summary --summary-file --dry-run --color --quiet --known-types --help"
+            opts="-q -h --start --end --summary --summary-file --dry-run --allow-old-schema --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -182,6 +182,13 @@ _dshs() {
                     fi
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
                     fi
                     return 0
                     ;;
@@ -245,7 +252,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__derive)
-            opts="-q -h --format --at --color --quiet --known-types --help"
+            opts="-q -h --format --at --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -256,6 +263,13 @@ _dshs() {
                     return 0
                     ;;
                 --at)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -713,7 +727,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__repair)
-            opts="-q -h --dry-run --output --color --quiet --known-types --help"
+            opts="-q -h --dry-run --output --allow-old-schema --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -731,6 +745,13 @@ _dshs() {
                     fi
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
                     fi
                     return 0
                     ;;
@@ -761,7 +782,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__show)
-            opts="-q -h --type --turn --grep --format --color --quiet --known-types --help"
+            opts="-q -h --type --turn --grep --format --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -792,6 +813,13 @@ _dshs() {
                     COMPREPLY=($(compgen -W "human json" -- "${cur}"))
                     return 0
                     ;;
+                --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
                 --color)
                     COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
                     return 0
@@ -819,7 +847,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__stats)
-            opts="-q -h --format --color --quiet --known-types --help"
+            opts="-q -h --format --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -827,6 +855,13 @@ _dshs() {
             case "${prev}" in
                 --format)
                     COMPREPLY=($(compgen -W "human json" -- "${cur}"))
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
                     return 0
                     ;;
                 --color)
@@ -856,7 +891,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__surface)
-            opts="-q -h --format --at --color --quiet --known-types --help"
+            opts="-q -h --format --at --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -867,6 +902,13 @@ _dshs() {
                     return 0
                     ;;
                 --at)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -900,7 +942,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__validate)
-            opts="-j -q -h --format --deny-warnings --max-findings --jobs --color --quiet --known-types --help"
+            opts="-j -q -h --format --deny-warnings --max-findings --jobs --session --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -925,6 +967,13 @@ _dshs() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --session)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

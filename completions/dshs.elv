@@ -45,6 +45,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --max-findings 'Print at most N findings per file (the summary still counts all of them)'
             cand -j 'Check N logs at a time (default: one per core)'
             cand --jobs 'Check N logs at a time (default: one per core)'
+            cand --session 'Only session ID of each SQLite session store given (repeatable; default: every session, in rowid order)'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --deny-warnings 'Exit 1 when there are warnings, too'
@@ -64,6 +65,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;surface'= {
             cand --format 'Output format: a table with a preview of each message, or one JSON document'
             cand --at 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
@@ -74,6 +76,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;derive'= {
             cand --format 'One JSON array, one message per line, or a readable transcript'
             cand --at 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
@@ -86,6 +89,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --turn 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it'
             cand --grep 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)'
             cand --format 'One line per event, or the same selection as JSON Lines'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
@@ -95,6 +99,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
         }
         &'dshs;stats'= {
             cand --format 'A report for people, or one JSON document'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
@@ -103,10 +108,12 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --help 'Print help (see more with ''--help'')'
         }
         &'dshs;repair'= {
-            cand --output 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched'
+            cand --output 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched. For a SQLite store: a repaired copy of the whole database (SQLite''s backup API), or with a `.jsonl` name the session''s repaired logical log'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --dry-run 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
+            cand --allow-old-schema 'Write a schema-15 SQLite store (no running DSH reads that layout any more)'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'
@@ -117,9 +124,11 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --end 'The last surface node to replace (inclusive; not before START in surface order)'
             cand --summary 'The summary the model sees instead of the range'
             cand --summary-file 'Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
             cand --dry-run 'Change nothing: print the four events that would be appended, as JSON Lines'
+            cand --allow-old-schema 'Write a schema-15 SQLite store (no running DSH reads that layout any more)'
             cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
             cand -h 'Print help (see more with ''--help'')'

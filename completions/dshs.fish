@@ -48,6 +48,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand validate" -l format -d 'Output
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -s j -l jobs -d 'Check N logs at a time (default: one per core)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l session -d 'Only session ID of each SQLite session store given (repeatable; default: every session, in rowid order)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -64,6 +65,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand explain" -s h -l help -d 'Prin
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l format -d 'Output format: a table with a preview of each message, or one JSON document' -r -f -a "table\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l at -d 'Show the surface as it stood right after event SEQ (replays the log up to SEQ)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand surface" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand surface" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -74,6 +76,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand derive" -l format -d 'One JSON
 ndjson\t''
 markdown\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l at -d 'Derive the messages as they stood right after event SEQ (replays the log up to SEQ)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand derive" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand derive" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -85,6 +88,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand show" -l turn -d 'Only events 
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l grep -d 'Only events whose stored line contains TEXT (case-sensitive, raw JSON text: a packed chunk row matches as a whole)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l format -d 'One line per event, or the same selection as JSON Lines' -r -f -a "human\t''
 json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand show" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -93,29 +97,34 @@ complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print 
 complete -c dshs -n "__fish_dshs_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l format -d 'A report for people, or one JSON document' -r -f -a "human\t''
 json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand stats" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dshs -n "__fish_dshs_using_subcommand repair" -l output -d 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -l output -d 'Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched. For a SQLite store: a repaired copy of the whole database (SQLite\'s backup API), or with a `.jsonl` name the session\'s repaired logical log' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -l dry-run -d 'Change nothing: print the events that would be appended (JSON Lines, stdout) and what would be cut (stderr)'
+complete -c dshs -n "__fish_dshs_using_subcommand repair" -l allow-old-schema -d 'Write a schema-15 SQLite store (no running DSH reads that layout any more)'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l start -d 'The first surface node to replace (a seq from `dshs surface`)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l end -d 'The last surface node to replace (inclusive; not before START in surface order)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l summary -d 'The summary the model sees instead of the range' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l summary-file -d 'Read the summary from a UTF-8 file (`-`: standard input); trailing newlines are dropped' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -l dry-run -d 'Change nothing: print the four events that would be appended, as JSON Lines'
+complete -c dshs -n "__fish_dshs_using_subcommand compact" -l allow-old-schema -d 'Write a schema-15 SQLite store (no running DSH reads that layout any more)'
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l at -d 'Search each log as it stood right after event SEQ (replays the prefix 0..=SEQ)' -r -f

@@ -67,7 +67,10 @@ pub fn examples_then(examples: &str, exit_codes: &str) -> String {
 }
 
 /// What `FILE` accepts, shared by every command that reads a log.
-const FILE_HELP: &str = "Log file, session directory, or `-` for standard input";
+const FILE_HELP: &str = "Log file, session directory, SQLite session store (STORE.db or STORE.db#SESSION_ID), or `-` for standard input";
+
+/// `--session ID`, shared by every command that reads one session.
+const SESSION_HELP: &str = "The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one";
 
 #[derive(Debug, Parser)]
 #[command(
@@ -79,7 +82,11 @@ const FILE_HELP: &str = "Log file, session directory, or `-` for standard input"
         newest generation file (older generations are named in a note on stderr). Logs \
         compressed with zstd (`.jsonl.zstd`, `.jsonl.zst`, or any file starting with the zstd \
         magic) are read transparently; finding positions are lines and byte offsets of the \
-        decompressed text, and findings also name the zstd frame. `dshs help COMMAND` (or \
+        decompressed text, and findings also name the zstd frame. A file that starts with \
+        the SQLite magic is a DSH SQLite session store, whatever its name: `STORE.db#ID` \
+        (or --session ID) names one of its sessions, which every command reads as the \
+        logical log the JSONL backend would hold; `validate` and `ls` on the bare store \
+        cover every session. `dshs help COMMAND` (or \
         `dshs COMMAND --help`) explains a command with examples; `dshs man` prints the manual \
         page.",
     after_help = EXIT_CODES,
@@ -196,7 +203,13 @@ pub enum Command {
             Refused, with nothing written: a log whose committed part has errors (exit 1); an \
             unsupported log, or a session whose lock another process holds, or a file that \
             changes while dshs works on it (exit 3). Standard input (`-`) cannot be repaired \
-            in place: use --dry-run or --output.",
+            in place: use --dry-run or --output.\n\n\
+            A session of a SQLite store (STORE.db#ID) is repaired in place in one transaction \
+            (SQLITE.md S8.2): refused (exit 3) while another connection has the database open \
+            (a running DSH keeps one), re-checked under the write lock, the torn-tail rows saved \
+            to STORE.db.dshs-cut-N before they are deleted, the closers inserted as rows, and \
+            the session's revision bumped once. A schema-15 store is written only with \
+            --allow-old-schema.",
         after_help = EXIT_CODES,
         after_long_help = examples_then(REPAIR_EXAMPLES, EXIT_CODES)
     )]
@@ -245,7 +258,9 @@ const VALIDATE_EXAMPLES: &str = "\
   dshs validate session.jsonl.zstd               # zstd: read transparently
   dshs validate --deny-warnings --max-findings 20 a.jsonl b.jsonl
   dshs validate --format json s.jsonl | jq -c 'select(.type==\"finding\")'
-  cat s.jsonl | dshs validate -";
+  cat s.jsonl | dshs validate -
+  dshs validate store.db                         # a SQLite store: every session
+  dshs validate store.db#SESSION_ID              # one session of it";
 
 const EXPLAIN_EXAMPLES: &str = "\
   dshs explain                                   # every code, one line each
@@ -279,7 +294,9 @@ const STATS_EXAMPLES: &str = "\
 const REPAIR_EXAMPLES: &str = "\
   dshs repair --dry-run session.jsonl            # closers on stdout, the cut on stderr
   dshs repair session.jsonl                      # in place; the cut is kept in a sidecar
-  dshs repair --output fixed.jsonl session.jsonl";
+  dshs repair --output fixed.jsonl session.jsonl
+  dshs repair store.db#SESSION_ID                # a SQLite store: one transaction
+  dshs repair --output fixed.jsonl store.db#SESSION_ID   # the repaired logical log";
 
 const COMPLETIONS_EXAMPLES: &str = "\
   dshs completions bash > ~/.local/share/bash-completion/completions/dshs
@@ -316,8 +333,13 @@ pub struct ValidateArgs {
     /// Check N logs at a time (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub jobs: Option<usize>,
+    /// Only session ID of each SQLite session store given (repeatable; default: every
+    /// session, in rowid order).
+    #[arg(long = "session", value_name = "ID", value_hint = ValueHint::Other)]
+    pub sessions: Vec<String>,
     /// Log files (plain or zstd), session directories (their newest generation), storage
-    /// roots (every session below), or `-` for standard input.
+    /// roots (every session below), SQLite session stores (every session; STORE.db#ID for
+    /// one), or `-` for standard input.
     #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub files: Vec<String>,
 }
@@ -330,12 +352,16 @@ const LS_ABOUT: &str = "List the sessions under a DSH storage root, each validat
     repair` closes, torn = a torn tail or crash tail that repair cuts, invalid, unsupported, \
     unreadable), format version, events, turns, id, project cwd, creation time. Rows are \
     sorted by last activity, newest first (sessions without any time last). \
-    --format json prints JSON Lines, one object per session.";
+    --format json prints JSON Lines, one object per session.\n\n\
+    ROOT may also be a SQLite session store (a file starting with the SQLite magic): one row \
+    per session in it, path STORE.db#ID, with its physical row count; dshs never scans a \
+    root for databases.";
 
 const LS_EXAMPLES: &str = "\
   dshs ls                                        # $DSH_HOME/sessions or ~/.dsh/sessions
   dshs ls -j 1 /srv/dsh/sessions
-  dshs ls --format json | jq -r 'select(.status!=\"valid\") | .path'";
+  dshs ls --format json | jq -r 'select(.status!=\"valid\") | .path'
+  dshs ls /srv/dsh/store.db                      # the sessions of a SQLite store";
 
 /// Exit status of `ls`.
 const LS_EXIT_CODES: &str = "\
@@ -351,7 +377,8 @@ pub struct LsArgs {
     /// Validate N sessions at a time (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub jobs: Option<usize>,
-    /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions).
+    /// The storage root (default: $DSH_HOME/sessions, else ~/.dsh/sessions), or a SQLite
+    /// session store (one row per session).
     #[arg(value_name = "ROOT", value_hint = ValueHint::DirPath)]
     pub root: Option<PathBuf>,
 }
@@ -584,6 +611,8 @@ pub struct ShowArgs {
     /// One line per event, or the same selection as JSON Lines.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
@@ -667,6 +696,8 @@ pub struct StatsArgs {
     /// A report for people, or one JSON document.
     #[arg(long, value_enum, default_value_t = ReportFormat::Human)]
     pub format: ReportFormat,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
@@ -713,9 +744,17 @@ pub struct RepairArgs {
     #[arg(long, conflicts_with = "output")]
     pub dry_run: bool,
     /// Write the repaired log to OUT (a new file; never replaced) and leave FILE untouched.
+    /// For a SQLite store: a repaired copy of the whole database (SQLite's backup API), or
+    /// with a `.jsonl` name the session's repaired logical log.
     #[arg(long, value_name = "OUT", value_hint = ValueHint::FilePath)]
     pub output: Option<PathBuf>,
-    /// The log file (or session directory) to repair; `-` with --dry-run or --output.
+    /// Write a schema-15 SQLite store (no running DSH reads that layout any more).
+    #[arg(long)]
+    pub allow_old_schema: bool,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
+    /// The log file (or session directory, or STORE.db#ID) to repair; `-` with --dry-run or
+    /// --output.
     #[arg(value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
@@ -769,7 +808,13 @@ pub struct CompactArgs {
     /// Change nothing: print the four events that would be appended, as JSON Lines.
     #[arg(long)]
     pub dry_run: bool,
-    /// The log file (or session directory) to compact; `-` (standard input) with --dry-run.
+    /// Write a schema-15 SQLite store (no running DSH reads that layout any more).
+    #[arg(long)]
+    pub allow_old_schema: bool,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
+    /// The log file (or session directory, or STORE.db#ID) to compact; `-` (standard input)
+    /// with --dry-run.
     #[arg(value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
@@ -788,6 +833,8 @@ pub struct SurfaceArgs {
     /// Show the surface as it stood right after event SEQ (replays the log up to SEQ).
     #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }
@@ -807,6 +854,8 @@ pub struct DeriveArgs {
     /// Derive the messages as they stood right after event SEQ (replays the log up to SEQ).
     #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
     pub at: Option<u64>,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
 }

@@ -115,7 +115,7 @@ const LOG_COMMANDS: [&str; 8] = [
 #[test]
 fn log_arguments_complete_to_logs_and_directories() {
     let zsh = generated("zsh");
-    assert!(zsh.contains(r#":file -- Log file, session directory, or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
+    assert!(zsh.contains(r#":file -- Log file, session directory, SQLite session store (STORE.db or STORE.db#SESSION_ID), or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
     assert!(zsh.contains(r#"or `-` for standard input:_files -g "*.jsonl(|.zst|.zstd)"'"#));
     assert!(zsh.contains(r#"'*::files -- Log files (plain or zstd)"#));
     // --output and --known-types take any file.

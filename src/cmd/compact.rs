@@ -25,10 +25,10 @@ use crate::render::escape;
 use crate::render::human::plural;
 
 use super::Env;
+use super::store;
 use super::writing::{self, SHOWN_ERRORS};
 
 pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
-    let fault = super::test_fault()?;
     let stdin = args.file == "-";
     if stdin && !args.dry_run {
         return Err(Failure::usage(
@@ -52,11 +52,17 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         return Err(refuse(&escape(&args.file), &r, &ErrorList::new(0)));
     }
 
+    if let store::Named::Store { path, shown, id } =
+        store::name(&args.file, args.session.as_deref())?
+    {
+        return compact_store(args, env, out, &req, &path, &shown, id.as_deref());
+    }
     let mode = if args.dry_run {
         Mode::Look
     } else {
         Mode::InPlace
     };
+    let fault = super::test_fault()?;
     let mut target = writing::open(&args.file, mode)?;
     let name = escape(&target.name).into_owned();
     let cannot_read =
@@ -117,6 +123,112 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         .map_err(writing::write_failed)?;
     if !env.quiet {
         writeln!(out, "{name}: replaced {}", describe(&plan))?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// One session of a SQLite store: today's compaction plan on its logical log, checked by
+/// scanning the logical log with the four events appended, then inserted as scalar rows in
+/// one transaction (SQLITE.md S8.2; the bracket's non-monotonic `sourceEventSeqs` is stored
+/// with negative ZigZag deltas by the writer).
+fn compact_store(
+    args: &CompactArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    req: &Request,
+    db: &Path,
+    shown: &str,
+    id: Option<&str>,
+) -> Result<Outcome> {
+    use dshs::log::sqlite::write::{self as store_write, Options};
+    let fault = super::store_test_fault()?;
+    let mut change = store::Change::open(db, shown, id, env.quiet)?;
+    let name = escape(&change.name).into_owned();
+    let cannot_read =
+        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let opts: ScanOptions = env.scan_options();
+    let mut errors = ErrorList::new(SHOWN_ERRORS);
+    let mut lookout = Lookout::new(req);
+    let opened = change
+        .opened
+        .take()
+        .ok_or_else(|| Failure::usage("the session was opened twice"))?;
+    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut lookout)
+        .map_err(|e| cannot_read(&e))?;
+    let end = change.read_end()?;
+    if let Some(torn) = end.snapshot.torn {
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
+                "refusing to compact {name}: it has a torn tail of {} row{} from seq {} that DSH drops on load; run `dshs repair` first — nothing was written",
+                torn.rows,
+                plural(torn.rows),
+                torn.seq
+            ),
+        ));
+    }
+    let minted = match test_minted() {
+        Some(m) => m,
+        None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
+    };
+    let mut deriver = Deriver::open(change.spool.path()).map_err(|e| cannot_read(&e))?;
+    let plan = match compact::plan(&scan, &lookout, req, minted, &mut deriver) {
+        Ok(p) => p,
+        Err(PlanError::Refused(r)) => return Err(refuse(&name, &r, &errors)),
+        Err(PlanError::Read(e)) => return Err(cannot_read(&e)),
+        Err(e @ PlanError::Encode(_)) => return Err(Failure::usage(format!("{name}: {e}"))),
+    };
+    let (result, findings) = change
+        .verify(plan.edit(), plan.encoding, &opts)
+        .map_err(|e| cannot_read(&e))?;
+    if !plan.verified(&result) {
+        writing::print_findings(&change.name, findings.iter());
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
+                "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
+            ),
+        ));
+    }
+    if args.dry_run {
+        for line in &plan.lines {
+            out.write_all(line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        if !env.quiet {
+            crate::render::diag!(
+                "{name}: would replace {}; nothing was written",
+                describe(&plan)
+            );
+        }
+        return Ok(Outcome::Success);
+    }
+    let id = end.snapshot.id.clone();
+    let write_plan = store_write::Plan {
+        snapshot: end.snapshot,
+        cut: false,
+        append: plan.lines.clone(),
+    };
+    let options = Options {
+        allow_old_schema: args.allow_old_schema,
+        fault,
+    };
+    let written =
+        store_write::apply(db, &write_plan, options).map_err(|e| store::write_failed(&e))?;
+    for w in &written.warnings {
+        crate::render::diag!("dshs: warning: {}", escape(w));
+    }
+    store::recheck(db, shown, &id, &opts)?;
+    if !env.quiet {
+        writeln!(
+            out,
+            "{name}: replaced {}{}",
+            describe(&plan),
+            written
+                .revision
+                .map_or_else(String::new, |r| format!("; revision {r}"))
+        )?;
     }
     Ok(Outcome::Success)
 }

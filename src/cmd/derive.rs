@@ -31,7 +31,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         lines: true,
         replacements: false,
     };
-    let folded = fold::load(&args.file, &want, env)?;
+    let folded = fold::load(&args.file, args.session.as_deref(), &want, env)?;
     let path = folded
         .lines
         .as_deref()

@@ -68,9 +68,9 @@ impl Sink for Refusals {
     }
 }
 
-pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
+pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result<Box<Folded>> {
     let mut spool = None;
-    let mut opened = super::open_log(file)?;
+    let (mut opened, store) = super::open_input(file, session, env)?;
     if want.lines {
         // No plaintext file to fetch lines from (zstd, standard input, a FIFO): keep a copy
         // of what the one pass reads.
@@ -90,6 +90,10 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
     let mut refusals = Refusals::default();
     let mut scan = super::scan_source(opened, env, &opts, &mut refusals, &mut ())
         .map_err(|e| super::read_failure(&name, &e))?;
+    if let Some(store) = &store {
+        // DSH refuses a session whose storage layer has errors; a torn tail it drops is said.
+        store.check(env.quiet)?;
+    }
     let unsupported = scan.status() == Status::Unsupported;
     if unsupported || scan.tally.blocking > 0 || scan.state.is_none() {
         return Err(refuse(&name, &refusals, &scan, unsupported));

@@ -189,6 +189,12 @@ enum Target {
     Stdin,
     /// A log file or a session directory, named as given (or as found below a root).
     Path(String),
+    /// One session of a SQLite store (`STORE.db#ID`, or each session of `STORE.db`).
+    Session {
+        path: PathBuf,
+        shown: String,
+        id: String,
+    },
 }
 
 /// The logs below the command-line paths (DSH's root when there are none): a file or a
@@ -208,7 +214,26 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
     let mut errors = 0;
     for arg in given {
         let path = std::path::Path::new(&arg);
-        if arg == "-" {
+        let store = super::store::name(&arg, None).unwrap_or(super::store::Named::Log);
+        if let super::store::Named::Store { path, shown, id } = store {
+            let ids = match id {
+                Some(id) => Ok(vec![id]),
+                None => dshs::log::sqlite::Store::open(&path)
+                    .and_then(|s| s.sessions())
+                    .map(|s| s.into_iter().map(|i| i.row.id).collect()),
+            };
+            match ids {
+                Ok(ids) => out.extend(ids.into_iter().map(|id| Target::Session {
+                    path: path.clone(),
+                    shown: shown.clone(),
+                    id,
+                })),
+                Err(e) => {
+                    errors += 1;
+                    crate::render::error_message(&e.to_string());
+                }
+            }
+        } else if arg == "-" {
             out.push(Target::Stdin);
         } else if path.is_dir() && !input::is_session_dir(path) {
             match input::find_sessions(path) {
@@ -287,6 +312,24 @@ fn search_target(
             let path = PathBuf::from(name);
             match input::open(&Source::Path(path.clone())) {
                 Ok(o) => (o, Reopen::Path(path, name.clone())),
+                Err(e) => return Found::Unreadable(e.to_string()),
+            }
+        }
+        Target::Session { path, shown, id } => {
+            // The logical log, spooled like standard input: it is read twice.
+            let spooled = super::store::open_one(path, shown, Some(id))
+                .and_then(|(db, id)| super::store::open_session(db, shown, &id, env.quiet))
+                .map_err(|e| e.to_string())
+                .and_then(|(o, _end)| {
+                    let name = o.name.clone();
+                    Seekable::new(o).map_err(|e| format!("cannot read {name}: {e}"))
+                });
+            let spool = match spooled {
+                Ok(s) => s,
+                Err(e) => return Found::Unreadable(e),
+            };
+            match spool.open() {
+                Ok(o) => (o, Reopen::Spool(spool)),
                 Err(e) => return Found::Unreadable(e.to_string()),
             }
         }

@@ -35,6 +35,9 @@ struct Row {
     file: Option<String>,
     /// Canonical generation files in the directory (the newest is read).
     generations: usize,
+    /// A session of a SQLite store: its physical rows in `events` (a packed row counts once).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rows: Option<u64>,
     id: Option<String>,
     cwd: Option<String>,
     version: Option<i64>,
@@ -94,6 +97,10 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             "no ROOT given and neither DSH_HOME nor HOME is set",
         ));
     };
+    if root.is_file() && dshs::log::sqlite::has_magic(&root).unwrap_or(false) {
+        let mut rows = store_rows(&root, env)?;
+        return print_rows(&mut rows, &root, args, env, out);
+    }
     let sessions = match input::find_sessions(&root) {
         Ok(s) => s,
         Err(e) => {
@@ -121,6 +128,16 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             Ok(())
         },
     )?;
+    print_rows(&mut rows, &root, args, env, out)
+}
+
+fn print_rows(
+    rows: &mut [Row],
+    root: &Path,
+    args: &LsArgs,
+    env: &Env,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
     rows.sort_by(|a, b| {
         b.last_activity()
             .cmp(&a.last_activity())
@@ -128,14 +145,14 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     });
     match args.format {
         ReportFormat::Json => {
-            for row in &rows {
+            for row in rows.iter() {
                 serde_json::to_writer(&mut *out, row)?;
                 out.write_all(b"\n")?;
             }
         }
         ReportFormat::Human => {
-            print_table(&rows, &root, env, out)?;
-            for row in &rows {
+            print_table(rows, root, env, out)?;
+            for row in rows.iter() {
                 if let Some(problem) = &row.problem {
                     crate::render::diag!("dshs: note: {}: {}", escape(&row.path), escape(problem));
                 }
@@ -145,12 +162,112 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     Ok(Outcome::Success)
 }
 
+/// One row per session of a SQLite store (SQLITE.md S11.7), each validated the way
+/// `validate STORE.db#ID` does: the pass over its logical log and the storage findings.
+fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
+    use dshs::log::sqlite::{Store, combined_status};
+    let shown = path.display().to_string();
+    let refused = |e: dshs::log::sqlite::StoreError| {
+        Failure::of(super::store::outcome_of_class(e.class()), e.to_string())
+    };
+    let mut store = Store::open(path).map_err(refused)?;
+    let sessions = store.sessions().map_err(refused)?;
+    let mut rows = Vec::with_capacity(sessions.len());
+    for info in sessions {
+        let s = &info.row;
+        let mut row = Row {
+            kind: "session",
+            path: super::store::session_name(&shown, &s.id),
+            file: None,
+            generations: 0,
+            rows: Some(info.rows),
+            id: Some(s.id.clone()),
+            cwd: s.cwd.clone(),
+            version: s.version,
+            created_at: s.created_at,
+            last_event_time: None,
+            events: 0,
+            turns: 0,
+            status: Status::Unreadable.as_str(),
+            errors: 0,
+            warnings: 0,
+            problem: None,
+        };
+        let mut r = match store.read(&s.id) {
+            Ok(r) => r,
+            Err(e) => {
+                row.problem = Some(e.to_string());
+                rows.push(row);
+                continue;
+            }
+        };
+        let refused_early = match r.derive_is_seeded() {
+            Ok(_) => r.findings().iter().any(dshs::log::Finding::is_error),
+            Err(e) => {
+                row.problem = Some(e.to_string());
+                rows.push(row);
+                continue;
+            }
+        };
+        let mut activity = Activity::default();
+        let scan = if refused_early {
+            None
+        } else {
+            match dshs::log::scan::scan(
+                &mut r,
+                None,
+                &env.scan_options(),
+                &mut Discard,
+                &mut activity,
+            ) {
+                Ok(scan) => Some(scan),
+                Err(e) => {
+                    row.problem = Some(format!("cannot read it: {e}"));
+                    rows.push(row);
+                    continue;
+                }
+            }
+        };
+        let end = match r.finish() {
+            Ok(end) => end,
+            Err(e) => {
+                row.problem = Some(e.to_string());
+                rows.push(row);
+                continue;
+            }
+        };
+        let storage_errors = end.findings.iter().filter(|f| f.is_error()).count() as u64;
+        row.errors = storage_errors;
+        row.warnings = end.findings.len() as u64 - storage_errors;
+        let logical = scan.as_ref().map_or(Status::Valid, |s| s.status());
+        if let Some(scan) = &scan {
+            row.events = scan.events();
+            row.errors += scan.tally.errors;
+            row.warnings += scan.tally.warnings;
+        }
+        row.turns = activity.turns;
+        row.last_event_time = activity.last_time;
+        let torn = end.snapshot.torn.is_some()
+            || scan
+                .as_ref()
+                .is_some_and(|s| s.torn.is_some() || s.crash.is_some());
+        row.status = match combined_status(logical, &end.findings) {
+            Status::Valid if torn => "torn",
+            Status::Valid if scan.as_ref().is_some_and(|s| s.open_turn()) => "interrupted",
+            other => other.as_str(),
+        };
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
 fn row_of(dir: &Path, env: &Env) -> Row {
     let mut row = Row {
         kind: "session",
         path: dir.display().to_string(),
         file: None,
         generations: input::generations(dir).map_or(0, |g| g.len()),
+        rows: None,
         id: None,
         cwd: None,
         version: None,
@@ -246,20 +363,18 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
     };
     let clock = Clock::local();
     let time = |ms: Option<i64>| ms.map_or_else(|| "-".to_owned(), |t| clock.format_or_raw(t));
-    let header = [
-        "LAST EVENT",
-        "STATUS",
-        "V",
-        "EVENTS",
-        "TURNS",
-        "ID",
-        "CWD",
-        "CREATED",
-    ];
-    let cells: Vec<[String; 8]> = rows
+    // A SQLite store's sessions also show their physical rows (S11.7), after EVENTS.
+    let with_rows = rows.iter().any(|r| r.rows.is_some());
+    let mut header = vec!["LAST EVENT", "STATUS", "V", "EVENTS"];
+    if with_rows {
+        header.push("ROWS");
+    }
+    header.extend(["TURNS", "ID", "CWD", "CREATED"]);
+    let numbers = 2..=if with_rows { 5 } else { 4 };
+    let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            [
+            let mut c = vec![
                 // Seconds are enough in a listing.
                 time(r.last_event_time)
                     .get(..19)
@@ -267,33 +382,40 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
                 r.status.to_owned(),
                 r.version.map_or_else(|| "-".to_owned(), |v| v.to_string()),
                 r.events.to_string(),
+            ];
+            if with_rows {
+                c.push(r.rows.map_or_else(|| "-".to_owned(), |n| n.to_string()));
+            }
+            c.extend([
                 r.turns.to_string(),
                 escape(r.id.as_deref().unwrap_or("-")).into_owned(),
                 escape(r.cwd.as_deref().unwrap_or("-")).into_owned(),
                 time(r.created_at)
                     .get(..19)
                     .map_or_else(|| time(r.created_at), str::to_owned),
-            ]
+            ]);
+            c
         })
         .collect();
-    let mut widths = header.map(|h| h.chars().count());
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row) {
             *w = (*w).max(c.chars().count());
         }
     }
+    let last = header.len() - 1;
     // Numbers right-aligned, text left-aligned; the last column is not padded.
-    let line = |cols: [&str; 8]| -> String {
+    let line = |cols: &[&str]| -> String {
         let mut s = String::new();
-        for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
+        for (i, (c, w)) in cols.iter().zip(&widths).enumerate() {
             if i > 0 {
                 s.push_str("  ");
             }
             let pad = w.saturating_sub(c.chars().count());
-            if matches!(i, 2..=4) {
+            if numbers.contains(&i) {
                 s.push_str(&" ".repeat(pad));
                 s.push_str(c);
-            } else if i == 7 {
+            } else if i == last {
                 s.push_str(c);
             } else {
                 s.push_str(c);
@@ -303,10 +425,10 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
         s
     };
     if !rows.is_empty() {
-        writeln!(out, "{}", painter.bold(&line(header)))?;
+        writeln!(out, "{}", painter.bold(&line(&header)))?;
     }
     for row in &cells {
-        let text = line(row.each_ref().map(String::as_str));
+        let text = line(&row.iter().map(String::as_str).collect::<Vec<_>>());
         let text = match row[1].as_str() {
             "invalid" | "unsupported" | "unreadable" => {
                 painter.paint(&text, owo_colors::Style::new().red())

@@ -12,6 +12,7 @@ pub mod man;
 pub mod repair;
 pub mod show;
 pub mod stats;
+mod store;
 pub mod surface;
 pub mod validate;
 mod writing;
@@ -336,6 +337,29 @@ pub fn in_parallel<T: Sync, R: Send>(
     })
 }
 
+/// Open what a command that reads one log is given: a log (see [`open_log`]), or one
+/// session of a SQLite session store (`STORE.db#ID`, `--session ID`, or a store holding one
+/// session), streamed as its logical log; its storage findings come in the
+/// [`store::StoreEnd`] once the pass is done. A database on standard input is a usage error.
+pub fn open_input(
+    arg: &str,
+    session: Option<&str>,
+    env: &Env,
+) -> Result<(Opened, Option<store::StoreEnd>)> {
+    match store::name(arg, session)? {
+        store::Named::Log => {
+            let mut opened = open_log(arg)?;
+            store::refuse_streamed_database(&mut opened)?;
+            Ok((opened, None))
+        }
+        store::Named::Store { path, shown, id } => {
+            let (db, id) = store::open_one(&path, &shown, id.as_deref())?;
+            let (opened, end) = store::open_session(db, &shown, &id, env.quiet)?;
+            Ok((opened, Some(end)))
+        }
+    }
+}
+
 /// Open `arg` (see [`open`]); an input that cannot be opened is the command's error.
 pub fn open_log(arg: &str) -> Result<Opened> {
     open(arg).map_err(input_error)
@@ -411,7 +435,12 @@ pub fn read_failure(name: &str, e: &io::Error) -> anyhow::Error {
 
 /// The exit status of an inspection command: what `validate` would say about the log.
 pub fn outcome_of(scan: &Scan) -> Outcome {
-    match scan.status() {
+    outcome_of_status(scan.status())
+}
+
+/// The exit status of an inspection command for a log's status.
+pub fn outcome_of_status(status: Status) -> Outcome {
+    match status {
         Status::Valid => Outcome::Success,
         Status::Invalid => Outcome::Invalid,
         Status::Unsupported => Outcome::Unsupported,
@@ -461,6 +490,22 @@ pub fn test_fault() -> Result<dshs::log::write::Fault> {
         });
     }
     Ok(dshs::log::write::Fault::None)
+}
+
+/// [`test_fault`] for a write to a SQLite store: `kill:POINT` or `pause:POINT` at a point of
+/// its one transaction (`sqlite::write::Point` names them). Release builds ignore it.
+pub fn store_test_fault() -> Result<dshs::log::sqlite::write::Fault> {
+    #[cfg(debug_assertions)]
+    if let Some(v) = std::env::var_os("DSHS_TEST_FAULT") {
+        let v = v.to_string_lossy();
+        return dshs::log::sqlite::write::Fault::parse(&v).ok_or_else(|| {
+            Failure::usage(format!(
+                "DSHS_TEST_FAULT={}: expected kill:POINT or pause:POINT (checked, sidecar-synced, deleted, inserted, bumped, committed)",
+                crate::render::escape(&v)
+            ))
+        });
+    }
+    Ok(dshs::log::sqlite::write::Fault::None)
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use crate::render::escape;
 use crate::render::human::plural;
 
 use super::Env;
+use super::store;
 use super::writing::{self, SHOWN_ERRORS};
 
 /// What this command's output is like (for the progress bar).
@@ -35,6 +36,11 @@ pub fn output(args: &RepairArgs) -> super::Output {
 
 pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
+    if let store::Named::Store { path, shown, id } =
+        store::name(&args.file, args.session.as_deref())?
+    {
+        return repair_store(args, env, out, &path, &shown, id.as_deref());
+    }
     let fault = super::test_fault()?;
     let stdin = args.file == "-";
     if stdin && !args.dry_run && args.output.is_none() {
@@ -135,6 +141,172 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
             "{name}: {}",
             in_place_summary(&plan, done.sidecar.as_deref())
         )?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// One session of a SQLite store (SQLITE.md S8.2): the plan is today's, made on the
+/// session's logical log; the torn tail the storage layer drops is what is cut (whole rows,
+/// saved to a sidecar first), the closers are inserted as rows, all in one transaction.
+fn repair_store(
+    args: &RepairArgs,
+    env: &Env,
+    out: &mut dyn Write,
+    db: &Path,
+    shown: &str,
+    id: Option<&str>,
+) -> Result<Outcome> {
+    use dshs::log::sqlite::write::{self as store_write, Options};
+    let fault = super::store_test_fault()?;
+    let mut change = store::Change::open(db, shown, id, env.quiet)?;
+    let name = escape(&change.name).into_owned();
+    let cannot_read =
+        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let opts = env.scan_options();
+    let mut errors = ErrorList::new(SHOWN_ERRORS);
+    let opened = change
+        .opened
+        .take()
+        .ok_or_else(|| Failure::usage("the session was opened twice"))?;
+    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut ())
+        .map_err(|e| cannot_read(&e))?;
+    let end = change.read_end()?;
+    let plan = match repair::plan(&scan) {
+        Ok(p) => p,
+        Err(refusal) => return Err(refuse(&change.name, refusal, &errors)),
+    };
+    if let Some(cut) = &plan.cut {
+        // Rows the storage layer keeps but the logical pass would drop: not a torn tail of
+        // rows, and cutting inside committed rows is not what DSH does.
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
+                "refusing to repair {name}: its logical log ends in lines DSH would drop ({}), but the storage layer holds them as committed rows; nothing was written",
+                cut_parts(cut)
+            ),
+        ));
+    }
+    let snapshot = end.snapshot.clone();
+    let id = snapshot.id.clone();
+    if !plan.closers.is_empty() {
+        let (result, findings) = change
+            .verify(plan.edit(), plan.encoding, &opts)
+            .map_err(|e| cannot_read(&e))?;
+        if !plan.verified(&result) {
+            let errors: Vec<_> = findings.iter().filter(|f| f.is_error()).collect();
+            writing::print_findings(&change.name, errors.iter().copied());
+            return Err(Failure::of(
+                Outcome::Invalid,
+                format!(
+                    "refusing to repair {name}: with the closers appended it would not validate cleanly (see above); nothing was written"
+                ),
+            ));
+        }
+    }
+    let write_plan = store_write::Plan {
+        snapshot,
+        cut: true,
+        append: plan.closers.iter().map(|c| c.line.clone()).collect(),
+    };
+    let torn = write_plan.snapshot.torn;
+    let cut_text = |verb: &str| {
+        torn.map(|t| {
+            format!(
+                "{verb} {} row{} from seq {} (the torn tail DSH drops on load)",
+                t.rows,
+                plural(t.rows),
+                t.seq
+            )
+        })
+    };
+
+    if args.dry_run {
+        for c in &plan.closers {
+            out.write_all(c.line.as_bytes())?;
+            out.write_all(b"\n")?;
+        }
+        out.flush()?;
+        crate::render::diag!(
+            "{name}: {}",
+            cut_text("would delete").map_or_else(
+                || "nothing to cut".to_owned(),
+                |t| format!("{t}; they would be saved to a sidecar first")
+            )
+        );
+        if !env.quiet {
+            crate::render::diag!("{name}: {}", would_append(&plan));
+        }
+        return Ok(Outcome::Success);
+    }
+    let allow = Options {
+        allow_old_schema: args.allow_old_schema,
+        fault,
+    };
+    let mut parts = Vec::new();
+    if let Some(dest) = &args.output {
+        let dest_shown = escape(&dest.display().to_string()).into_owned();
+        if store::is_jsonl_name(dest) {
+            let len = change.write_jsonl(scan.committed_bytes, plan.append(), dest)?;
+            parts.push(format!(
+                "wrote {dest_shown} ({len} byte{}): the repaired logical log of {name}",
+                plural(len)
+            ));
+            parts.extend(cut_text("left out"));
+        } else {
+            store_write::backup_copy(db, dest).map_err(|e| store::write_failed(&e))?;
+            let written = store_write::apply(dest, &write_plan, allow).map_err(|e| {
+                let _ = std::fs::remove_file(dest);
+                store::write_failed(&e)
+            })?;
+            store::recheck(dest, &dest.display().to_string(), &id, &opts)?;
+            parts.push(format!(
+                "wrote {dest_shown}, a copy of {} made with SQLite's backup API, with session {} repaired",
+                escape(shown),
+                escape(&id)
+            ));
+            parts.extend(cut_text("deleted").map(|t| match &written.sidecar {
+                Some(p) => format!("{t} → saved to {}", escape(&p.display().to_string())),
+                None => t,
+            }));
+        }
+        if !plan.closers.is_empty() {
+            parts.push(format!("appended {}", describe_closers(&plan)));
+        } else if torn.is_none() {
+            parts.push("nothing to repair, an exact copy".into());
+        }
+        parts.push(format!("{} is untouched", escape(shown)));
+        if !env.quiet {
+            writeln!(out, "{}", parts.join("; "))?;
+        }
+        return Ok(Outcome::Success);
+    }
+    if write_plan.is_noop() {
+        if !env.quiet {
+            writeln!(
+                out,
+                "{name}: nothing to repair (no torn tail, no open turn)"
+            )?;
+        }
+        return Ok(Outcome::Success);
+    }
+    let written =
+        store_write::apply(db, &write_plan, allow).map_err(|e| store::write_failed(&e))?;
+    for w in &written.warnings {
+        crate::render::diag!("dshs: warning: {}", escape(w));
+    }
+    store::recheck(db, shown, &id, &opts)?;
+    if !env.quiet {
+        parts.extend(cut_text("deleted").map(|t| match &written.sidecar {
+            Some(p) => format!("{t} → saved to {}", escape(&p.display().to_string())),
+            None => t,
+        }));
+        if !plan.closers.is_empty() {
+            parts.push(format!("appended {}", describe_closers(&plan)));
+        }
+        if let Some(r) = written.revision {
+            parts.push(format!("revision {r}"));
+        }
+        writeln!(out, "{name}: {}", parts.join("; "))?;
     }
     Ok(Outcome::Success)
 }

@@ -40,7 +40,7 @@ pub fn output(args: &ShowArgs) -> super::Output {
 
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
-    let opened = super::open_log(&args.file)?;
+    let (opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
     let name = opened.name.clone();
     let file = match Seekable::new(opened) {
         Ok(f) => f,
@@ -152,6 +152,11 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         return Err(super::read_failure(&name, &e));
     }
     super::note_status(&name, &first, first_error.0.as_ref(), env.quiet);
+    if let Some(store) = store {
+        return Ok(super::outcome_of_status(
+            store.status(first.status(), env.quiet)?,
+        ));
+    }
     Ok(super::outcome_of(&first))
 }
 

@@ -32,7 +32,7 @@ pub fn output(args: &StatsArgs) -> super::Output {
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
-    let opened = super::open_log(&args.file)?;
+    let (opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
     let name = opened.name.clone();
     let mut counter = Counter::default();
     let mut first_error = FirstError::default();
@@ -60,6 +60,11 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
         }
     }
     super::note_status(&name, &scan, first_error.0.as_ref(), env.quiet);
+    if let Some(store) = store {
+        return Ok(super::outcome_of_status(
+            store.status(scan.status(), env.quiet)?,
+        ));
+    }
     Ok(super::outcome_of(&scan))
 }
 

@@ -114,8 +114,23 @@ fn validate_one(
     painter: Painter,
     out: &mut dyn Write,
 ) -> Result<Outcome> {
+    if let super::store::Named::Store { path, shown, id } = super::store::name(file, None)? {
+        let ids = match id {
+            Some(id) => vec![id],
+            None => args.sessions.clone(),
+        };
+        return validate_store(&path, &shown, &ids, args, env, painter, out);
+    }
     let opened = match super::open(file) {
-        Ok(o) => o,
+        Ok(mut o) => match super::store::refuse_streamed_database(&mut o) {
+            Ok(()) => o,
+            Err(e) => {
+                crate::render::error_message(&e.to_string());
+                let summary = empty_summary(file, Status::Unreadable);
+                write_summary(out, args.format, painter, env.quiet, &summary)?;
+                return Ok(Outcome::Failure);
+            }
+        },
         Err(e) => {
             let outcome = super::input_failure(&e);
             let status = if outcome == Outcome::Unsupported {
@@ -188,6 +203,201 @@ fn validate_one(
         Status::Unsupported => Outcome::Unsupported,
         Status::Unreadable => Outcome::Failure,
     })
+}
+
+/// A SQLite session store (SQLITE.md S9): its identity, then each session (`ids`, or every
+/// one in rowid order) as one log named `store.db#ID` — the pass over its logical log, with
+/// the storage layer's findings (row seqs, no lines) merged into the report and summary.
+fn validate_store(
+    path: &std::path::Path,
+    shown: &str,
+    ids: &[String],
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
+    use dshs::log::sqlite::{self, Store, StoreError};
+    let mut store = match Store::open(path) {
+        Ok(s) => s,
+        Err(e) => {
+            // Refused (another schema, a foreign application id, a search index): the
+            // refusal is the store's one finding.
+            let outcome = super::store::outcome_of_class(e.class());
+            let status = match outcome {
+                Outcome::Unsupported => Status::Unsupported,
+                Outcome::Invalid => Status::Invalid,
+                _ => Status::Unreadable,
+            };
+            let mut summary = empty_summary(shown, status);
+            match (&e, e.code()) {
+                (StoreError::Refused { message, .. }, Some(code)) => {
+                    let mut report = report(None, out, shown, args, env, painter);
+                    report.push(store_finding(code, message.clone()));
+                    if let Some(e) = report.error.take() {
+                        return Err(e.into());
+                    }
+                    summary.errors = 1;
+                }
+                _ => crate::render::error_message(&e.to_string()),
+            }
+            write_summary(out, args.format, painter, env.quiet, &summary)?;
+            return Ok(outcome);
+        }
+    };
+    let mut worst = Outcome::Success;
+    if !store.findings().is_empty() {
+        // An empty database: no session, one warning.
+        let mut report = report(None, out, shown, args, env, painter);
+        for f in store.findings() {
+            report.push(f.clone());
+        }
+        if let Some(e) = report.error.take() {
+            return Err(e.into());
+        }
+        let mut summary = empty_summary(shown, Status::Valid);
+        summary.warnings = store.findings().len() as u64;
+        write_summary(out, args.format, painter, env.quiet, &summary)?;
+        if args.deny_warnings {
+            worst = Outcome::Invalid;
+        }
+    }
+    let ids = if ids.is_empty() {
+        match store.sessions() {
+            Ok(s) => s.into_iter().map(|i| i.row.id).collect(),
+            Err(e) => {
+                crate::render::error_message(&e.to_string());
+                write_summary(
+                    out,
+                    args.format,
+                    painter,
+                    env.quiet,
+                    &empty_summary(shown, Status::Unreadable),
+                )?;
+                return Ok(Outcome::Failure);
+            }
+        }
+    } else {
+        ids.to_vec()
+    };
+    for id in &ids {
+        let name = super::store::session_name(shown, id);
+        let mut r = match store.read(id) {
+            Ok(r) => r,
+            Err(e) => {
+                crate::render::error_message(&e.to_string());
+                let status = match super::store::outcome_of_class(e.class()) {
+                    Outcome::Unsupported => Status::Unsupported,
+                    Outcome::Invalid => Status::Invalid,
+                    _ => Status::Unreadable,
+                };
+                write_summary(
+                    out,
+                    args.format,
+                    painter,
+                    env.quiet,
+                    &empty_summary(&name, status),
+                )?;
+                worst = worst.worst(super::store::outcome_of_class(e.class()));
+                continue;
+            }
+        };
+        let mut report = report(None, out, &name, args, env, painter);
+        // The storage-class pass, and isSeeded for format 2+ (S11.5), before any line.
+        let refused = match r.derive_is_seeded() {
+            Ok(_) => r.findings().iter().any(Finding::is_error),
+            Err(e) => return Err(super::store::store_failure(&e)),
+        };
+        let row_version = r.session_row().version;
+        let opts = env.scan_options();
+        let scanned = if refused {
+            // DSH refuses the session before reading any event: nothing to pass over.
+            None
+        } else {
+            Some(dshs::log::scan::scan(
+                &mut r,
+                None,
+                &opts,
+                &mut report,
+                &mut (),
+            ))
+        };
+        let end = r.finish();
+        if let Some(e) = report.error.take() {
+            return Err(e.into());
+        }
+        let scan = match scanned.transpose() {
+            Ok(s) => s,
+            Err(e) => {
+                crate::render::error_message(&format!("cannot read {name}: {e}"));
+                write_summary(
+                    out,
+                    args.format,
+                    painter,
+                    env.quiet,
+                    &empty_summary(&name, Status::Unreadable),
+                )?;
+                worst = worst.worst(Outcome::Failure);
+                continue;
+            }
+        };
+        let end = end.map_err(|e| super::store::store_failure(&e))?;
+        let (mut errors, mut warnings) = (0, 0);
+        for f in &end.findings {
+            if f.is_error() {
+                errors += 1;
+            } else {
+                warnings += 1;
+            }
+            report.push(f.clone());
+        }
+        if let Some(e) = report.error.take() {
+            return Err(e.into());
+        }
+        let (hidden, quiet) = (report.hidden, report.quiet);
+        if hidden > 0 && args.format == ReportFormat::Human && !quiet {
+            writeln!(
+                out,
+                "{}",
+                painter.dim(&format!(
+                    "{}: … {hidden} more finding{} not shown (--max-findings {})",
+                    crate::render::escape(&name),
+                    human::plural(hidden as u64),
+                    args.max_findings.unwrap_or_default()
+                ))
+            )?;
+        }
+        let mut summary = match &scan {
+            Some(scan) => summary_of(&name, scan),
+            None => SummaryLine {
+                version: row_version,
+                ..empty_summary(&name, Status::Valid)
+            },
+        };
+        let logical = scan.as_ref().map_or(Status::Valid, Scan::status);
+        summary.status = sqlite::combined_status(logical, &end.findings);
+        summary.errors += errors;
+        summary.warnings += warnings;
+        summary.torn_tail |= end.snapshot.torn.is_some();
+        write_summary(out, args.format, painter, env.quiet, &summary)?;
+        worst = worst.worst(match summary.status {
+            Status::Valid if args.deny_warnings && summary.warnings > 0 => Outcome::Invalid,
+            other => super::outcome_of_status(other),
+        });
+    }
+    Ok(worst)
+}
+
+/// A store-level finding (the identity checks): no line, no seq.
+fn store_finding(code: Code, message: String) -> Finding {
+    Finding {
+        code,
+        severity: code.severity(None),
+        pos: Pos::default(),
+        seq: None,
+        event_type: None,
+        message,
+    }
 }
 
 fn report<'o>(

@@ -57,10 +57,15 @@ pub fn finding(p: &Painter, file: &str, f: &Finding) -> String {
 pub fn finding_in_frame(p: &Painter, file: &str, f: &Finding, frame: Option<u64>) -> String {
     let seq = f.seq.map_or_else(String::new, |s| format!(" seq {s}"));
     let frame = frame.map_or_else(String::new, |n| format!(" (frame {n})"));
+    // Line 0: a finding of a SQLite store's storage layer, which points at rows by seq only.
+    let line = if f.pos.line == 0 {
+        String::new()
+    } else {
+        format!(":{}", f.pos.line)
+    };
     format!(
-        "{}:{}{frame}: {}[{}]{}: {}",
+        "{}{line}{frame}: {}[{}]{}: {}",
         escape(file),
-        f.pos.line,
         p.severity(f.severity),
         p.bold(f.code.as_str()),
         seq,

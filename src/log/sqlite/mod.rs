@@ -460,6 +460,34 @@ impl Store {
             .ok_or_else(|| missing(Vec::new()))
     }
 
+    /// Read session `id` like [`Store::read`], handing the store's connection to the reader:
+    /// a reader that owns its connection can go where a `'static` stream is needed (a pass
+    /// that spools or tees what it reads). The read transaction ends with the reader.
+    pub fn into_reader(mut self, id: &str) -> Result<SessionReader<Connection>, StoreError> {
+        let schema = match (&self.conn, &self.identity) {
+            (Some(_), Identity::Store { schema, .. }) => *schema,
+            _ => return Err(self.no_session(id, Vec::new())),
+        };
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let known = match &self.conn {
+            Some(conn) => SessionRow::read(conn, id).map_err(sql)?.is_some(),
+            None => false,
+        };
+        if !known {
+            let ids = self
+                .sessions()
+                .map(|s| s.into_iter().map(|i| i.row.id).collect())
+                .unwrap_or_default();
+            return Err(self.no_session(id, ids));
+        }
+        let Some(conn) = self.conn.take() else {
+            return Err(self.no_session(id, Vec::new()));
+        };
+        conn.execute_batch("BEGIN").map_err(sql)?;
+        SessionReader::begin(conn, &self.shown, id, schema, self.max_scalar_bytes, true)?
+            .ok_or_else(|| self.no_session(id, Vec::new()))
+    }
+
     fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {
         StoreError::NoSession {
             path: self.shown.clone(),

@@ -1,0 +1,838 @@
+//! Every command on a session of DSH's SQLite session store (SQLITE.md S9, S11; CLI.md
+//! "SQLite session stores"): the same answers as on the session's logical log written as
+//! JSONL, one summary per session from `validate`, refusals with their exit codes, and the
+//! writers' single transaction (S8.2) seen from the command line.
+
+mod common;
+
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+
+use common::{dshs, json_lines};
+use dshs::log::sqlite::Store;
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    common::testdata("sqlite")
+}
+
+fn db(rel: &str) -> PathBuf {
+    fixtures().join("db").join(rel)
+}
+
+/// A fixture database copied into a temporary directory (the originals stay untouched).
+fn copy_of(rel: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let to = dir.path().join(Path::new(rel).file_name().expect("name"));
+    std::fs::copy(db(rel), &to).expect("copy");
+    (dir, to)
+}
+
+fn arg(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// What a command printed and how it ended.
+struct Run {
+    code: i32,
+    stdout: Vec<u8>,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = dshs().args(args).output().expect("run dshs");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: out.stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The logical log of one session, read through the library.
+fn logical(path: &Path, id: &str) -> Vec<u8> {
+    let mut store = Store::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = store.read(id).expect("read");
+    let mut out = Vec::new();
+    std::io::Read::read_to_end(&mut r, &mut out).expect("stream");
+    r.finish().expect("finish");
+    out
+}
+
+/// One session of a fixture: its id, its expected logical log, whether it has a torn tail.
+type Session = (String, PathBuf, bool);
+
+/// `(db relative to db/, its sessions)` for every fixture database that upstream's read
+/// path reads.
+fn readable() -> Vec<(String, Vec<Session>)> {
+    let mut out = Vec::new();
+    let root = fixtures().join("db");
+    for dir in [root.clone(), root.join("per-fixture")] {
+        for e in std::fs::read_dir(&dir).expect("fixture dir") {
+            let p = e.expect("entry").path();
+            if p.extension().is_none_or(|x| x != "db") {
+                continue;
+            }
+            let rel = p.strip_prefix(&root).expect("under db").to_owned();
+            let name = rel.to_string_lossy().trim_end_matches(".db").to_owned();
+            let expected = fixtures().join("expected").join(&name);
+            let Ok(index) = std::fs::read(expected.join("index.json")) else {
+                continue;
+            };
+            let index: Value = serde_json::from_slice(&index).expect("index JSON");
+            let sessions = index
+                .as_array()
+                .expect("a list")
+                .iter()
+                .map(|s| {
+                    (
+                        s["id"].as_str().expect("id").to_owned(),
+                        expected.join(s["file"].as_str().expect("file")),
+                        !s["tornMarker"].is_null(),
+                    )
+                })
+                .collect();
+            out.push((rel.to_string_lossy().into_owned(), sessions));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+/// The reference JSONL for a session: upstream's logical log, with the `isSeeded` that
+/// SQLITE.md S11.5 has dshs derive for format 2+ put into its header (before
+/// `delegationDepth`), computed here from the log's own inherited `session/end-seed`.
+fn reference(expected: &Path, dir: &Path) -> (PathBuf, bool) {
+    let text = std::fs::read_to_string(expected).expect("expected log");
+    let (header, rest) = text.split_once('\n').expect("a header line");
+    let h: Value = serde_json::from_str(header).expect("header JSON");
+    if h["version"].as_u64().is_none_or(|v| v < 2) {
+        return (expected.to_owned(), false);
+    }
+    let seeded = rest.lines().any(|l| {
+        let e: Value = serde_json::from_str(l).expect("event JSON");
+        e["type"] == "session/end-seed" && e["data"]["inherited"] == true
+    });
+    assert!(header.contains(",\"delegationDepth\":"), "{header}");
+    let header = header.replacen(
+        ",\"delegationDepth\":",
+        &format!(",\"isSeeded\":{seeded},\"delegationDepth\":"),
+        1,
+    );
+    let to = dir.join(format!(
+        "{}.jsonl",
+        expected
+            .parent()
+            .and_then(Path::file_name)
+            .expect("dir")
+            .to_string_lossy()
+    ));
+    std::fs::write(&to, format!("{header}\n{rest}")).expect("write reference");
+    (to, true)
+}
+
+fn without_file(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("file");
+    }
+    v
+}
+
+#[test]
+fn every_fixture_session_answers_every_command_like_its_logical_log() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let mut sessions = 0;
+    for (rel, index) in readable() {
+        let path = db(&rel);
+        for (id, expected, torn) in index {
+            let named = format!("{}#{id}", arg(&path));
+            let (reference, derived) = reference(&expected, scratch.path());
+            let reference = arg(&reference);
+            let what = format!("{rel} {id}");
+
+            // validate: the same logical findings and summary; the storage layer adds its
+            // own findings (no line), and they are exactly the torn tail and the derived
+            // isSeeded.
+            let got = run(&["validate", "--format", "json", &named]);
+            let want = run(&["validate", "--format", "json", &reference]);
+            let (g, w) = (json_lines(&got.stdout), json_lines(&want.stdout));
+            let storage: Vec<&str> = g
+                .iter()
+                .filter(|r| r["type"] == "finding" && r["line"].is_null())
+                .map(|r| r["code"].as_str().expect("code"))
+                .collect();
+            let mut expected_storage = Vec::new();
+            if derived {
+                expected_storage.push("sqlite-is-seeded-derived");
+            }
+            if torn {
+                expected_storage.push("crash-tail");
+            }
+            assert_eq!(storage, expected_storage, "{what}: storage findings");
+            for r in g.iter().filter(|r| r["line"].is_null()) {
+                assert!(r["byte"].is_null(), "{what}: {r}");
+                assert_eq!(r["file"], named.as_str(), "{what}");
+            }
+            let logical: Vec<Value> = g
+                .iter()
+                .filter(|r| r["type"] == "finding" && !r["line"].is_null())
+                .cloned()
+                .map(without_file)
+                .collect();
+            let want_findings: Vec<Value> = w
+                .iter()
+                .filter(|r| r["type"] == "finding")
+                .cloned()
+                .map(without_file)
+                .collect();
+            assert_eq!(logical, want_findings, "{what}: findings");
+            let mut summary = without_file(g.last().expect("summary").clone());
+            assert_eq!(g.last().expect("summary")["file"], named.as_str(), "{what}");
+            let extra = expected_storage.len() as u64;
+            summary["warnings"] = (summary["warnings"].as_u64().expect("warnings") - extra).into();
+            assert_eq!(summary["tornTail"], torn, "{what}: tornTail");
+            summary["tornTail"] = false.into();
+            assert_eq!(
+                summary,
+                without_file(w.last().expect("summary").clone()),
+                "{what}: summary"
+            );
+            assert_eq!(got.code, want.code, "{what}: validate exit");
+
+            for cmd in [
+                &["surface", "--format", "json"][..],
+                &["derive"],
+                &["derive", "--format", "ndjson"],
+                &["stats", "--format", "json"],
+                &["show", "--format", "json"],
+            ] {
+                let got = run(&[cmd, &[named.as_str()]].concat());
+                let want = run(&[cmd, &[reference.as_str()]].concat());
+                assert_eq!(got.code, want.code, "{what}: {cmd:?} exit: {}", got.stderr);
+                if cmd[0] == "stats" {
+                    let (mut g, mut w): (Value, Value) = (
+                        serde_json::from_slice(&got.stdout).expect("stats JSON"),
+                        serde_json::from_slice(&want.stdout).expect("stats JSON"),
+                    );
+                    assert_eq!(g["file"], named.as_str(), "{what}");
+                    g["file"] = Value::Null;
+                    w["file"] = Value::Null;
+                    assert_eq!(g, w, "{what}: stats");
+                } else {
+                    assert!(
+                        got.stdout == want.stdout,
+                        "{what}: {cmd:?} differs:\n{}\n---\n{}",
+                        String::from_utf8_lossy(&got.stdout),
+                        String::from_utf8_lossy(&want.stdout)
+                    );
+                }
+            }
+            sessions += 1;
+        }
+    }
+    assert!(sessions >= 70, "only {sessions} sessions compared");
+}
+
+#[test]
+fn validate_on_a_store_gives_one_summary_per_session_in_rowid_order() {
+    let path = db("many-sessions.db");
+    let r = run(&["validate", "--format", "json", &arg(&path)]);
+    let index: Value = serde_json::from_slice(
+        &std::fs::read(fixtures().join("expected/many-sessions/index.json")).expect("index"),
+    )
+    .expect("index JSON");
+    let want: Vec<String> = index
+        .as_array()
+        .expect("list")
+        .iter()
+        .map(|s| format!("{}#{}", arg(&path), s["id"].as_str().expect("id")))
+        .collect();
+    let got: Vec<String> = json_lines(&r.stdout)
+        .into_iter()
+        .filter(|l| l["type"] == "summary")
+        .map(|l| l["file"].as_str().expect("file").to_owned())
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(want.len(), 31);
+
+    // --session picks (repeatable); human output names each session too.
+    let ids: Vec<&str> = want
+        .iter()
+        .map(|w| w.rsplit_once('#').expect("#").1)
+        .collect();
+    let r = run(&[
+        "validate",
+        "--session",
+        ids[3],
+        "--session",
+        ids[1],
+        &arg(&path),
+    ]);
+    let lines: Vec<&str> = std::str::from_utf8(&r.stdout)
+        .expect("UTF-8")
+        .lines()
+        .filter(|l| l.contains(": v"))
+        .collect();
+    assert_eq!(lines.len(), 2, "{lines:?}");
+    assert!(lines[0].starts_with(&want[3]) && lines[1].starts_with(&want[1]));
+
+    // The exit code is the worst session's: a torn tail is a warning, an open turn too.
+    assert_eq!(run(&["validate", &arg(&db("torn-packed-tail.db"))]).code, 0);
+    assert_eq!(
+        run(&[
+            "validate",
+            "--deny-warnings",
+            &arg(&db("torn-packed-tail.db"))
+        ])
+        .code,
+        1
+    );
+}
+
+#[test]
+fn refused_databases_exit_3_naming_what_was_found() {
+    for (rel, code, says) in [
+        (
+            "identity-foreign-application-id.db",
+            "sqlite-not-session-store",
+            "application id 12345 (0x00003039), expected 1146308688",
+        ),
+        (
+            "identity-user-version-16.db",
+            "sqlite-schema-unsupported",
+            "schema version 16",
+        ),
+    ] {
+        let path = arg(&db(rel));
+        for cmd in [
+            &["validate"][..],
+            &["surface"],
+            &["derive"],
+            &["stats"],
+            &["show"],
+            &["ls"],
+            &["repair", "--dry-run"],
+        ] {
+            let r = run(&[cmd, &[path.as_str()]].concat());
+            assert_eq!(r.code, 3, "{rel} {cmd:?}: {}", r.stderr);
+            let all = format!("{}{}", String::from_utf8_lossy(&r.stdout), r.stderr);
+            assert!(all.contains(says), "{rel} {cmd:?}: {all}");
+        }
+        let r = run(&["validate", "--format", "json", &path]);
+        let lines = json_lines(&r.stdout);
+        assert_eq!(lines[0]["code"], code, "{rel}");
+        assert_eq!(lines[1]["status"], "unsupported", "{rel}");
+    }
+}
+
+#[test]
+fn a_session_dsh_refuses_is_invalid_in_every_command() {
+    for (rel, code, seq) in [
+        ("committed-corrupt-packed.db", "committed-malformed-row", 10),
+        ("storage-class-integer-data.db", "sqlite-storage-class", 40),
+    ] {
+        let path = arg(&db(rel));
+        let r = run(&["validate", "--format", "json", &path]);
+        assert_eq!(r.code, 1, "{rel}");
+        let lines = json_lines(&r.stdout);
+        let f = lines
+            .iter()
+            .find(|l| l["code"] == code)
+            .unwrap_or_else(|| panic!("{rel}: no {code}: {lines:?}"));
+        assert_eq!(f["seq"], seq, "{rel}");
+        assert!(f["line"].is_null() && f["byte"].is_null(), "{rel}");
+        assert_eq!(lines.last().expect("summary")["status"], "invalid");
+        for cmd in ["surface", "derive"] {
+            let r = run(&[cmd, &path]);
+            assert_eq!(r.code, 1, "{rel} {cmd}");
+            assert!(r.stdout.is_empty(), "{rel} {cmd}: printed a result");
+            assert!(r.stderr.contains(code), "{rel} {cmd}: {}", r.stderr);
+        }
+        for cmd in ["stats", "show"] {
+            assert_eq!(run(&[cmd, &path]).code, 1, "{rel} {cmd}");
+        }
+        let r = run(&["ls", "--format", "json", &path]);
+        assert_eq!(r.code, 0);
+        assert_eq!(json_lines(&r.stdout)[0]["status"], "invalid", "{rel}");
+        let r = run(&["repair", "--dry-run", &path]);
+        assert_eq!(r.code, 1, "{rel}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn commands_needing_one_session_refuse_a_multi_session_store_listing_the_ids() {
+    let path = arg(&db("open-turn.db"));
+    let ids = [
+        "open-after-first-tool-call",
+        "open-mid-tool-call-stream",
+        "open-before-turn-end",
+        "gen-v0-open-tail",
+    ];
+    for cmd in [
+        &["surface"][..],
+        &["derive"],
+        &["show"],
+        &["stats"],
+        &["repair"],
+        &["repair", "--dry-run"],
+        &["compact", "--start", "4", "--end", "5", "--summary", "s"],
+    ] {
+        let r = run(&[cmd, &[path.as_str()]].concat());
+        assert_eq!(r.code, 2, "{cmd:?}");
+        assert!(
+            r.stderr.contains("holds 4 sessions"),
+            "{cmd:?}: {}",
+            r.stderr
+        );
+        for id in ids {
+            assert!(r.stderr.contains(id), "{cmd:?}: {}", r.stderr);
+        }
+        // An unknown id: exit 2, naming it and the ids there are.
+        let r = run(&[cmd, &[format!("{path}#no-such-session").as_str()]].concat());
+        assert_eq!(r.code, 2, "{cmd:?}");
+        assert!(
+            r.stderr.contains("no-such-session") && r.stderr.contains(ids[3]),
+            "{cmd:?}: {}",
+            r.stderr
+        );
+    }
+}
+
+#[test]
+fn a_store_is_named_by_its_magic_and_sessions_by_hash_or_session() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    // A store named like a log, and a file whose own name holds a '#'.
+    let odd = dir.path().join("odd#name.jsonl");
+    std::fs::copy(db("torn-packed-tail.db"), &odd).expect("copy");
+    let id = "open-mid-tool-call-stream";
+    let want = run(&["derive", &arg(&db("torn-packed-tail.db"))]).stdout;
+    assert!(!want.is_empty());
+    for args in [
+        vec!["derive".to_owned(), arg(&odd)],
+        vec!["derive".to_owned(), format!("{}#{id}", arg(&odd))],
+        vec![
+            "derive".to_owned(),
+            "--session".to_owned(),
+            id.to_owned(),
+            arg(&odd),
+        ],
+    ] {
+        let r = dshs().args(&args).output().expect("run");
+        assert_eq!(r.status.code(), Some(0), "{args:?}");
+        assert_eq!(r.stdout, want, "{args:?}");
+    }
+    // Two different ids, or --session on a log, are usage errors.
+    let r = run(&["derive", "--session", "x", &format!("{}#{id}", arg(&odd))]);
+    assert_eq!(r.code, 2);
+    let log = arg(&fixtures().join("expected/open-turn/0.jsonl"));
+    let r = run(&["derive", "--session", "x", &log]);
+    assert_eq!(r.code, 2);
+    assert!(
+        r.stderr.contains("not a SQLite session store"),
+        "{}",
+        r.stderr
+    );
+    // A database on standard input cannot be read.
+    for cmd in [&["validate"][..], &["derive"], &["stats"]] {
+        let out = dshs()
+            .args([cmd, &["-"]].concat())
+            .pipe_stdin(db("open-turn.db"))
+            .expect("stdin")
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), Some(2), "{cmd:?}");
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains("holds a SQLite database"),
+            "{cmd:?}"
+        );
+    }
+}
+
+#[test]
+fn ls_lists_a_stores_sessions_newest_last_event_first() {
+    let path = db("open-turn.db");
+    let r = run(&["ls", "--format", "json", &arg(&path)]);
+    assert_eq!(r.code, 0);
+    let rows = json_lines(&r.stdout);
+    assert_eq!(rows.len(), 4);
+    let mut last = i64::MAX;
+    for row in &rows {
+        let id = row["id"].as_str().expect("id");
+        assert_eq!(row["path"], format!("{}#{id}", arg(&path)).as_str());
+        assert_eq!(row["status"], "interrupted", "{id}");
+        assert!(row["rows"].as_u64().expect("rows") > 0);
+        let t = row["lastEventTime"].as_i64().expect("time");
+        assert!(t <= last, "sorted newest first");
+        last = t;
+        let events = logical(&path, id).iter().filter(|&&b| b == b'\n').count() - 1;
+        assert_eq!(row["events"], events as u64, "{id}");
+    }
+    let r = run(&["ls", "--format", "json", &arg(&db("torn-packed-tail.db"))]);
+    let row = &json_lines(&r.stdout)[0];
+    assert_eq!(row["status"], "torn");
+    assert_eq!(row["rows"], 14);
+    let r = run(&["ls", &arg(&path)]);
+    let text = String::from_utf8_lossy(&r.stdout);
+    assert!(
+        text.lines().next().expect("header").contains("ROWS"),
+        "{text}"
+    );
+}
+
+/// The files of a directory and their bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| {
+            let p = e.expect("entry").path();
+            (
+                p.file_name().expect("name").to_string_lossy().into_owned(),
+                std::fs::read(&p).expect("read"),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+#[test]
+fn reading_commands_leave_the_database_byte_identical_with_no_wal_or_shm() {
+    for rel in ["open-turn.db", "torn-packed-tail.db", "schema15.db"] {
+        let (dir, path) = copy_of(rel);
+        let before = snapshot(dir.path());
+        let one = format!(
+            "{}#{}",
+            arg(&path),
+            Store::open(&path)
+                .expect("open")
+                .sessions()
+                .expect("sessions")[0]
+                .row
+                .id
+        );
+        for cmd in [
+            vec!["validate", path.to_str().expect("utf-8")],
+            vec!["validate", "--format", "json", &one],
+            vec!["ls", path.to_str().expect("utf-8")],
+            vec!["surface", &one],
+            vec!["derive", &one],
+            vec!["stats", &one],
+            vec!["show", &one],
+            vec!["grep", "e", path.to_str().expect("utf-8")],
+            vec!["repair", "--dry-run", &one],
+            vec![
+                "compact",
+                "--dry-run",
+                "--start",
+                "4",
+                "--end",
+                "5",
+                "--summary",
+                "s",
+                &one,
+            ],
+        ] {
+            run(&cmd);
+            assert_eq!(
+                snapshot(dir.path()),
+                before,
+                "{rel}: {cmd:?} changed the directory"
+            );
+        }
+    }
+}
+
+#[test]
+fn repair_reproduces_upstreams_repaired_databases_keeps_a_sidecar_and_is_idempotent() {
+    for (rel, repaired) in [
+        ("open-turn.db", "open-turn.repaired.db"),
+        ("torn-packed-tail.db", "torn-packed-tail.repaired.db"),
+    ] {
+        let (dir, path) = copy_of(rel);
+        let ids: Vec<String> = Store::open(&path)
+            .expect("open")
+            .sessions()
+            .expect("sessions")
+            .into_iter()
+            .map(|s| s.row.id)
+            .collect();
+        for id in &ids {
+            let named = format!("{}#{id}", arg(&path));
+            // --dry-run prints exactly the events upstream's own repair inserted.
+            let want = logical(&db(repaired), id);
+            let before = logical(&path, id);
+            let r = run(&["repair", "--dry-run", &named]);
+            assert_eq!(r.code, 0, "{rel} {id}: {}", r.stderr);
+            // The rows a repair keeps: what the storage layer streams (it drops a torn tail).
+            let committed = before;
+            assert!(
+                want.starts_with(&committed),
+                "{rel} {id}: upstream kept the prefix"
+            );
+            // JSON-equal: a JSONL closer puts surfaceOp before sourceEventSeqs, a row read
+            // back from SQLite the other way round (SQLITE.md S4.4).
+            assert_eq!(
+                json_lines(&r.stdout),
+                json_lines(&want[committed.len()..]),
+                "{rel} {id}: dry-run closers"
+            );
+            let r = run(&["repair", &named]);
+            assert_eq!(r.code, 0, "{rel} {id}: {}", r.stderr);
+            assert_eq!(
+                String::from_utf8_lossy(&logical(&path, id)),
+                String::from_utf8_lossy(&want),
+                "{rel} {id}: the repaired logical log"
+            );
+            // A second run writes nothing.
+            let bytes = std::fs::read(&path).expect("db");
+            let r = run(&["repair", &named]);
+            assert_eq!(r.code, 0);
+            assert!(
+                String::from_utf8_lossy(&r.stdout).contains("nothing to repair"),
+                "{}",
+                String::from_utf8_lossy(&r.stdout)
+            );
+            assert_eq!(
+                std::fs::read(&path).expect("db"),
+                bytes,
+                "{rel} {id}: rerun"
+            );
+        }
+        let r = run(&["validate", "--format", "json", &arg(&path)]);
+        assert_eq!(r.code, 0);
+        for s in json_lines(&r.stdout)
+            .iter()
+            .filter(|l| l["type"] == "summary")
+        {
+            assert_eq!(s["openTurn"], false, "{s}");
+            assert_eq!(s["tornTail"], false, "{s}");
+            assert_eq!(s["warnings"], 0, "{s}");
+        }
+        // The torn tail's rows are in a sidecar, one JSON object per row.
+        let sidecar = dir.path().join(format!("{rel}.dshs-cut-1"));
+        if rel.starts_with("torn") {
+            let text = std::fs::read_to_string(&sidecar).expect("a sidecar");
+            let rows = json_lines(text.as_bytes());
+            assert_eq!(rows.len(), 1);
+            assert_eq!(rows[0]["seq"], 45);
+            assert_eq!(rows[0]["type"], "tool-call-chunks");
+            assert_eq!(rows[0]["ignorable"], 0);
+        } else {
+            assert!(!sidecar.exists(), "nothing was cut from {rel}");
+        }
+    }
+}
+
+#[test]
+fn repair_output_writes_a_repaired_copy_or_the_repaired_logical_log() {
+    let (dir, path) = copy_of("torn-packed-tail.db");
+    let id = "open-mid-tool-call-stream";
+    let named = format!("{}#{id}", arg(&path));
+    let original = std::fs::read(&path).expect("db");
+    let want = logical(&db("torn-packed-tail.repaired.db"), id);
+
+    let copy = dir.path().join("copy.db");
+    let r = run(&["repair", "--output", &arg(&copy), &named]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(logical(&copy, id), want);
+    assert_eq!(std::fs::read(&path).expect("db"), original, "untouched");
+    let jsonl = dir.path().join("out.jsonl");
+    let r = run(&["repair", "--output", &arg(&jsonl), &named]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(std::fs::read(&jsonl).expect("out"), want);
+    assert_eq!(std::fs::read(&path).expect("db"), original, "untouched");
+    // Never over an existing file.
+    let r = run(&["repair", "--output", &arg(&jsonl), &named]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("already exists"), "{}", r.stderr);
+}
+
+#[test]
+fn a_schema_15_store_is_written_only_with_allow_old_schema() {
+    let (_dir, path) = copy_of("schema15.db");
+    let store = Store::open(&path).expect("open");
+    let open: Vec<String> = store
+        .sessions()
+        .expect("sessions")
+        .into_iter()
+        .map(|s| s.row.id)
+        .filter(|id| {
+            run(&[
+                "validate",
+                "--format",
+                "json",
+                &format!("{}#{id}", arg(&path)),
+            ])
+            .stdout
+            .windows(15)
+            .any(|w| w == b"\"openTurn\":true")
+        })
+        .collect();
+    drop(store);
+    let Some(id) = open.first() else {
+        panic!("schema15.db has no session with an open turn to repair");
+    };
+    let named = format!("{}#{id}", arg(&path));
+    let before = std::fs::read(&path).expect("db");
+    let r = run(&["repair", &named]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(r.stderr.contains("schema-15"), "{}", r.stderr);
+    assert_eq!(std::fs::read(&path).expect("db"), before);
+    let r = run(&["repair", "--allow-old-schema", &named]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&["validate", "--format", "json", &named]);
+    assert_eq!(
+        json_lines(&r.stdout).last().expect("summary")["openTurn"],
+        false
+    );
+}
+
+#[test]
+fn another_open_connection_makes_repair_and_compact_refuse_with_exit_3() {
+    let (_dir, path) = copy_of("open-turn.repaired.db");
+    let (_dir2, torn) = copy_of("torn-packed-tail.db");
+    // An idle holder, as a running DSH keeps its connection: in WAL mode it holds a shared
+    // lock on the WAL index, which the live-owner probe sees.
+    let holders: Vec<rusqlite::Connection> = [&path, &torn]
+        .iter()
+        .map(|p| {
+            let c = rusqlite::Connection::open(p).expect("holder");
+            let n: i64 = c
+                .query_row("SELECT count(*) FROM sessions", [], |r| r.get(0))
+                .expect("read");
+            assert!(n > 0);
+            c
+        })
+        .collect();
+    let before = (
+        std::fs::read(&path).expect("db"),
+        std::fs::read(&torn).expect("db"),
+    );
+    let r = run(&[
+        "repair",
+        &format!("{}#open-mid-tool-call-stream", arg(&torn)),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("another process has the session database"),
+        "{}",
+        r.stderr
+    );
+    let r = run(&[
+        "compact",
+        "--start",
+        "4",
+        "--end",
+        "65",
+        "--summary",
+        "s",
+        &format!("{}#open-before-turn-end", arg(&path)),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("another process has the session database"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(
+        (
+            std::fs::read(&path).expect("db"),
+            std::fs::read(&torn).expect("db")
+        ),
+        before,
+        "nothing was written"
+    );
+    drop(holders);
+    // Without the holder both go through.
+    let r = run(&[
+        "compact",
+        "--start",
+        "4",
+        "--end",
+        "65",
+        "--summary",
+        "s",
+        &format!("{}#open-before-turn-end", arg(&path)),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let r = run(&["validate", &format!("{}#open-before-turn-end", arg(&path))]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+}
+
+#[test]
+fn a_repair_killed_at_any_point_of_its_transaction_leaves_the_session_untouched_or_repaired() {
+    let id = "open-mid-tool-call-stream";
+    let original = logical(&db("torn-packed-tail.db"), id);
+    let repaired = logical(&db("torn-packed-tail.repaired.db"), id);
+    for point in [
+        "checked",
+        "sidecar-synced",
+        "deleted",
+        "inserted",
+        "bumped",
+        "committed",
+    ] {
+        let (_dir, path) = copy_of("torn-packed-tail.db");
+        let named = format!("{}#{id}", arg(&path));
+        let out = dshs()
+            .args(["repair", &named])
+            .env("DSHS_TEST_FAULT", format!("kill:{point}"))
+            .output()
+            .expect("run");
+        assert_eq!(out.status.signal(), Some(libc::SIGABRT), "{point}: {out:?}");
+        let now = logical(&path, id);
+        let untouched = now == original;
+        assert!(
+            untouched || now == repaired,
+            "{point}: neither untouched nor repaired"
+        );
+        assert_eq!(untouched, point != "committed", "{point}");
+        // A second run finishes the job.
+        let r = run(&["repair", &named]);
+        assert_eq!(r.code, 0, "{point}: {}", r.stderr);
+        assert_eq!(logical(&path, id), repaired, "{point}: rerun");
+    }
+}
+
+/// The examples of the README's SQLite section run as printed: from a directory that sees
+/// the repository's `testdata/`, `cp` done here, every `dshs` line's stdout compared.
+#[test]
+fn the_readme_examples_run_as_printed() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README");
+    let section = readme
+        .split("\n## ")
+        .find(|s| s.starts_with("SQLite session stores"))
+        .expect("a SQLite section");
+    let block = section.split("```").nth(1).expect("an example block");
+    let mut examples: Vec<(String, String)> = Vec::new();
+    for line in block.lines().skip(1) {
+        if let Some(cmd) = line.strip_prefix("$ ") {
+            examples.push((cmd.to_owned(), String::new()));
+        } else if let Some((_, out)) = examples.last_mut() {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(examples.len() >= 8);
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::os::unix::fs::symlink(common::testdata(""), dir.path().join("testdata")).expect("symlink");
+    for (cmd, want) in examples {
+        let args: Vec<&str> = cmd.split(' ').collect();
+        if args[0] == "cp" {
+            std::fs::copy(dir.path().join(args[1]), dir.path().join(args[2])).expect("cp");
+            assert!(want.is_empty(), "{cmd}");
+            continue;
+        }
+        assert_eq!(args[0], "dshs");
+        let out = dshs()
+            .current_dir(dir.path())
+            .env("TZ", "UTC")
+            .env_remove("COLUMNS")
+            .args(&args[1..])
+            .output()
+            .expect("run");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), want, "{cmd}");
+    }
+}
