@@ -136,7 +136,10 @@ pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error
 fn refuse(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) -> anyhow::Error {
     let painter = Painter { color: false };
     let mut err = crate::render::diag_stream();
-    for f in &refusals.kept {
+    // In line order, as `validate` prints them (end-of-log checks point back at earlier lines).
+    let mut in_order: Vec<&Finding> = refusals.kept.iter().collect();
+    in_order.sort_by_key(|f| (f.pos.line, f.pos.byte));
+    for f in in_order {
         let _ = writeln!(err, "{}", human::finding(&painter, name, f));
     }
     if refusals.more > 0 {

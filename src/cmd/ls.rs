@@ -103,6 +103,13 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             )));
         }
     };
+    if sessions.is_empty() {
+        super::note_strays(
+            &root.display().to_string(),
+            &input::stray_logs(&root, &sessions),
+            false,
+        );
+    }
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
     let parallel;
@@ -255,8 +262,16 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
         "ID",
         "CWD",
         "CREATED",
+        "PATH",
     ];
-    let cells: Vec<[String; 8]> = rows
+    // The session directory, below the root the summary line names: two directories holding
+    // the same session id (a copy, a backup) are told apart by it.
+    let path_of = |r: &Row| {
+        let dir = Path::new(&r.path);
+        let shown = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+        escape(&shown).into_owned()
+    };
+    let cells: Vec<[String; 9]> = rows
         .iter()
         .map(|r| {
             [
@@ -273,6 +288,7 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
                 time(r.created_at)
                     .get(..19)
                     .map_or_else(|| time(r.created_at), str::to_owned),
+                path_of(r),
             ]
         })
         .collect();
@@ -283,7 +299,7 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
         }
     }
     // Numbers right-aligned, text left-aligned; the last column is not padded.
-    let line = |cols: [&str; 8]| -> String {
+    let line = |cols: [&str; 9]| -> String {
         let mut s = String::new();
         for (i, (c, w)) in cols.iter().zip(widths).enumerate() {
             if i > 0 {
@@ -293,7 +309,7 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
             if matches!(i, 2..=4) {
                 s.push_str(&" ".repeat(pad));
                 s.push_str(c);
-            } else if i == 7 {
+            } else if i == 8 {
                 s.push_str(c);
             } else {
                 s.push_str(c);

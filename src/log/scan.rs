@@ -1030,7 +1030,20 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     Code::CommittedSeqGap => {
                         format!("{why} in committed region at line {}", pos.line)
                     }
-                    _ => format!("malformed committed row at line {}: {why}", pos.line),
+                    // One finding per bad row: the §6 verdict, naming the storage rule the
+                    // row breaks (§5.2 packed rows, §5.3 range lists) in its message.
+                    _ => match &*row {
+                        Row::Bad(rows::BadRow {
+                            kind: BadKind::Malformed(rule),
+                            ..
+                        }) => format!(
+                            "malformed committed row at line {}: {why} (rule {}, FORMAT.md {})",
+                            pos.line,
+                            rule.as_str(),
+                            rule.info().section
+                        ),
+                        _ => format!("malformed committed row at line {}: {why}", pos.line),
+                    },
                 };
                 sink.push(Finding {
                     code: *code,
@@ -1040,19 +1053,6 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     event_type: ty.clone(),
                     message,
                 });
-                if let Row::Bad(b) = &*row
-                    && let BadKind::Malformed(specific) = b.kind
-                {
-                    sink.push(
-                        Reporter {
-                            version: Some(self.ctx.dialect.version),
-                            pos,
-                            seq: *seq,
-                            event_type: ty.as_deref(),
-                        }
-                        .finding(specific, why.clone()),
-                    );
-                }
             }
         }
         if let Row::Bad(b) = &*row {

@@ -1,0 +1,183 @@
+//! What a newcomer meets in the first hour (issue 24): commands say what they read and what
+//! they left out, findings come in file order and once per cause, and messages tell the truth
+//! about what a log is.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+
+use common::{dshs, json_lines, testdata};
+
+const H3: &str = r#"{"type":"session","version":3,"id":"s1","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
+const TURN_START: &str = r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#;
+const TURN_END: &str =
+    r#"{"type":"turn/end","seq":1,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#;
+
+fn clean() -> String {
+    format!("{H3}\n{TURN_START}\n{TURN_END}\n")
+}
+
+fn write(path: &Path, text: &str) {
+    fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    fs::write(path, text).expect("write log");
+}
+
+fn run(args: &[&str]) -> (i32, String, String) {
+    let out = dshs().args(args).output().expect("run dshs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+// Finding 4: a directory argument is a storage root; what a walk of it leaves out is said.
+
+#[test]
+fn validate_of_a_root_names_the_loose_logs_it_does_not_read() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    write(&root.join("--p--/s1/session.v3.jsonl"), &clean());
+    write(&root.join("loose/a.jsonl"), &clean());
+    write(&root.join("--p--/s1/copy.v3.jsonl"), &clean());
+    let (code, stdout, stderr) = run(&["validate", root.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stdout}{stderr}");
+    let summaries = stdout.lines().filter(|l| l.contains(": valid (")).count();
+    assert_eq!(summaries, 1, "one session validated: {stdout}");
+    assert!(
+        stderr.contains("2 log files below it were not read")
+            && stderr.contains("a.jsonl")
+            && stderr.contains("copy.v3.jsonl"),
+        "the skipped logs are named: {stderr}"
+    );
+}
+
+#[test]
+fn ls_of_a_directory_of_loose_logs_says_it_is_not_a_storage_root() {
+    let (code, stdout, stderr) = run(&["ls", testdata("fixtures").to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "the directory could be listed: {stderr}");
+    assert!(stdout.contains("0 sessions"), "{stdout}");
+    assert!(
+        stderr.contains("is not a DSH storage root") && stderr.contains("log files below it"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_real_storage_root_gets_no_note() {
+    let (code, _, stderr) = run(&["ls", testdata("home/.dsh/sessions").to_str().unwrap()]);
+    assert_eq!(code, 0);
+    assert!(stderr.is_empty(), "{stderr}");
+}
+
+// Finding 5: the findings of one file come in line order, also those found at the end.
+
+#[test]
+fn findings_are_printed_in_line_order() {
+    for rel in [
+        "fixtures/upstream__web__fresh-round-trip__session.concrete.jsonl",
+        "sample/crashed.v3.jsonl",
+    ] {
+        let file = testdata(rel);
+        let out = dshs()
+            .args(["validate", "--format", "json"])
+            .arg(&file)
+            .output()
+            .expect("run dshs");
+        let positions: Vec<(u64, u64)> = json_lines(&out.stdout)
+            .iter()
+            .filter(|r| r["type"] == "finding")
+            .map(|r| {
+                (
+                    r["line"].as_u64().expect("line"),
+                    r["byte"].as_u64().expect("byte"),
+                )
+            })
+            .collect();
+        assert!(positions.len() >= 2, "{rel}: {positions:?}");
+        let mut sorted = positions.clone();
+        sorted.sort();
+        assert_eq!(positions, sorted, "{rel}");
+    }
+}
+
+#[test]
+fn max_findings_keeps_the_first_in_line_order() {
+    let file = testdata("fixtures/upstream__web__fresh-round-trip__session.concrete.jsonl");
+    let out = dshs()
+        .args(["validate", "--format", "json", "--max-findings", "2"])
+        .arg(&file)
+        .output()
+        .expect("run dshs");
+    let lines: Vec<u64> = json_lines(&out.stdout)
+        .iter()
+        .filter(|r| r["type"] == "finding")
+        .filter_map(|r| r["line"].as_u64())
+        .collect();
+    assert_eq!(lines, [1, 2]);
+}
+
+// Finding 9: one bad row, one finding.
+
+#[test]
+fn a_malformed_committed_row_is_one_finding_naming_its_rule() {
+    let text = format!(
+        "{H3}\n{}\n{}\n{}\n",
+        r#"{"type":"goal/change","seq":0,"time":0,"data":{},"sourceEventSeqs":[[2,1]]}"#,
+        TURN_START.replace(r#""seq":0"#, r#""seq":1"#),
+        TURN_END.replace(r#""seq":1"#, r#""seq":2"#),
+    );
+    let out = dshs()
+        .args(["validate", "--format", "json", "-"])
+        .write_stdin(text)
+        .output()
+        .expect("run dshs");
+    let records = json_lines(&out.stdout);
+    let findings: Vec<_> = records.iter().filter(|r| r["type"] == "finding").collect();
+    assert_eq!(findings.len(), 1, "{findings:?}");
+    assert_eq!(findings[0]["code"], "committed-malformed-row");
+    let message = findings[0]["message"].as_str().expect("message");
+    assert!(
+        message.contains("rule source-ranges-malformed"),
+        "{message}"
+    );
+    assert_eq!(records.last().expect("summary")["errors"], 1);
+}
+
+// Finding 10: `ls` rows name the session directory, so two holding one id differ.
+
+#[test]
+fn ls_rows_name_their_session_directory() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    write(&root.join("--p--/s1/session.v3.jsonl"), &clean());
+    write(&root.join("--p--/s1-backup/session.v3.jsonl"), &clean());
+    let (code, stdout, stderr) = run(&["ls", root.to_str().expect("utf-8")]);
+    assert_eq!(code, 0, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(lines[0].ends_with("PATH"), "{stdout}");
+    assert!(
+        lines[1].ends_with("--p--/s1") || lines[2].ends_with("--p--/s1"),
+        "{stdout}"
+    );
+    assert!(
+        lines.iter().any(|l| l.ends_with("--p--/s1-backup")),
+        "{stdout}"
+    );
+    assert_ne!(lines[1], lines[2], "the same id, told apart: {stdout}");
+    let out = dshs()
+        .args(["ls", "--format", "json"])
+        .arg(root)
+        .output()
+        .expect("run dshs");
+    let paths: Vec<String> = json_lines(&out.stdout)
+        .iter()
+        .filter_map(|r| r["path"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(paths.len(), 2);
+    assert!(
+        paths.iter().all(|p| p.starts_with(root.to_str().unwrap())),
+        "{paths:?}"
+    );
+}
