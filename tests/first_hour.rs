@@ -181,3 +181,89 @@ fn ls_rows_name_their_session_directory() {
         "{paths:?}"
     );
 }
+
+// Finding 6: a V4-draft log is described as what it is (FORMAT.md §21.2's wording).
+
+#[test]
+fn a_v4_draft_log_is_called_format_3_bodies_under_a_version_4_header() {
+    let file = testdata("fixtures/wangnaiyu__snapshots__sdk__text-turn__session.v4.concrete.jsonl");
+    let out = dshs()
+        .args(["validate", "--format", "json"])
+        .arg(&file)
+        .output()
+        .expect("run dshs");
+    assert_eq!(out.status.code(), Some(3));
+    let records = json_lines(&out.stdout);
+    let draft = records
+        .iter()
+        .find(|r| r["code"] == "format-v4-draft")
+        .expect("a format-v4-draft finding");
+    let message = draft["message"].as_str().expect("message");
+    for part in [
+        "header says version 4",
+        "format-3 bodies under a version-4 header",
+        "\"legacy V4\"",
+        "dshs does not read this variant",
+    ] {
+        assert!(message.contains(part), "{part:?} in {message}");
+    }
+    assert!(!message.contains("no released DSH can open"), "{message}");
+    let (_, explain, _) = run(&["explain", "format-v4-draft"]);
+    assert!(explain.contains("legacy V4"), "{explain}");
+}
+
+// Finding 7: an unknown type is told apart from a retired one.
+
+fn unknown_type_message(version: u8, event_type: &str, extra: &[&str]) -> (i32, String) {
+    let header = H3.replace(r#""version":3"#, &format!(r#""version":{version}"#));
+    let text =
+        format!("{header}\n{{\"type\":\"{event_type}\",\"seq\":0,\"time\":0,\"data\":{{}}}}\n");
+    let out = dshs()
+        .args(extra)
+        .args(["validate", "--format", "json", "-"])
+        .write_stdin(text)
+        .output()
+        .expect("run dshs");
+    let records = json_lines(&out.stdout);
+    let message = records
+        .iter()
+        .find(|r| r["code"] == "unknown-event-type")
+        .and_then(|r| r["message"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    (out.status.code().unwrap_or(-1), message)
+}
+
+#[test]
+fn a_retired_type_is_not_blamed_on_a_newer_harness() {
+    for (version, ty) in [
+        (3, "context/message"),
+        (3, "bash/sandbox-mode"),
+        (4, "prompt/blocked"),
+        (3, "session/inherited"),
+        (2, "usage"),
+        (3, "assistant/chunk"),
+        (2, "mode/set"),
+    ] {
+        let (code, message) = unknown_type_message(version, ty, &[]);
+        assert_eq!(code, 3, "{ty}: still refused as unsupported (§7.1)");
+        assert!(message.contains("retired type"), "{ty}: {message}");
+        assert!(!message.contains("newer harness"), "{ty}: {message}");
+    }
+    let (_, message) = unknown_type_message(3, "assistant/chunk", &[]);
+    assert!(message.contains("v0–v1"), "{message}");
+}
+
+#[test]
+fn an_unknown_type_points_at_newer_harnesses_forks_and_known_types() {
+    let (code, message) = unknown_type_message(3, "run/task-profile", &[]);
+    assert_eq!(code, 3);
+    assert!(
+        message.contains("newer harness") && message.contains("fork"),
+        "{message}"
+    );
+    assert!(message.contains("--known-types"), "{message}");
+    assert!(!message.contains("retired"), "{message}");
+    let (_, message) = unknown_type_message(2, "system/message", &[]);
+    assert!(message.contains("format v3 and later"), "{message}");
+}
