@@ -267,3 +267,73 @@ fn an_unknown_type_points_at_newer_harnesses_forks_and_known_types() {
     let (_, message) = unknown_type_message(2, "system/message", &[]);
     assert!(message.contains("format v3 and later"), "{message}");
 }
+
+// Finding 8: a header without `delegationDepth` — invalid, yet the inspection commands show
+// what is there; the early-v0 hint only for what is otherwise a DSH header.
+
+#[test]
+fn a_header_without_delegation_depth_is_invalid_but_its_surface_and_messages_show() {
+    let file = testdata("fixtures/upstream__web__fresh-round-trip__session.concrete.jsonl");
+    let f = file.to_str().expect("utf-8");
+    let (code, _, _) = run(&["validate", f]);
+    assert_eq!(code, 1, "validate's verdict stays");
+    let (code, stdout, stderr) = run(&["surface", "--format", "json", f]);
+    assert_eq!(code, 1, "the log is invalid (CLI.md exit status)");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("a surface document");
+    let seqs: Vec<u64> = doc["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["seq"].as_u64())
+        .collect();
+    assert_eq!(seqs, [1, 55, 57, 91]);
+    assert!(
+        stderr.contains("header-field-invalid") && stderr.contains("delegationDepth"),
+        "the error is stated: {stderr}"
+    );
+    let (code, stdout, stderr) = run(&["derive", "--format", "ndjson", f]);
+    assert_eq!(code, 1);
+    assert_eq!(stdout.lines().count(), 4, "{stdout}");
+    assert!(stderr.contains("delegationDepth"), "{stderr}");
+    let (code, stdout, stderr) = run(&["stats", f]);
+    assert_eq!(code, 1);
+    assert!(stdout.contains("surface"), "{stdout}");
+    assert!(stderr.contains("invalid"), "{stderr}");
+}
+
+#[test]
+fn other_header_errors_still_stop_surface() {
+    let text = format!("{}\n{TURN_START}\n", H3.replace(r#""id":"s1","#, ""));
+    let out = dshs()
+        .args(["surface", "-"])
+        .write_stdin(text)
+        .output()
+        .expect("run dshs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_early_v0_hint_is_only_for_a_dsh_header() {
+    let hint = "early v0 snapshots";
+    let out = dshs()
+        .args(["validate", "-"])
+        .write_stdin("{\"type\":\"session\",\"version\":0,\"id\":\"x\",\"createdAt\":1}\n")
+        .output()
+        .expect("run dshs");
+    let dsh = String::from_utf8_lossy(&out.stdout);
+    assert!(dsh.contains(hint), "{dsh}");
+    for text in [
+        "{\"version\":0,\"kind\":\"session\"}\n",
+        "{\"version\":0}\n",
+    ] {
+        let out = dshs()
+            .args(["validate", "-"])
+            .write_stdin(text)
+            .output()
+            .expect("run dshs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(stdout.contains("`delegationDepth` is missing"), "{stdout}");
+        assert!(!stdout.contains(hint), "{text}: {stdout}");
+    }
+}

@@ -28,6 +28,10 @@ pub struct Folded {
     pub lines: Option<PathBuf>,
     /// Keeps the spooled copy of standard input alive while lines are fetched.
     _spool: Option<tempfile::NamedTempFile>,
+    /// DSH refuses the log, but only for a header it cannot load (one without
+    /// `delegationDepth`): the fold is shown anyway, the error was said on stderr, and the
+    /// command exits 1 after its output (the log is invalid, CLI.md exit status).
+    pub invalid: bool,
 }
 
 impl Folded {
@@ -91,7 +95,11 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
     let mut scan = super::scan_source(opened, env, &opts, &mut refusals, &mut ())
         .map_err(|e| super::read_failure(&name, &e))?;
     let unsupported = scan.status() == Status::Unsupported;
-    if unsupported || scan.tally.blocking > 0 || scan.state.is_none() {
+    let header_only = !unsupported && header_lacks_only_delegation_depth(&scan, &refusals);
+    if header_only {
+        show_anyway(&name, &refusals);
+    }
+    if unsupported || (scan.tally.blocking > 0 && !header_only) || scan.state.is_none() {
         return Err(refuse(&name, &refusals, &scan, unsupported));
     }
     let Some(state) = scan.state.take() else {
@@ -113,7 +121,34 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
         state,
         lines,
         _spool: spool,
+        invalid: header_only,
     }))
+}
+
+/// The one thing that stops the fold is a header without `delegationDepth` (early v0
+/// snapshots, and 40+ real web-seed and replay logs): DSH refuses the log (§4.2, and
+/// `validate` says invalid), yet its events fold like any other, so the read-only commands
+/// show them, with the error stated.
+fn header_lacks_only_delegation_depth(scan: &Scan, refusals: &Refusals) -> bool {
+    scan.header
+        .as_ref()
+        .is_some_and(|h| h.lacks_delegation_depth)
+        && scan.tally.blocking == 1
+        && refusals.more == 0
+        && matches!(refusals.kept.as_slice(), [f] if f.code == dshs::log::Code::HeaderFieldInvalid)
+}
+
+fn show_anyway(name: &str, refusals: &Refusals) {
+    let painter = Painter { color: false };
+    let mut err = crate::render::diag_stream();
+    for f in &refusals.kept {
+        let _ = writeln!(err, "{}", human::finding(&painter, name, f));
+    }
+    let _ = writeln!(
+        err,
+        "dshs: note: {}: DSH refuses this header, so the log is invalid (exit 1); shown anyway as the events fold",
+        escape(name)
+    );
 }
 
 /// A message could not be read back from its line after the pass: say where, and the likely
