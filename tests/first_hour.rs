@@ -337,3 +337,56 @@ fn the_early_v0_hint_is_only_for_a_dsh_header() {
         assert!(!stdout.contains(hint), "{text}: {stdout}");
     }
 }
+
+// Finding 11: a log with no surfaceOp anywhere is shown by the linear scan of §21.9a.
+
+#[test]
+fn a_log_without_any_surface_marker_is_shown_by_the_linear_scan() {
+    let file = testdata("v0/no-surface-markers.jsonl");
+    let f = file.to_str().expect("utf-8");
+    let (code, stdout, _) = run(&["validate", f]);
+    assert_eq!(code, 1, "validate's verdict stays: {stdout}");
+    assert!(stdout.contains("surface-op-missing"), "{stdout}");
+    let (code, stdout, stderr) = run(&["surface", "--format", "json", f]);
+    assert_eq!(code, 1, "{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).expect("a surface document");
+    let seqs: Vec<u64> = doc["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .filter_map(|n| n["seq"].as_u64())
+        .collect();
+    // The same nodes as the marked original (every marker there is an append).
+    assert_eq!(seqs, [4, 5, 37]);
+    assert!(
+        stderr.contains("warning") && stderr.contains("§21.9a"),
+        "{stderr}"
+    );
+    let (code, stdout, stderr) = run(&["derive", "--format", "ndjson", f]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(stdout.lines().count(), 3, "{stdout}");
+    assert!(stderr.contains("§21.9a"), "{stderr}");
+}
+
+#[test]
+fn a_log_with_some_markers_gets_no_fallback() {
+    let marked = fs::read_to_string(testdata(
+        "fixtures/upstream__acp-agent__text-turn__session.concrete.jsonl",
+    ))
+    .expect("fixture");
+    // Drop only the first marker: a log with markers is not a pre-surface log.
+    let text = marked.replacen(r#","surfaceOp":"append""#, "", 1);
+    assert_ne!(text, marked);
+    let out = dshs()
+        .args(["surface", "-"])
+        .write_stdin(text)
+        .output()
+        .expect("run dshs");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty(), "no surface shown");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("surface-op-missing") && !stderr.contains("§21.9a"),
+        "{stderr}"
+    );
+}

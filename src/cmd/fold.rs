@@ -57,12 +57,17 @@ const KEEP_FINDINGS: usize = 1000;
 struct Refusals {
     kept: Vec<Finding>,
     more: u64,
+    /// Blocking findings other than `surface-op-missing` (kept or not).
+    not_marker: u64,
 }
 
 impl Sink for Refusals {
     fn push(&mut self, f: Finding) {
         if !(f.is_error() && f.code.info().blocks_fold) {
             return;
+        }
+        if f.code != dshs::log::Code::SurfaceOpMissing {
+            self.not_marker += 1;
         }
         if self.kept.len() < KEEP_FINDINGS {
             self.kept.push(f);
@@ -94,12 +99,29 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
     let mut refusals = Refusals::default();
     let mut scan = super::scan_source(opened, env, &opts, &mut refusals, &mut ())
         .map_err(|e| super::read_failure(&name, &e))?;
+    let mut linear = false;
+    if scan.tally.blocking > 0
+        && refusals.not_marker == 0
+        && scan.status() != Status::Unsupported
+        && let Some(path) = &lines
+        && let Some(unmarked) = fold_linearly(path, &name, &opts, env)?
+    {
+        // §21.9a: no event carries a surfaceOp (a log from before DSH's surface).
+        scan = unmarked;
+        linear = true;
+        crate::render::diag!(
+            "dshs: warning: {}: no event carries a surfaceOp marker (a log written before DSH's surface existed): shown by the linear scan of FORMAT.md §21.9a — every surface-eligible event in log order. DSH refuses such a log (`dshs validate`: {} surface-op-missing error{})",
+            escape(&name),
+            refusals.kept.len() as u64 + refusals.more,
+            human::plural(refusals.kept.len() as u64 + refusals.more)
+        );
+    }
     let unsupported = scan.status() == Status::Unsupported;
     let header_only = !unsupported && header_lacks_only_delegation_depth(&scan, &refusals);
     if header_only {
         show_anyway(&name, &refusals);
     }
-    if unsupported || (scan.tally.blocking > 0 && !header_only) || scan.state.is_none() {
+    if unsupported || (scan.tally.blocking > 0 && !header_only && !linear) || scan.state.is_none() {
         return Err(refuse(&name, &refusals, &scan, unsupported));
     }
     let Some(state) = scan.state.take() else {
@@ -121,8 +143,49 @@ pub fn load(file: &str, want: &Want, env: &Env) -> Result<Box<Folded>> {
         state,
         lines,
         _spool: spool,
-        invalid: header_only,
+        invalid: header_only || linear,
     }))
+}
+
+/// Counts events that carry a `surfaceOp`, of any type.
+#[derive(Default)]
+struct Markers(u64);
+
+impl dshs::log::scan::Observer for Markers {
+    fn event(&mut self, info: &dshs::log::scan::EventInfo<'_, '_>, _: &FoldState) {
+        if info.event.surface_op.is_some() {
+            self.0 += 1;
+        }
+    }
+}
+
+/// Fold the log at `path` again by the linear scan of §21.9a, if it is a log without any
+/// `surfaceOp` marker whose one obstacle was the missing markers: `None` when it carries a
+/// marker anywhere (then it is not a pre-surface log: no fallback, §21.9a) or still does not
+/// fold.
+fn fold_linearly(
+    path: &std::path::Path,
+    name: &str,
+    opts: &ScanOptions,
+    env: &Env,
+) -> Result<Option<Scan>> {
+    let Ok(opened) = input::open_file(path, name.to_owned()) else {
+        return Ok(None);
+    };
+    let opts = ScanOptions {
+        linear_surface: true,
+        ..opts.clone()
+    };
+    let mut markers = Markers::default();
+    let scan = super::scan_source(
+        opened,
+        env,
+        &opts,
+        &mut dshs::log::finding::Discard,
+        &mut markers,
+    )
+    .map_err(|e| super::read_failure(name, &e))?;
+    Ok((markers.0 == 0 && scan.tally.blocking == 0 && scan.state.is_some()).then_some(scan))
 }
 
 /// The one thing that stops the fold is a header without `delegationDepth` (early v0

@@ -55,6 +55,9 @@ pub struct ScanOptions {
     /// parsing threads then read it at positions, each its own part at once, instead of
     /// taking turns at the reader (see `pipeline`). Ignored for a zstd log.
     pub positional: Option<Positional>,
+    /// §21.9a: append surface-eligible events that carry no `surfaceOp` (for `surface` and
+    /// `derive` on a log without any marker; see [`SurfaceManager::append_unmarked`]).
+    pub linear_surface: bool,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -129,6 +132,9 @@ impl FoldState {
         let mut surface = SurfaceManager::new(d);
         if opts.record_replacements {
             surface.record_replacements();
+        }
+        if opts.linear_surface {
+            surface.append_unmarked();
         }
         FoldState {
             surface,
