@@ -1379,60 +1379,6 @@ fn memchr_newline(bytes: &[u8], from: usize) -> usize {
         .map_or(bytes.len(), |i| from + i)
 }
 
-/// The examples of the README's grep section run as printed (from the repository root).
-#[test]
-fn the_readme_examples_run_as_printed() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
-    let section = readme
-        .split("\n## ")
-        .find(|s| s.starts_with("grep"))
-        .expect("a grep section");
-    let block = section.split("```").nth(1).expect("an example block");
-    let mut examples: Vec<(String, String)> = Vec::new();
-    for line in block.lines().skip(1) {
-        if let Some(cmd) = line.strip_prefix("$ ") {
-            examples.push((cmd.to_owned(), String::new()));
-        } else if let Some((_, out)) = examples.last_mut() {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(examples.len() >= 3);
-    for (cmd, want) in examples {
-        let args = shell_words(&cmd);
-        assert_eq!(args[0], "dshs");
-        let out = dshs()
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
-            .args(&args[1..])
-            .output()
-            .unwrap();
-        assert_eq!(String::from_utf8(out.stdout).unwrap(), want, "{cmd}");
-    }
-}
-
-/// Split a command line at spaces, keeping single-quoted words whole.
-fn shell_words(cmd: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut quoted = false;
-    for c in cmd.chars() {
-        match c {
-            '\'' => quoted = !quoted,
-            ' ' if !quoted => {
-                if !word.is_empty() {
-                    words.push(std::mem::take(&mut word));
-                }
-            }
-            c => word.push(c),
-        }
-    }
-    if !word.is_empty() {
-        words.push(word);
-    }
-    words
-}
-
 #[test]
 fn ignore_case_follows_unicode_case_folding_past_the_raw_test() {
     let dir = tempfile::tempdir().unwrap();

@@ -15,9 +15,9 @@ use std::process::{Command, Output};
 use common::testdata;
 
 /// The cap. A normal run needs well under it (mimalloc reserves address space lazily);
-/// one million held rows would need about twice it.
-const ADDRESS_SPACE: u64 = 128 * 1000 * 1000;
-const BLANK_LINES: usize = 1_000_000;
+/// two million held rows would need about twice it.
+const ADDRESS_SPACE: u64 = 256 * 1000 * 1000;
+const BLANK_LINES: usize = 2_000_000;
 
 fn capped(args: &[&str], file: &Path) -> Output {
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("dshs"));
@@ -54,7 +54,7 @@ fn assert_bounded(out: &Output, what: &str) {
 }
 
 #[test]
-fn a_million_blank_lines_after_the_committed_part_fit_in_a_small_address_space() {
+fn two_million_blank_lines_after_the_committed_part_fit_in_a_small_address_space() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.jsonl");
     std::fs::write(&path, crashed_then_blank_lines()).expect("write");
@@ -81,7 +81,7 @@ fn a_million_blank_lines_after_the_committed_part_fit_in_a_small_address_space()
 }
 
 #[test]
-fn a_small_zstd_file_expanding_to_a_million_blank_lines_fits_too() {
+fn a_small_zstd_file_expanding_to_two_million_blank_lines_fits_too() {
     use dshs::log::input::zstd::encode_frame;
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("s.jsonl.zstd");

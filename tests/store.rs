@@ -785,7 +785,10 @@ fn range_encoded_provenance_reads_like_plain_lists_and_bad_ranges_are_rejected()
         assert!(
             json_lines(&out)
                 .iter()
-                .any(|r| r["code"] == "source-ranges-malformed"),
+                .any(|r| r["code"] == "committed-malformed-row"
+                    && r["message"]
+                        .as_str()
+                        .is_some_and(|m| m.contains("rule source-ranges-malformed"))),
             "{p}"
         );
     }

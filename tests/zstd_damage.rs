@@ -324,7 +324,11 @@ fn a_frame_truly_cut_by_eof_is_still_a_torn_tail_and_repairs() {
         let l = log.to_str().expect("utf-8 path");
         let (code, out, _) = run(&["validate", "--format", "json", l]);
         assert_eq!(code, 0, "cut {cut}: {}", String::from_utf8_lossy(&out));
-        assert_eq!(codes_of(&out)[0], "zstd-torn-frame", "cut {cut}");
+        // Findings come in line order: the open turn's line is before the torn frame's.
+        assert!(
+            codes_of(&out).contains(&"zstd-torn-frame".to_owned()),
+            "cut {cut}"
+        );
         let (code, _, err) = run(&["repair", l]);
         assert_eq!(code, 0, "cut {cut}: {err}");
         let repaired = fs::read(&log).expect("log");
@@ -345,7 +349,7 @@ fn a_frame_truly_cut_by_eof_is_still_a_torn_tail_and_repairs() {
         .output()
         .expect("run dshs");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(codes_of(&out.stdout)[0], "zstd-torn-frame");
+    assert!(codes_of(&out.stdout).contains(&"zstd-torn-frame".to_owned()));
 }
 
 /// Damage to the last frame that makes it run past EOF cannot be told from a crash: nothing
@@ -358,5 +362,5 @@ fn damage_to_the_last_frame_stays_a_torn_tail() {
     let log = write_log(tmp.path(), &bytes);
     let (code, out, _) = run(&["validate", "--format", "json", log.to_str().unwrap()]);
     assert_eq!(code, 0);
-    assert_eq!(codes_of(&out)[0], "zstd-torn-frame");
+    assert!(codes_of(&out).contains(&"zstd-torn-frame".to_owned()));
 }

@@ -89,5 +89,9 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     if args.format == DeriveFormat::Json {
         out.write_all(if first { b"]\n" } else { b"\n]\n" })?;
     }
-    Ok(Outcome::Success)
+    Ok(if folded.invalid {
+        Outcome::Invalid
+    } else {
+        Outcome::Success
+    })
 }

@@ -28,6 +28,10 @@ pub struct Folded {
     pub lines: Option<PathBuf>,
     /// Keeps the spooled copy of standard input alive while lines are fetched.
     _spool: Option<tempfile::NamedTempFile>,
+    /// DSH refuses the log, but only for a header it cannot load (one without
+    /// `delegationDepth`): the fold is shown anyway, the error was said on stderr, and the
+    /// command exits 1 after its output (the log is invalid, CLI.md exit status).
+    pub invalid: bool,
 }
 
 impl Folded {
@@ -53,12 +57,17 @@ const KEEP_FINDINGS: usize = 1000;
 struct Refusals {
     kept: Vec<Finding>,
     more: u64,
+    /// Blocking findings other than `surface-op-missing` (kept or not).
+    not_marker: u64,
 }
 
 impl Sink for Refusals {
     fn push(&mut self, f: Finding) {
         if !(f.is_error() && f.code.info().blocks_fold) {
             return;
+        }
+        if f.code != dshs::log::Code::SurfaceOpMissing {
+            self.not_marker += 1;
         }
         if self.kept.len() < KEEP_FINDINGS {
             self.kept.push(f);
@@ -94,8 +103,29 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
         // DSH refuses a session whose storage layer has errors; a torn tail it drops is said.
         store.check(env.quiet)?;
     }
+    let mut linear = false;
+    if scan.tally.blocking > 0
+        && refusals.not_marker == 0
+        && scan.status() != Status::Unsupported
+        && let Some(path) = &lines
+        && let Some(unmarked) = fold_linearly(path, &name, &opts, env)?
+    {
+        // §21.9a: no event carries a surfaceOp (a log from before DSH's surface).
+        scan = unmarked;
+        linear = true;
+        crate::render::diag!(
+            "dshs: warning: {}: no event carries a surfaceOp marker (a log written before DSH's surface existed): shown by the linear scan of FORMAT.md §21.9a — every surface-eligible event in log order. DSH refuses such a log (`dshs validate`: {} surface-op-missing error{})",
+            escape(&name),
+            refusals.kept.len() as u64 + refusals.more,
+            human::plural(refusals.kept.len() as u64 + refusals.more)
+        );
+    }
     let unsupported = scan.status() == Status::Unsupported;
-    if unsupported || scan.tally.blocking > 0 || scan.state.is_none() {
+    let header_only = !unsupported && header_lacks_only_delegation_depth(&scan, &refusals);
+    if header_only {
+        show_anyway(&name, &refusals);
+    }
+    if unsupported || (scan.tally.blocking > 0 && !header_only && !linear) || scan.state.is_none() {
         return Err(refuse(&name, &refusals, &scan, unsupported));
     }
     let Some(state) = scan.state.take() else {
@@ -117,7 +147,75 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
         state,
         lines,
         _spool: spool,
+        invalid: header_only || linear,
     }))
+}
+
+/// Counts events that carry a `surfaceOp`, of any type.
+#[derive(Default)]
+struct Markers(u64);
+
+impl dshs::log::scan::Observer for Markers {
+    fn event(&mut self, info: &dshs::log::scan::EventInfo<'_, '_>, _: &FoldState) {
+        if info.event.surface_op.is_some() {
+            self.0 += 1;
+        }
+    }
+}
+
+/// Fold the log at `path` again by the linear scan of §21.9a, if it is a log without any
+/// `surfaceOp` marker whose one obstacle was the missing markers: `None` when it carries a
+/// marker anywhere (then it is not a pre-surface log: no fallback, §21.9a) or still does not
+/// fold.
+fn fold_linearly(
+    path: &std::path::Path,
+    name: &str,
+    opts: &ScanOptions,
+    env: &Env,
+) -> Result<Option<Scan>> {
+    let Ok(opened) = input::open_file(path, name.to_owned()) else {
+        return Ok(None);
+    };
+    let opts = ScanOptions {
+        linear_surface: true,
+        ..opts.clone()
+    };
+    let mut markers = Markers::default();
+    let scan = super::scan_source(
+        opened,
+        env,
+        &opts,
+        &mut dshs::log::finding::Discard,
+        &mut markers,
+    )
+    .map_err(|e| super::read_failure(name, &e))?;
+    Ok((markers.0 == 0 && scan.tally.blocking == 0 && scan.state.is_some()).then_some(scan))
+}
+
+/// The one thing that stops the fold is a header without `delegationDepth` (early v0
+/// snapshots, and 40+ real web-seed and replay logs): DSH refuses the log (§4.2, and
+/// `validate` says invalid), yet its events fold like any other, so the read-only commands
+/// show them, with the error stated.
+fn header_lacks_only_delegation_depth(scan: &Scan, refusals: &Refusals) -> bool {
+    scan.header
+        .as_ref()
+        .is_some_and(|h| h.lacks_delegation_depth)
+        && scan.tally.blocking == 1
+        && refusals.more == 0
+        && matches!(refusals.kept.as_slice(), [f] if f.code == dshs::log::Code::HeaderFieldInvalid)
+}
+
+fn show_anyway(name: &str, refusals: &Refusals) {
+    let painter = Painter { color: false };
+    let mut err = crate::render::diag_stream();
+    for f in &refusals.kept {
+        let _ = writeln!(err, "{}", human::finding(&painter, name, f));
+    }
+    let _ = writeln!(
+        err,
+        "dshs: note: {}: DSH refuses this header, so the log is invalid (exit 1); shown anyway as the events fold",
+        escape(name)
+    );
 }
 
 /// A message could not be read back from its line after the pass: say where, and the likely
@@ -140,7 +238,10 @@ pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error
 fn refuse(name: &str, refusals: &Refusals, scan: &Scan, unsupported: bool) -> anyhow::Error {
     let painter = Painter { color: false };
     let mut err = crate::render::diag_stream();
-    for f in &refusals.kept {
+    // In line order, as `validate` prints them (end-of-log checks point back at earlier lines).
+    let mut in_order: Vec<&Finding> = refusals.kept.iter().collect();
+    in_order.sort_by_key(|f| (f.pos.line, f.pos.byte));
+    for f in in_order {
         let _ = writeln!(err, "{}", human::finding(&painter, name, f));
     }
     if refusals.more > 0 {

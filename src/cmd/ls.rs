@@ -110,6 +110,13 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             )));
         }
     };
+    if sessions.is_empty() {
+        super::note_strays(
+            &root.display().to_string(),
+            &input::stray_logs(&root, &sessions),
+            false,
+        );
+    }
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
     let parallel;
@@ -369,8 +376,15 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
     if with_rows {
         header.push("ROWS");
     }
-    header.extend(["TURNS", "ID", "CWD", "CREATED"]);
+    header.extend(["TURNS", "ID", "CWD", "CREATED", "PATH"]);
     let numbers = 2..=if with_rows { 5 } else { 4 };
+    // The session directory, below the root the summary line names: two directories holding
+    // the same session id (a copy, a backup) are told apart by it.
+    let path_of = |r: &Row| {
+        let dir = Path::new(&r.path);
+        let shown = dir.strip_prefix(root).unwrap_or(dir).display().to_string();
+        escape(&shown).into_owned()
+    };
     let cells: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
@@ -393,6 +407,7 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
                 time(r.created_at)
                     .get(..19)
                     .map_or_else(|| time(r.created_at), str::to_owned),
+                path_of(r),
             ]);
             c
         })

@@ -256,13 +256,52 @@ pub fn expand_paths(args: &[String]) -> Vec<String> {
         }
         match input::find_sessions(path) {
             Ok(found) if !found.is_empty() => {
+                note_strays(arg, &input::stray_logs(path, &found), true);
                 out.extend(found.into_iter().map(|p| p.display().to_string()));
             }
             // Nothing found (or unreadable): opening it reports why.
-            _ => out.push(arg.clone()),
+            _ => {
+                note_strays(arg, &input::stray_logs(path, &[]), false);
+                out.push(arg.clone());
+            }
         }
     }
     out
+}
+
+/// Say on stderr which log files below the directory `arg` a walk of it as a storage root
+/// (its session directories, §2.1) leaves out, and how to read them. `sessions`: whether it
+/// held any session directory at all.
+pub fn note_strays(arg: &str, strays: &[std::path::PathBuf], sessions: bool) {
+    if strays.is_empty() || QUIET_NOTES.load(Ordering::Relaxed) {
+        return;
+    }
+    const NAMED: usize = 3;
+    let mut named: Vec<String> = strays
+        .iter()
+        .take(NAMED)
+        .map(|p| crate::render::escape(&p.display().to_string()).into_owned())
+        .collect();
+    if strays.len() > NAMED {
+        named.push(format!("{} more", strays.len() - NAMED));
+    }
+    let what = if sessions {
+        "read as a storage root (only the newest generation of each session directory below it)"
+    } else {
+        "not a DSH storage root: no session directory (`session[.vN].jsonl[.zstd]`) below it"
+    };
+    let glob = strays[0]
+        .parent()
+        .map_or_else(|| ".".to_owned(), |d| d.display().to_string());
+    crate::render::diag!(
+        "dshs: note: {} is {what}; {} log file{} below it {} not read: {}; name files to check them (`dshs validate {}/*.jsonl`)",
+        crate::render::escape(arg),
+        strays.len(),
+        if strays.len() == 1 { "" } else { "s" },
+        if strays.len() == 1 { "was" } else { "were" },
+        named.join(", "),
+        crate::render::escape(&glob)
+    );
 }
 
 /// The number of worker threads: `--jobs N`, else one per core.

@@ -46,7 +46,11 @@ pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         SurfaceFormat::Json => write_json(&folded, out)?,
         SurfaceFormat::Table => write_table(&folded, env, out)?,
     }
-    Ok(Outcome::Success)
+    Ok(if folded.invalid {
+        Outcome::Invalid
+    } else {
+        Outcome::Success
+    })
 }
 
 fn write_json(f: &Folded, out: &mut dyn Write) -> Result<()> {

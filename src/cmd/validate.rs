@@ -15,7 +15,14 @@ use crate::render::json::{FindingRecord, SummaryRecord};
 
 use super::Env;
 
-/// Renders findings as they arrive, up to `--max-findings`.
+/// Renders the findings of one log in line order, up to `--max-findings`.
+///
+/// Findings are held until the log is read, then printed sorted by (line, byte), stably: the
+/// findings of one line keep the order the checks found them. The checks that run at the end
+/// of the log (an open final turn, the tally of each legacy shape, seed counts) point back at
+/// earlier lines, so printing findings as they arrived showed lines 15, 17, 2, 3. Memory is
+/// bounded whatever the log holds: at most [`HELD`] findings wait (with `--max-findings N`,
+/// about 2N); a log with more is printed in sorted runs of that many.
 struct Report<'o> {
     out: &'o mut dyn Write,
     file: String,
@@ -25,27 +32,65 @@ struct Report<'o> {
     limit: Option<usize>,
     /// A zstd log: names the frame of each finding.
     framing: Option<Framing>,
+    held: Vec<Finding>,
     shown: usize,
     hidden: usize,
     error: Option<io::Error>,
 }
 
+/// The most findings held back for sorting: a log of junk lines has one per line.
+const HELD: usize = 4096;
+
 impl Sink for Report<'_> {
     fn push(&mut self, f: Finding) {
-        if self.error.is_some() {
+        if self.quiet || self.limit.is_some_and(|n| self.shown >= n) {
+            // Nothing of it is printed: counted, not held.
+            self.hidden += usize::from(!self.quiet);
             return;
         }
-        if self.limit.is_some_and(|n| self.shown >= n) {
-            self.hidden += 1;
-            return;
+        self.held.push(f);
+        match self.limit {
+            Some(n) if self.held.len() >= n.max(1) * 2 => self.keep_first(n - self.shown),
+            None if self.held.len() >= HELD => self.flush(),
+            _ => {}
         }
+    }
+}
+
+impl Report<'_> {
+    /// Sort the held findings into line order and keep the first `n`.
+    fn keep_first(&mut self, n: usize) {
+        self.held.sort_by_key(|f| (f.pos.line, f.pos.byte));
+        if self.held.len() > n {
+            self.hidden += self.held.len() - n;
+            self.held.truncate(n);
+        }
+    }
+
+    /// Print what is held; the first write error, if any.
+    fn finish(&mut self) -> Option<io::Error> {
+        self.flush();
+        self.error.take()
+    }
+
+    /// Print the held findings, in line order.
+    fn flush(&mut self) {
+        self.keep_first(self.limit.unwrap_or(usize::MAX));
+        for f in std::mem::take(&mut self.held) {
+            if self.error.is_none() {
+                self.write(&f);
+            }
+        }
+    }
+
+    fn write(&mut self, f: &Finding) {
         self.shown += 1;
         let frame = self.framing.as_ref().and_then(|z| z.frame_of(f.pos.byte));
         let written = match self.format {
             ReportFormat::Json => {
                 let record = FindingRecord {
                     frame,
-                    ..FindingRecord::new(&self.file, &f)
+                    ..FindingRecord::new(&self.file, f)
                 };
                 serde_json::to_writer(&mut *self.out, &record)
                     .map_err(io::Error::from)
@@ -55,7 +100,7 @@ impl Sink for Report<'_> {
             ReportFormat::Human => writeln!(
                 self.out,
                 "{}",
-                human::finding_in_frame(&self.painter, &self.file, &f, frame)
+                human::finding_in_frame(&self.painter, &self.file, f, frame)
             ),
         };
         if let Err(e) = written {
@@ -150,7 +195,8 @@ fn validate_one(
                     event_type: None,
                     message: e.to_string(),
                 });
-                if let Some(e) = report.error.take() {
+                report.flush();
+                if let Some(e) = report.finish() {
                     return Err(e.into());
                 }
                 summary.errors = 1;
@@ -163,8 +209,9 @@ fn validate_one(
     };
     let mut report = report(opened.framing.clone(), out, file, args, env, painter);
     let scanned = super::scan_source(opened, env, &env.scan_options(), &mut report, &mut ());
+    report.flush();
 
-    if let Some(e) = report.error.take() {
+    if let Some(e) = report.finish() {
         return Err(e.into());
     }
     let (hidden, quiet) = (report.hidden, report.quiet);
@@ -234,7 +281,7 @@ fn validate_store(
                 (StoreError::Refused { message, .. }, Some(code)) => {
                     let mut report = report(None, out, shown, args, env, painter);
                     report.push(store_finding(code, message.clone()));
-                    if let Some(e) = report.error.take() {
+                    if let Some(e) = report.finish() {
                         return Err(e.into());
                     }
                     summary.errors = 1;
@@ -252,7 +299,7 @@ fn validate_store(
         for f in store.findings() {
             report.push(f.clone());
         }
-        if let Some(e) = report.error.take() {
+        if let Some(e) = report.finish() {
             return Err(e.into());
         }
         let mut summary = empty_summary(shown, Status::Valid);
@@ -323,7 +370,7 @@ fn validate_store(
             ))
         };
         let end = r.finish();
-        if let Some(e) = report.error.take() {
+        if let Some(e) = report.finish() {
             return Err(e.into());
         }
         let scan = match scanned.transpose() {
@@ -351,7 +398,7 @@ fn validate_store(
             }
             report.push(f.clone());
         }
-        if let Some(e) = report.error.take() {
+        if let Some(e) = report.finish() {
             return Err(e.into());
         }
         let (hidden, quiet) = (report.hidden, report.quiet);
@@ -416,6 +463,7 @@ fn report<'o>(
         painter,
         quiet: env.quiet,
         limit: args.max_findings,
+        held: Vec::new(),
         shown: 0,
         hidden: 0,
         error: None,

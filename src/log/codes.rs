@@ -153,8 +153,8 @@ catalogue! {
         "The header's version is not one of 0–4: the log comes from a newer or forked harness.",
         "Open it with the harness that wrote it; dshs does not guess at unknown formats.";
     FormatV4Draft = "format-v4-draft", Unsupported, Version, true, "§21.2",
-        "The header says version 4 but payloads use the pre-release V3 shapes of an unreleased DSH build.",
-        "No released DSH opens such logs; re-create the session with a released harness.";
+        "The header says version 4 but the bodies are format-3 (V3) shapes: pre-release DSH builds wrote them, and a public fork's released \"legacy V4\" lineage still does. Released upstream DSH refuses such a log and dshs does not read this variant.",
+        "Open it with the build that wrote it (the fork's own reader), or re-create the session with a released upstream harness; dshs checks finalized format 4 only.";
     HeaderNotJson = "header-not-json", Error, Header, true, "§4.1",
         "The first line is not valid JSON (DSH: `header line is not valid JSON`). A UTF-8 BOM also causes this.",
         "Restore the header line; without it nothing else can be checked.";
@@ -192,8 +192,8 @@ catalogue! {
         "An event reached the surface fold with a seq other than the number of events before it.",
         "Seqs must be dense from 0 in file order; restore lost lines or renumber a hand-built log.";
     UnknownEventType = "unknown-event-type", Unsupported, Vocabulary, true, "§7.1",
-        "An event type this format version does not know, not marked `ignorable: true`: the log was likely written by a newer harness.",
-        "Use the harness that wrote it, or declare the type with `--known-types FILE` if it is a fork's log-only event.";
+        "An event type this format version does not know, not marked `ignorable: true`: written by a newer harness or added by a fork — or a type older DSH builds wrote and later retired (the message says which dshs recognises).",
+        "Use the harness that wrote it (for a retired type, the old build), or declare the type with `--known-types FILE` if it is a fork's log-only event.";
     RetiredEventType = "retired-event-type", Error, Vocabulary, true, "§7.2",
         "A required (non-ignorable) `tool/code-dispatch*` event in a v3+ log; these types are retired and always fatal.",
         "Mark it ignorable or remove it; v3+ DSH refuses the log.";

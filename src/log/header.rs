@@ -21,6 +21,10 @@ pub struct Header {
     pub origin: Option<String>,
     pub delegation_depth: Option<u64>,
     pub agent_preset: Option<String>,
+    /// A DSH session header (`type`, `id`, `createdAt` as they must be) without
+    /// `delegationDepth`, as in early v0 snapshots: an error (the released reader refuses it,
+    /// §4.2), though what follows is a DSH log all the same.
+    pub lacks_delegation_depth: bool,
 }
 
 /// What reading the header decided.
@@ -156,8 +160,9 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
             format!("first line is not a session header: `{field}` {why}"),
         ));
     };
+    let mut type_ok = false;
     match v.get("type") {
-        Some(Json::Str(s)) if s == "session" => {}
+        Some(Json::Str(s)) if s == "session" => type_ok = true,
         Some(other) => bad(
             "type",
             format!("must be \"session\", found {}", show(other)),
@@ -192,11 +197,16 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
                 format!("must be a safe integer ≥ 0, found {}", show(n)),
             ),
         },
-        None => bad(
-            "delegationDepth",
-            "is missing (early v0 snapshots lack it; the released v0 reader refuses such a header)"
-                .into(),
-        ),
+        // The hint only for what is otherwise a DSH session header, not for any JSON line.
+        None if type_ok && h.id.is_some() && h.created_at.is_some() => {
+            h.lacks_delegation_depth = true;
+            bad(
+                "delegationDepth",
+                "is missing (early v0 snapshots lack it; the released v0 reader refuses such a header)"
+                    .into(),
+            );
+        }
+        None => bad("delegationDepth", "is missing".into()),
     }
     match v.get("origin") {
         None => {}

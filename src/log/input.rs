@@ -379,6 +379,50 @@ fn walk_sessions(dir: &Path, depth: usize, found: &mut Vec<PathBuf>, top: bool) 
     Ok(())
 }
 
+/// Does `name` look like a JSONL session log (`*.jsonl`, plain or compressed)?
+fn is_log_name(name: &str) -> bool {
+    split_compression(name).0.ends_with(".jsonl")
+}
+
+/// How deep below a root [`stray_logs`] looks for log files.
+const STRAY_DEPTH: usize = 8;
+
+/// The log files below `root` (`*.jsonl`, `*.jsonl.zst[d]`) that a walk of the storage root
+/// does not read: every one that is not a generation file of one of `sessions` (the session
+/// directories [`find_sessions`] found), sorted by path. So a user who points a command at a
+/// directory of loose logs is told what was left out instead of seeing it silently skipped.
+/// Symbolic links are not followed; unreadable subdirectories are passed over.
+pub fn stray_logs(root: &Path, sessions: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    collect_strays(root, STRAY_DEPTH, sessions, &mut found);
+    found.sort();
+    found
+}
+
+fn collect_strays(dir: &Path, depth: usize, sessions: &[PathBuf], found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let in_session = sessions.iter().any(|s| s == dir);
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if depth > 1 {
+                collect_strays(&path, depth - 1, sessions, found);
+            }
+            continue;
+        }
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_log_name(name) && !(in_session && is_generation_name(name)) {
+            found.push(path);
+        }
+    }
+}
+
 /// `session.jsonl` → 0, `session.vN.jsonl` → N (N ≥ 1, no leading zeros), else None.
 pub fn canonical_generation(base: &str) -> Option<u64> {
     if base == "session.jsonl" {

@@ -502,16 +502,15 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
                 || has_tool_result_block(m.get("content"))
             {
                 return Some(
-                    "the pre-release V3 tool-result shape (role user with a tool-result block)"
-                        .into(),
+                    "the V3 tool-result shape (role user with a tool-result block)".into(),
                 );
             }
-            plugin_source(m).then(|| "a pre-release `{kind:\"plugin\"}` message source".into())
+            plugin_source(m).then(|| "the V3 `{kind:\"plugin\"}` message source".into())
         }
         "user/message" | "assistant/message" | "system/message" | "developer/message" => ev
             .message()
             .filter(|m| plugin_source(m))
-            .map(|_| "a pre-release `{kind:\"plugin\"}` message source".into()),
+            .map(|_| "the V3 `{kind:\"plugin\"}` message source".into()),
         "agent/inbox/spliced" => ev
             .data
             .get("inserted")
@@ -519,7 +518,7 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .unwrap_or_default()
             .iter()
             .any(plugin_source)
-            .then(|| "a pre-release `{kind:\"plugin\"}` source in an inbox insertion".into()),
+            .then(|| "the V3 `{kind:\"plugin\"}` source in an inbox insertion".into()),
         "session/title-llm-request" => ev
             .data
             .get("messages")
@@ -527,7 +526,7 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .unwrap_or_default()
             .iter()
             .any(plugin_source)
-            .then(|| "a pre-release `{kind:\"plugin\"}` source in a title request".into()),
+            .then(|| "the V3 `{kind:\"plugin\"}` source in a title request".into()),
         _ => None,
     }
 }

@@ -55,6 +55,9 @@ pub struct ScanOptions {
     /// parsing threads then read it at positions, each its own part at once, instead of
     /// taking turns at the reader (see `pipeline`). Ignored for a zstd log.
     pub positional: Option<Positional>,
+    /// §21.9a: append surface-eligible events that carry no `surfaceOp` (for `surface` and
+    /// `derive` on a log without any marker; see [`SurfaceManager::append_unmarked`]).
+    pub linear_surface: bool,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -129,6 +132,9 @@ impl FoldState {
         let mut surface = SurfaceManager::new(d);
         if opts.record_replacements {
             surface.record_replacements();
+        }
+        if opts.linear_surface {
+            surface.append_unmarked();
         }
         FoldState {
             surface,
@@ -1030,7 +1036,20 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     Code::CommittedSeqGap => {
                         format!("{why} in committed region at line {}", pos.line)
                     }
-                    _ => format!("malformed committed row at line {}: {why}", pos.line),
+                    // One finding per bad row: the §6 verdict, naming the storage rule the
+                    // row breaks (§5.2 packed rows, §5.3 range lists) in its message.
+                    _ => match &*row {
+                        Row::Bad(rows::BadRow {
+                            kind: BadKind::Malformed(rule),
+                            ..
+                        }) => format!(
+                            "malformed committed row at line {}: {why} (rule {}, FORMAT.md {})",
+                            pos.line,
+                            rule.as_str(),
+                            rule.info().section
+                        ),
+                        _ => format!("malformed committed row at line {}: {why}", pos.line),
+                    },
                 };
                 sink.push(Finding {
                     code: *code,
@@ -1040,19 +1059,6 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     event_type: ty.clone(),
                     message,
                 });
-                if let Row::Bad(b) = &*row
-                    && let BadKind::Malformed(specific) = b.kind
-                {
-                    sink.push(
-                        Reporter {
-                            version: Some(self.ctx.dialect.version),
-                            pos,
-                            seq: *seq,
-                            event_type: ty.as_deref(),
-                        }
-                        .finding(specific, why.clone()),
-                    );
-                }
             }
         }
         if let Row::Bad(b) = &*row {
@@ -1447,10 +1453,11 @@ fn fold_candidate(
         TypeClass::UnknownRequired => sink.push(at.finding(
             Code::UnknownEventType,
             format!(
-                "session contains event type \"{}\" (seq {}) unknown to format v{} and not marked ignorable; refusing to interpret the log — it was likely written by a newer harness (declare fork types with --known-types)",
+                "session contains event type \"{}\" (seq {}) unknown to format v{} and not marked ignorable; refusing to interpret the log — {}",
                 crate::log::text::clip(&ev.ty, 80),
                 ev.seq,
-                d.version
+                d.version,
+                unknown_type_origin(&ev.ty, d.version)
             ),
         )),
         TypeClass::RetiredRequired if !retired_legacy => sink.push(at.finding(
@@ -1470,7 +1477,7 @@ fn fold_candidate(
         ctx.draft = Some(at.finding(
                 Code::FormatV4Draft,
                 format!(
-                    "format 4 draft: header says version 4 but seq {} uses {signal}; this log was written by an unreleased DSH build that no released DSH can open, and dshs does not support it",
+                    "format 4 draft: header says version 4 but seq {} uses {signal} — format-3 bodies under a version-4 header, as pre-release DSH builds wrote them and as one public fork keeps writing them as its \"legacy V4\"; released upstream DSH refuses them and dshs does not read this variant",
                     ev.seq
                 ),
             ));
@@ -1586,6 +1593,23 @@ fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink
                 if *count == 1 { "it" } else { "them" }
             ),
         ));
+    }
+}
+
+/// Where a type the log's format does not know comes from, as far as dshs can tell (§7.1,
+/// §7.2): DSH's past (retired types: an old log, not a new one) or a newer harness or fork.
+fn unknown_type_origin(event_type: &str, version: u8) -> String {
+    use super::vocab::TypeHistory;
+    match super::vocab::type_history(event_type, version) {
+        TypeHistory::Retired => format!("it is a retired type: older DSH builds wrote it and later ones dropped it (no format's vocabulary has it, v{version} included): an old log, not a newer one"),
+        TypeHistory::RetiredAfter { first, last } => format!(
+            "it is a retired type, known to format {} and dropped after v{last}: the log's events are older than its header (an edited log, or a build that mislabels its version)",
+            if first == last { format!("v{first}") } else { format!("v{first}–v{last}") }
+        ),
+        TypeHistory::Later { since } => format!(
+            "it is a type of format v{since} and later: the log's events are newer than its header (an edited log, or a build that mislabels its version)"
+        ),
+        TypeHistory::Unknown => "no DSH format knows it: written by a newer harness or added by a fork (a fork's log-only types can be declared with --known-types FILE)".to_owned(),
     }
 }
 

@@ -581,6 +581,9 @@ pub struct SurfaceManager {
     /// The highest seq ever linked: no node has a higher one.
     top: Option<u64>,
     headers: HeaderTools,
+    /// §21.9a: a surface-eligible event without `surfaceOp` is appended instead of rejected
+    /// (the linear scan of a log written before DSH's surface existed).
+    linear: bool,
     #[cfg(test)]
     visits: Visits,
 }
@@ -603,9 +606,17 @@ impl SurfaceManager {
             replacements: None,
             top: None,
             headers: HeaderTools::default(),
+            linear: false,
             #[cfg(test)]
             visits: Visits::default(),
         }
+    }
+
+    /// Fold a log that carries no `surfaceOp` marker by the linear scan of §21.9a: every
+    /// surface-eligible event without a marker is appended in log order. Not DSH's rule
+    /// (it rejects such events, `surface-op-missing`); only for showing such a log.
+    pub fn append_unmarked(&mut self) {
+        self.linear = true;
     }
 
     /// Keep every replacement (for `surface --format json`); off by default to keep memory
@@ -924,7 +935,11 @@ impl SurfaceManager {
                 return self.plan_log_only(ev, class, at);
             }
         };
-        let endpoints = marker(d, ev, at)?;
+        let endpoints = if self.linear && ev.surface_op.is_none() {
+            None
+        } else {
+            marker(d, ev, at)?
+        };
         // Step 3 — event-local references (v3+).
         let mut sources = None;
         if d.canonical {

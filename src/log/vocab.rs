@@ -194,6 +194,57 @@ impl Vocabulary {
     }
 }
 
+/// Types that older DSH builds wrote and later builds retired: no format's vocabulary (§7.2)
+/// has them, yet real logs hold them (seen in a corpus of 330 public
+/// DSH logs from forks, issue 24; FORMAT.md §20 names `context/message` as a surface type of
+/// the oldest design note). They are unknown to every format version (§7.1: refused, exit 3);
+/// knowing them only lets the message say the log is old, not new. The v0 reader's retired
+/// legacy types (§7.3) are here too: in v0 they are `retired-legacy-event`, elsewhere unknown.
+const RETIRED_TYPES: &[&str] = &[
+    "bash/sandbox-mode",
+    "context/message",
+    "mode/set",
+    "prompt/blocked",
+    "request/header-delta",
+    "session/inherited",
+    "usage",
+];
+
+/// What is known about a type that `version`'s vocabulary does not know: whether it is a
+/// type of DSH's past (a pre-release type, or one of an earlier format version dropped
+/// since) or of another format version, rather than of a newer harness or a fork.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TypeHistory {
+    /// Written by older DSH builds and retired: in no format's vocabulary.
+    Retired,
+    /// Known to formats `first..=last`, all before `version`: retired since.
+    RetiredAfter { first: u8, last: u8 },
+    /// Known from a later format (`since`) on: the log's bodies and header disagree.
+    Later { since: u8 },
+    /// Not a built-in type of any format: a newer harness, or a fork's addition.
+    Unknown,
+}
+
+/// The history of `event_type`, a type `version` does not know (§7.2, per-version lists).
+pub fn type_history(event_type: &str, version: u8) -> TypeHistory {
+    if RETIRED_TYPES.contains(&event_type) {
+        return TypeHistory::Retired;
+    }
+    let knowing: Vec<u8> = super::dialect::DIALECTS
+        .iter()
+        .filter(|d| d.knows(event_type) && !d.is_retired(event_type))
+        .map(|d| d.version)
+        .collect();
+    match (knowing.first(), knowing.last()) {
+        (Some(&first), Some(&last)) if last < version => TypeHistory::RetiredAfter { first, last },
+        (Some(_), _) => match knowing.iter().find(|&&v| v > version) {
+            Some(&since) => TypeHistory::Later { since },
+            None => TypeHistory::Unknown,
+        },
+        _ => TypeHistory::Unknown,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -212,11 +212,7 @@ fn surface_metadata_on_ignorable_unknowns_is_refused_before_v3_and_opaque_after(
         log.turn_start(1);
         log.turn_end(1);
         let r = log.scan();
-        assert_eq!(
-            r.codes(),
-            ["committed-malformed-row", "source-ranges-malformed"],
-            "v{v}"
-        );
+        assert_eq!(r.codes(), ["committed-malformed-row"], "v{v}");
     }
 }
 

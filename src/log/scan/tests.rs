@@ -242,7 +242,7 @@ fn bad_row(v: usize, kind: Bad, seq: u64) -> (String, u64, Vec<&'static str>) {
                 r#""sourceEventSeqs":[[1,0]],"surfaceOp":"append""#,
             ),
             seq + 1,
-            vec!["committed-malformed-row", "source-ranges-malformed"],
+            vec!["committed-malformed-row"],
         ),
         Bad::Packed => {
             let texts = if v <= 1 { "[]" } else { r#"["a"]"# };
@@ -251,7 +251,7 @@ fn bad_row(v: usize, kind: Bad, seq: u64) -> (String, u64, Vec<&'static str>) {
                     r#"{{"type":"text-chunks","seq0":{seq},"time0":0,"data":{{"turn":1,"step":1,"index":0,"dt":[],"texts":{texts}}}}}"#
                 ),
                 seq + 1,
-                vec!["committed-malformed-row", "packed-row-malformed"],
+                vec!["committed-malformed-row"],
             )
         }
         Bad::Gap => (user(seq + 6), seq + 7, vec!["committed-seq-gap"]),
@@ -387,11 +387,7 @@ fn a_malformed_row_that_is_a_turn_end_is_fatal() {
         // The malformed turn/end never folds, so turn 1 also stays open.
         assert_eq!(
             codes(&f),
-            [
-                "committed-malformed-row",
-                "source-ranges-malformed",
-                "open-turn-at-end"
-            ],
+            ["committed-malformed-row", "open-turn-at-end"],
             "v{v}"
         );
         assert_eq!(s.status(), Status::Invalid);
@@ -810,12 +806,10 @@ fn packed_tags_are_malformed_rows_from_v2_on() {
             // Valid in v0/v1 (the chunks sit outside a step: lifecycle warnings only).
             assert!(f.iter().all(|f| !f.is_error()), "v{v}: {f:?}");
         } else {
-            assert_eq!(
-                codes(&f),
-                ["committed-malformed-row", "packed-row-malformed"],
-                "v{v}"
-            );
-            assert!(f[1].message.contains("only in formats v0 and v1"));
+            // One finding for the one bad row, naming the rule it breaks.
+            assert_eq!(codes(&f), ["committed-malformed-row"], "v{v}");
+            assert!(f[0].message.contains("only in formats v0 and v1"));
+            assert!(f[0].message.contains("rule packed-row-malformed"));
         }
     }
 }
