@@ -564,7 +564,7 @@ pub fn scan_framed(
     };
     let file_level = |code: Code, pos: Pos, message: String| Finding {
         code,
-        severity: code.severity(None),
+        severity: code.severity(),
         pos,
         seq: None,
         event_type: None,
@@ -1462,7 +1462,7 @@ fn fold_candidate(
         )),
         _ => {}
     }
-    if d.version == 4
+    if d.draft_signals
         && !ctx.muted
         && ctx.draft.is_none()
         && let Some(signal) = payload::v4_draft_signal(ev)
