@@ -6,7 +6,30 @@
 //! and twice that while it grows); here the bulk of the digests sit in one sorted vector and
 //! only the most recent ones in a small hash set, merged in batches.
 
-use super::surface::SeqSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Seqs are dense integers: a multiplicative hash is enough and much cheaper than SipHash.
+#[derive(Default, Clone, Copy)]
+pub struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+}
+
+pub type SeqHash = BuildHasherDefault<SeqHasher>;
+
+/// A set of seqs (or seq-like digests) with [`SeqHash`].
+pub type SeqSet = std::collections::HashSet<u64, SeqHash>;
 
 /// Recent digests kept unsorted before a merge.
 const RECENT: usize = 4096;

@@ -48,7 +48,7 @@ pub fn check(d: &Dialect, ev: &Event<'_>, class: TypeClass, at: &Reporter<'_>) -
 }
 
 /// §8 C7 and C8: the payload parts of the canonical envelope, which make a v3+ row bad.
-pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
+pub fn payload_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
     if !d.canonical {
         return None;
     }

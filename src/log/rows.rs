@@ -6,11 +6,12 @@
 use std::borrow::Cow;
 
 use super::codes::Code;
-use super::dialect::Dialect;
+use super::dialect::{Dialect, ToolResultShape};
 use super::finding::Pos;
+use super::idset::SeqSet;
 use super::vocab::TypeClass;
 
-use super::json::{self, Json, MAX_SAFE};
+use super::json::{self, Json, MAX_SAFE, Seg};
 
 /// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
 #[derive(Debug, Clone)]
@@ -28,7 +29,7 @@ pub struct Event<'a> {
     pub packed: bool,
     /// Set when v0 legacy normalization rewrote this event in memory (§16).
     pub normalized: bool,
-    /// A `tool/result`'s [`surface::result_digest`](super::surface::result_digest), computed
+    /// A `tool/result`'s [`result_digest`], computed
     /// when the line was decoded (formats 1 on); None: computed when the fold needs it.
     pub result_digest: Option<u64>,
 }
@@ -276,7 +277,7 @@ pub fn decode_in<'a>(
         && ev.ty == "tool/result"
     {
         let unique = audit.duplicate_key.is_none();
-        ev.result_digest = Some(super::surface::result_digest(dialect, &ev.data, unique));
+        ev.result_digest = Some(result_digest(dialect, &ev.data, unique));
     }
     Row::Events(
         smallvec::smallvec![Candidate {
@@ -677,7 +678,7 @@ impl SeqList {
         }
         // The fold's seq hasher: std's keyed SipHash cost 1.3 % of a format 3 pass (a log
         // built to collide would only be slower).
-        let set: super::surface::SeqSet = self.iter().collect();
+        let set: SeqSet = self.iter().collect();
         wanted
             .iter()
             .copied()
@@ -812,8 +813,7 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
                 }
             }
         } else {
-            let mut seen =
-                super::surface::SeqSet::with_capacity_and_hasher(runs.len(), Default::default());
+            let mut seen = SeqSet::with_capacity_and_hasher(runs.len(), Default::default());
             if let Some(r) = runs.iter().find(|r| !seen.insert(r.0)) {
                 return Err(SourceError::Duplicate(r.0));
             }
@@ -833,6 +833,22 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
         len,
         increasing,
     })
+}
+
+/// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
+/// blanked (a prune may rewrite only that, §12). `keys_unique`: as for
+/// [`json::canonical_hash`].
+pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u64 {
+    let blank: &[Seg] = match dialect.tool_result_shape {
+        ToolResultShape::Wrapped => &[
+            Seg::Key("message"),
+            Seg::Key("content"),
+            Seg::Index(0),
+            Seg::Key("content"),
+        ],
+        ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
+    };
+    json::canonical_hash(data, Some(blank), keys_unique)
 }
 
 #[cfg(test)]

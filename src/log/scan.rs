@@ -1252,8 +1252,8 @@ fn classify_row(
         let class = c
             .class
             .unwrap_or_else(|| vocab.classify(&ev.ty, ev.ignorable));
-        let code = surface::canonical_violation(dialect, ev, class)
-            .or_else(|| payload::canonical_violation(dialect, ev, class))?;
+        let code = surface::surface_metadata_violation(dialect, ev, class)
+            .or_else(|| payload::payload_violation(dialect, ev, class))?;
         Some(BadRowInfo {
             code,
             why: format!("canonical-envelope violation ({code})"),

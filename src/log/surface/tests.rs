@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use super::*;
 use crate::log::dialect::DIALECTS;
 use crate::log::finding::Finding;
+use crate::log::json;
 use crate::log::rows::{BadKind, Row, decode};
 use crate::log::vocab::{KnownTypes, Vocabulary};
 
