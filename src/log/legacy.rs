@@ -74,7 +74,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
         }
         "compact/start" | "compact/summary" | "compact/end" | "compact/prune" => {
             let renamed = format!("compaction/{}", &ev.ty["compact/".len()..]);
-            ev.ty = Cow::Owned(renamed);
+            ev.set_type(Cow::Owned(renamed));
             ev.normalized = true;
             return Legacy::Normalized("compact/*");
         }
@@ -122,7 +122,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     "data must be exactly {turn, message} or {turn, content, source}",
                 );
             }
-            ev.ty = Cow::Borrowed("user/message");
+            ev.set_type(Cow::Borrowed("user/message"));
             ev.normalized = true;
             return Legacy::Normalized("steering/message");
         }

@@ -8,6 +8,7 @@ pub mod compact;
 pub mod compaction;
 pub mod derive;
 pub mod dialect;
+pub mod event;
 pub mod finding;
 pub mod grep;
 pub mod header;

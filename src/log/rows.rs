@@ -7,6 +7,7 @@ use std::borrow::Cow;
 
 use super::codes::Code;
 use super::dialect::{Dialect, ToolResultShape};
+use super::event::Kind;
 use super::finding::Pos;
 use super::idset::SeqSet;
 use super::vocab::TypeClass;
@@ -20,6 +21,8 @@ pub struct Event<'a> {
     pub seq: u64,
     pub time: i64,
     pub ty: Cow<'a, str>,
+    /// `ty` interned.
+    pub kind: Kind,
     pub data: Json<'a>,
     pub surface_op: Option<Json<'a>>,
     /// The stored form (plain or range-encoded); decoded by [`decode_sources`].
@@ -35,10 +38,16 @@ pub struct Event<'a> {
 }
 
 impl<'a> Event<'a> {
+    /// Give the event another type (v0 legacy normalization renames some).
+    pub fn set_type(&mut self, ty: Cow<'a, str>) {
+        self.kind = Kind::of(&ty);
+        self.ty = ty;
+    }
+
     /// The message object of a message event: `data` itself for `user/message`,
     /// `data.message` otherwise.
     pub fn message(&self) -> Option<&Json<'a>> {
-        if self.ty == "user/message" {
+        if self.kind == Kind::UserMessage {
             Some(&self.data)
         } else {
             self.data.get("message")
@@ -274,7 +283,7 @@ pub fn decode_in<'a>(
     // legacy normalization may still rewrite the event.
     if let Ok(ev) = &mut event
         && !dialect.legacy_v0
-        && ev.ty == "tool/result"
+        && ev.kind == Kind::ToolResult
     {
         let unique = audit.duplicate_key.is_none();
         ev.result_digest = Some(result_digest(dialect, &ev.data, unique));
@@ -401,6 +410,7 @@ fn envelope<'a>(
         pos,
         seq: seq.unwrap_or(0),
         time,
+        kind: Kind::of(&ty),
         ty,
         data: data.clone(),
         surface_op: surface_op.cloned(),
@@ -503,6 +513,7 @@ impl<'a> Packed<'a> {
                     seq,
                     time,
                     ty: Cow::Borrowed("assistant/chunk"),
+                    kind: Kind::AssistantChunk,
                     data: Json::Obj(data.into()),
                     surface_op: None,
                     source_seqs: None,

@@ -17,6 +17,7 @@ use super::closers::CloserPlanner;
 use super::codes::{Area, Code, Severity};
 use super::compaction::CompactionTracker;
 use super::dialect::{Dialect, SeedField};
+use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::header::{self, Header, HeaderVerdict};
 use super::input::{self, Framing, LineReader, ZstdEnd};
@@ -1331,7 +1332,7 @@ fn fold_packed(
             && first
                 .event
                 .as_ref()
-                .is_ok_and(|e| e.ty == "assistant/chunk" && !e.normalized)
+                .is_ok_and(|e| e.kind == Kind::AssistantChunk && !e.normalized)
             && state.surface.next_seq() == packed.seq0 + 1
             && state.surface.top().is_none_or(|t| t <= packed.seq0);
         if clean {
@@ -1502,9 +1503,9 @@ fn fold_candidate(
     };
     state.lifecycle.observe(ev, class, sink);
     state.closers.observe(ev);
-    match ev.ty.as_ref() {
-        "turn/start" => state.last_turn_start = Some((ev.pos, ev.seq)),
-        "session/end-seed" if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
+    match ev.kind {
+        Kind::TurnStart => state.last_turn_start = Some((ev.pos, ev.seq)),
+        Kind::SessionEndSeed if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
             state.inherited_marker = Some(ev.seq);
         }
         _ => {}

@@ -20,6 +20,7 @@ use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind};
+use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::idset::SeqHash;
 use super::json::Json;
@@ -822,7 +823,7 @@ impl SurfaceManager {
             seq: Some(ev.seq),
             event_type: Some(&ev.ty),
         };
-        if ev.ty == "request/header" && self.dialect.developer {
+        if ev.kind == Kind::RequestHeader && self.dialect.developer {
             self.headers.record(ev.seq, &ev.data);
         }
         self.prepare(ev, class);
@@ -1125,7 +1126,7 @@ impl SurfaceManager {
         }
         let mut warnings = vec![];
         // Step 5 — message projections (v4).
-        if self.dialect.message_projections && ev.ty == "image/offload" {
+        if self.dialect.message_projections && ev.kind == Kind::ImageOffload {
             warnings.push(at.finding(
                 Code::MessageProjectionNotApplied,
                 "image/offload rewrites derived messages through its owning plugin, which dshs does not have; derive shows the stored messages",
