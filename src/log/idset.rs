@@ -37,7 +37,7 @@ const RECENT: usize = 4096;
 /// The sorted digests are found through their top `BUCKET_BITS` bits: a lookup searches only
 /// the digests that share them (digests are uniform, so a few dozen per bucket at 100,000s of
 /// ids), near each other in memory, instead of binary-searching the whole vector, whose
-/// first probes were a cache miss each (~3 % of a format 3 pass).
+/// first probes are a cache miss each.
 const BUCKET_BITS: u32 = 12;
 
 /// Steps [`IdSet::in_sorted`] walks from its guess before it searches.
@@ -74,8 +74,8 @@ impl IdSet {
         }
         // Digests are uniform, so a key sits about as far into its bucket as its low bits are
         // into the bucket's range: the search starts there and walks a few steps, usually
-        // within one cache line (a binary search took three or four dependent cache misses,
-        // 70 % of this set's time on a 1 GiB log). Keys that are not spread evenly (or a walk
+        // within one cache line (a binary search takes several dependent cache misses). Keys
+        // that are not spread evenly (or a walk
         // that goes on) fall back to a binary search of the side the key is on.
         let share = u128::from(key << BUCKET_BITS);
         let mut i = ((share * bucket.len() as u128) >> 64) as usize;

@@ -178,7 +178,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
 /// (the scan's hot path: see [`json::List`]).
 // Inlined where a row is stored, so its ~250 bytes are built there rather than returned
-// through memory and copied (two copies per line were ~2.4 % of a format 3 pass).
+// through memory and copied.
 #[inline(always)]
 pub fn decode_in<'a>(
     text: &'a str,
@@ -687,8 +687,8 @@ impl SeqList {
                 .filter(|s| !self.contains(*s))
                 .collect();
         }
-        // The fold's seq hasher: std's keyed SipHash cost 1.3 % of a format 3 pass (a log
-        // built to collide would only be slower).
+        // The fold's seq hasher, not std's keyed SipHash: a log built to collide would only be
+        // slower.
         let set: SeqSet = self.iter().collect();
         wanted
             .iter()

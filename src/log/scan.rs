@@ -49,8 +49,6 @@ pub struct ScanOptions {
     pub block_bytes: usize,
     /// The input comes through a pipe from another process (`zstd -dc log | dshs validate
     /// -`), which needs a core of its own: the automatic choice of threads leaves it one.
-    /// Measured on 2 vCPUs: `zstd -dc | validate -` took 13–17 s with parsing threads
-    /// competing with zstd, 5.7–6.3 s on one thread (`cat |`: the same either way).
     pub from_pipe: bool,
     /// The log's file, when the reader reads a plain log straight from a regular file: the
     /// parsing threads then read it at positions, each its own part at once, instead of
