@@ -1350,7 +1350,11 @@ fn fold_packed(
     }
 }
 
-/// One decoded event slot through every check and the fold.
+/// One decoded event slot through every check and the fold, stage by stage in this order:
+/// envelope (a slot `rows` could not decode), v0 legacy normalization (`legacy`),
+/// vocabulary (`vocab`), the V4-draft tell-tales, shapes (`payload`), compaction
+/// (`compaction`), the surface fold (`surface`), lifecycle (`lifecycle`), closers
+/// (`closers`), then the observer.
 fn fold_candidate(
     ctx: &mut Ctx<impl Observer>,
     state: &mut FoldState,
