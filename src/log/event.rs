@@ -86,6 +86,19 @@ kinds! {
     WorkspaceChanges = "workspace/changes",
 }
 
+/// Whether an event of type `ty` passes a type filter: empty passes everything, `tool/`
+/// names a family, anything else one type.
+pub fn type_matches(filter: &[String], ty: &str) -> bool {
+    filter.is_empty()
+        || filter.iter().any(|t| {
+            if t.ends_with('/') {
+                ty.starts_with(t.as_str())
+            } else {
+                ty == t
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -23,6 +23,7 @@ use super::dialect::{Dialect, SurfaceKind};
 use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::idset::SeqHash;
+use super::input::chunks::read_at;
 use super::json::Json;
 use super::rows::{Event, SeqList, SourceError, decode_sources, result_digest};
 use super::text::seq_list_counted;
@@ -272,24 +273,6 @@ impl Read for SpoolReader<'_> {
         }
         self.tail.read(buf)
     }
-}
-
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
-}
-
-#[cfg(not(any(unix, windows)))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "positional reads are not supported on this platform",
-    ))
 }
 
 /// A validated change, ready to commit.

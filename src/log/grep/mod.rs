@@ -221,14 +221,7 @@ pub struct Query {
 
 impl Query {
     fn type_matches(&self, ty: &str) -> bool {
-        self.types.is_empty()
-            || self.types.iter().any(|t| {
-                if t.ends_with('/') {
-                    ty.starts_with(t.as_str())
-                } else {
-                    ty == t
-                }
-            })
+        crate::log::event::type_matches(&self.types, ty)
     }
 
     fn role_matches(&self, role: Option<Role>) -> bool {
