@@ -209,14 +209,7 @@ impl Filter<'_> {
     }
 
     fn type_matches(&self, ty: &str) -> bool {
-        self.types.is_empty()
-            || self.types.iter().any(|t| {
-                if t.ends_with('/') {
-                    ty.starts_with(t.as_str())
-                } else {
-                    ty == t
-                }
-            })
+        dshs::log::event::type_matches(self.types, ty)
     }
 
     fn turn_matches(&self, turn: Option<i64>) -> bool {

@@ -439,7 +439,7 @@ fn validate_store(
 fn store_finding(code: Code, message: String) -> Finding {
     Finding {
         code,
-        severity: code.severity(None),
+        severity: code.severity(),
         pos: Pos::default(),
         seq: None,
         event_type: None,

@@ -3,6 +3,7 @@
 //! the lines it produces.
 
 use super::dialect::{Dialect, ToolResultShape};
+use super::event::Kind;
 use super::json::{Json, OwnedJson, write_js_str};
 use super::lifecycle::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT};
 use super::rows::Event;
@@ -62,26 +63,26 @@ impl CloserPlanner {
     pub fn observe(&mut self, ev: &Event<'_>) {
         self.last = Some((ev.seq, ev.time));
         let d = &ev.data;
-        match ev.ty.as_ref() {
-            "turn/start" => {
+        match ev.kind {
+            Kind::TurnStart => {
                 // A missing or null turn is no open turn (`open_turn is None`, §14.2).
                 self.open_turn = present(d.get("turn"));
                 self.open_step = None;
                 self.pending.clear();
             }
-            "turn/end" => {
+            Kind::TurnEnd => {
                 self.open_turn = None;
                 self.open_step = None;
                 self.pending.clear();
             }
-            "step/start" => {
+            Kind::StepStart => {
                 self.open_step = present(d.get("step"));
             }
-            "step/end" => {
+            Kind::StepEnd => {
                 self.pending.clear();
                 self.open_step = None;
             }
-            "assistant/message" => {
+            Kind::AssistantMessage => {
                 let step = d.get("step").cloned().map(OwnedJson::new);
                 for b in ev.tool_call_blocks() {
                     let Some(id) = b.get("id").and_then(Json::as_str) else {
@@ -101,14 +102,14 @@ impl CloserPlanner {
                     }
                 }
             }
-            "tool/call" => {
+            Kind::ToolCall => {
                 if let Some(id) = d.get("callId").and_then(Json::as_str)
                     && let Some(p) = self.pending.iter_mut().find(|p| p.call_id == id)
                 {
                     p.call_seq = Some(ev.seq);
                 }
             }
-            "tool/result" => {
+            Kind::ToolResult => {
                 let id = ev
                     .message()
                     .and_then(|m| m.get("source"))

@@ -456,14 +456,13 @@ impl Code {
         CATALOGUE.iter().find(|c| c.name == name).map(|c| c.code)
     }
 
-    /// The severity of this code in a log of `version` (None: version unknown).
-    pub fn severity(self, version: Option<u8>) -> Severity {
+    /// The severity of this code while the version is unknown; a log's dialect decides the
+    /// version-dependent rules ([`Dialect::severity`](super::dialect::Dialect::severity)).
+    pub fn severity(self) -> Severity {
         match self.info().severity {
             SeverityRule::Error | SeverityRule::Unsupported => Severity::Error,
             SeverityRule::Warning => Severity::Warning,
-            SeverityRule::WarningInV0 if version == Some(0) => Severity::Warning,
             SeverityRule::WarningInV0 => Severity::Error,
-            SeverityRule::Lifecycle if version.is_some_and(|v| v >= 3) => Severity::Error,
             SeverityRule::Lifecycle => Severity::Warning,
         }
     }
@@ -515,20 +514,5 @@ mod tests {
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), CATALOGUE.len());
-    }
-
-    #[test]
-    fn lifecycle_severity_depends_on_version() {
-        assert_eq!(Code::TurnEndMismatch.severity(Some(0)), Severity::Warning);
-        assert_eq!(Code::TurnEndMismatch.severity(Some(2)), Severity::Warning);
-        assert_eq!(Code::TurnEndMismatch.severity(Some(3)), Severity::Error);
-        assert_eq!(
-            Code::HeaderUnexpectedField.severity(Some(0)),
-            Severity::Warning
-        );
-        assert_eq!(
-            Code::HeaderUnexpectedField.severity(Some(1)),
-            Severity::Error
-        );
     }
 }

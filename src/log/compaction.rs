@@ -3,6 +3,7 @@
 
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind};
+use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::json::{self, Json, OwnedJson};
 use super::rows::Event;
@@ -59,8 +60,8 @@ impl CompactionTracker {
             event_type: Some(&ev.ty),
         };
         let d = &ev.data;
-        match ev.ty.as_ref() {
-            "compaction/start" => {
+        match ev.kind {
+            Kind::CompactionStart => {
                 if strict {
                     if let Some(a) = &self.active {
                         sink.push(at.finding(
@@ -83,7 +84,7 @@ impl CompactionTracker {
                     seq: ev.seq,
                 });
             }
-            "compaction/summary" => {
+            Kind::CompactionSummary => {
                 if strict {
                     self.check_member(d, "compaction/summary", &at, sink);
                     self.check_span(d, surface, &at, sink);
@@ -92,7 +93,7 @@ impl CompactionTracker {
                     a.summaries += 1;
                 }
             }
-            "compaction/end" => {
+            Kind::CompactionEnd => {
                 if strict {
                     self.check_member(d, "compaction/end", &at, sink);
                     if let Some(a) = &self.active {
@@ -121,17 +122,17 @@ impl CompactionTracker {
                     self.compactions += 1;
                 }
             }
-            "compaction/prune" => {
+            Kind::CompactionPrune => {
                 if strict {
                     self.check_span(d, surface, &at, sink);
                 }
                 self.prunes += 1;
             }
-            "session/end-seed" => {
+            Kind::SessionEndSeed => {
                 // A resume proves an unmatched start belongs to an ended lifecycle.
                 self.active = None;
             }
-            "user/message" if strict && self.dialect.v4_payloads => {
+            Kind::UserMessage if strict && self.dialect.v4_payloads => {
                 let source = d.get("source");
                 if source.and_then(|s| s.get("kind")).and_then(Json::as_str)
                     == Some("compact-checkpoint")

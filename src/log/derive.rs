@@ -49,7 +49,7 @@ pub fn message_path(kind: SurfaceKind) -> &'static [&'static str] {
 /// the range points at the original bytes, which `derive` passes through (§3.2).
 pub fn message_span(line: &[u8], kind: SurfaceKind) -> Result<Range<usize>, MessageError> {
     let path = message_path(kind);
-    // The common line needs no parser: a skim finds the same span several times faster.
+    // The common line needs no parser: a skim finds the same span for less.
     let skimmed = Skim { b: line, i: 0 }.line(path);
     // Bytes that are not UTF-8 only trouble the parser where it must read text (a key, the
     // raw message itself); only then is the same-length copy needed.

@@ -1,7 +1,7 @@
 //! Every difference between format versions 0–4, in one table. Checks ask the dialect; they
 //! never compare version numbers themselves.
 
-use super::codes::Severity;
+use super::codes::{Code, Severity, SeverityRule};
 
 /// The event types that can join the surface.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,6 +95,8 @@ pub struct Dialect {
     pub lifecycle_severity: Severity,
     /// v4: source kind `plugin` retired, `tool-result` block retired.
     pub v4_payloads: bool,
+    /// v4: pre-release V3 shapes mark the log as an unreleased draft (§21.2).
+    pub draft_signals: bool,
     /// How a compaction checkpoint message names its source (§15.1).
     pub checkpoint_source: CheckpointSource,
     /// v4: message-projection events (`image/offload`) rewrite derived messages (§12.2).
@@ -245,6 +247,7 @@ const fn legacy(version: u8) -> Dialect {
         restore_lifecycle: false,
         lifecycle_severity: Severity::Warning,
         v4_payloads: false,
+        draft_signals: false,
         checkpoint_source: CheckpointSource::Plugin,
         message_projections: false,
         admission_in_fold: false,
@@ -277,6 +280,7 @@ const fn canonical(version: u8) -> Dialect {
         restore_lifecycle: true,
         lifecycle_severity: Severity::Error,
         v4_payloads: version >= 4,
+        draft_signals: version == 4,
         checkpoint_source: if version == 3 {
             CheckpointSource::Plugin
         } else {
@@ -295,6 +299,15 @@ pub static DIALECTS: [Dialect; 5] = [legacy(0), legacy(1), legacy(2), canonical(
 impl Dialect {
     pub fn for_version(version: u8) -> Option<&'static Dialect> {
         DIALECTS.get(version as usize)
+    }
+
+    /// The severity of `code` in a log of this version.
+    pub fn severity(&self, code: Code) -> Severity {
+        match code.info().severity {
+            SeverityRule::WarningInV0 if !self.strict_header => Severity::Warning,
+            SeverityRule::Lifecycle => self.lifecycle_severity,
+            _ => code.severity(),
+        }
     }
 
     pub fn surface_kind(&self, event_type: &str) -> Option<SurfaceKind> {
@@ -337,6 +350,16 @@ mod tests {
     fn vocabulary_totals_match_the_spec() {
         let totals: Vec<usize> = DIALECTS.iter().map(Dialect::total_types).collect();
         assert_eq!(totals, vec![51, 51, 53, 57, 59]);
+    }
+
+    #[test]
+    fn lifecycle_severity_depends_on_version() {
+        let severity = |v: usize, code: Code| DIALECTS[v].severity(code);
+        assert_eq!(severity(0, Code::TurnEndMismatch), Severity::Warning);
+        assert_eq!(severity(2, Code::TurnEndMismatch), Severity::Warning);
+        assert_eq!(severity(3, Code::TurnEndMismatch), Severity::Error);
+        assert_eq!(severity(0, Code::HeaderUnexpectedField), Severity::Warning);
+        assert_eq!(severity(1, Code::HeaderUnexpectedField), Severity::Error);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! stop dshs from reading at all are `Err`.
 
 use super::codes::{Code, Severity};
+use super::dialect::Dialect;
 
 /// Where in the file a finding points.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -59,7 +60,10 @@ impl Reporter<'_> {
     pub fn finding(&self, code: Code, message: impl Into<String>) -> Finding {
         Finding {
             code,
-            severity: code.severity(self.version),
+            severity: match self.version.and_then(Dialect::for_version) {
+                Some(d) => d.severity(code),
+                None => code.severity(),
+            },
             pos: self.pos,
             seq: self.seq,
             event_type: self.event_type.map(str::to_owned),

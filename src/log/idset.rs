@@ -6,7 +6,30 @@
 //! and twice that while it grows); here the bulk of the digests sit in one sorted vector and
 //! only the most recent ones in a small hash set, merged in batches.
 
-use super::surface::SeqSet;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// Seqs are dense integers: a multiplicative hash is enough and much cheaper than SipHash.
+#[derive(Default, Clone, Copy)]
+pub struct SeqHasher(u64);
+
+impl Hasher for SeqHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
+    }
+}
+
+pub type SeqHash = BuildHasherDefault<SeqHasher>;
+
+/// A set of seqs (or seq-like digests) with [`SeqHash`].
+pub type SeqSet = std::collections::HashSet<u64, SeqHash>;
 
 /// Recent digests kept unsorted before a merge.
 const RECENT: usize = 4096;
@@ -14,7 +37,7 @@ const RECENT: usize = 4096;
 /// The sorted digests are found through their top `BUCKET_BITS` bits: a lookup searches only
 /// the digests that share them (digests are uniform, so a few dozen per bucket at 100,000s of
 /// ids), near each other in memory, instead of binary-searching the whole vector, whose
-/// first probes were a cache miss each (~3 % of a format 3 pass).
+/// first probes are a cache miss each.
 const BUCKET_BITS: u32 = 12;
 
 /// Steps [`IdSet::in_sorted`] walks from its guess before it searches.
@@ -51,8 +74,8 @@ impl IdSet {
         }
         // Digests are uniform, so a key sits about as far into its bucket as its low bits are
         // into the bucket's range: the search starts there and walks a few steps, usually
-        // within one cache line (a binary search took three or four dependent cache misses,
-        // 70 % of this set's time on a 1 GiB log). Keys that are not spread evenly (or a walk
+        // within one cache line (a binary search takes several dependent cache misses). Keys
+        // that are not spread evenly (or a walk
         // that goes on) fall back to a binary search of the side the key is on.
         let share = u128::from(key << BUCKET_BITS);
         let mut i = ((share * bucket.len() as u128) >> 64) as usize;

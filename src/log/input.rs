@@ -14,7 +14,7 @@ pub use zstd::{Framing, ZstdEnd};
 /// The zstd frame magic, little-endian `0xFD2FB528`.
 pub const ZSTD_MAGIC: [u8; 4] = [0x28, 0xB5, 0x2F, 0xFD];
 
-/// Reads of 64–128 KiB measured faster than larger ones (the buffer stays in cache).
+/// Reads this size keep the buffer in cache (see benches/README.md, "Design measurements").
 const READ_BUFFER: usize = 128 * 1024;
 
 #[derive(Debug, thiserror::Error)]

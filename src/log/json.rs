@@ -1064,9 +1064,9 @@ fn same_key(a: &str, b: &str) -> bool {
 /// The hasher behind [`canonical_hash`]: each byte string is one XXH3 call seeded with the
 /// state so far, and each fixed-width word (the tags, terminators and counts) is mixed in by
 /// a folded 64×64→128-bit multiply, as foldhash and ahash do. XXH3 is a well-tested 64-bit
-/// hash; std's SipHash cost a tenth of a `validate` pass here (a keyed hash protects hash
-/// tables from flooding, which this digest is not used for), and an XXH3 call per tag byte
-/// cost more than the strings.
+/// hash, much cheaper than std's SipHash (a keyed hash protects hash tables from flooding,
+/// which this digest is not used for), and one call per tag byte would cost more than the
+/// strings.
 #[derive(Default)]
 struct Chain(u64);
 

@@ -56,7 +56,7 @@ fn is_llm_failure(v: &Json<'_>) -> bool {
 
 /// Apply the v0 reader's legacy handling to one event.
 pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> Legacy {
-    // Minted only for the shapes that need an id (building it for every event was ~8% of a v0 pass).
+    // Minted only for the shapes that need an id: most events never do.
     let seq = ev.seq;
     let minted = || format!("legacy-message:{session_id}:{seq}");
     match ev.ty.as_ref() {
@@ -74,7 +74,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
         }
         "compact/start" | "compact/summary" | "compact/end" | "compact/prune" => {
             let renamed = format!("compaction/{}", &ev.ty["compact/".len()..]);
-            ev.ty = Cow::Owned(renamed);
+            ev.set_type(Cow::Owned(renamed));
             ev.normalized = true;
             return Legacy::Normalized("compact/*");
         }
@@ -122,7 +122,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     "data must be exactly {turn, message} or {turn, content, source}",
                 );
             }
-            ev.ty = Cow::Borrowed("user/message");
+            ev.set_type(Cow::Borrowed("user/message"));
             ev.normalized = true;
             return Legacy::Normalized("steering/message");
         }

@@ -7,6 +7,7 @@ use super::idset::{self, IdSet};
 
 use super::codes::Code;
 use super::dialect::Dialect;
+use super::event::Kind;
 use super::finding::{Finding, Reporter, Sink};
 use super::json::{self, Json};
 use super::rows::Event;
@@ -80,29 +81,29 @@ impl Lifecycle {
             event_type: Some(&ev.ty),
         };
         let mut out = Vec::new();
-        match ev.ty.as_ref() {
-            "turn/start" => self.turn_start(ev, &at, &mut out),
-            "turn/end" => self.turn_end(ev, &at, &mut out),
-            "step/start" => self.step_start(ev, &at, &mut out),
-            "step/end" => {
+        match ev.kind {
+            Kind::TurnStart => self.turn_start(ev, &at, &mut out),
+            Kind::TurnEnd => self.turn_end(ev, &at, &mut out),
+            Kind::StepStart => self.step_start(ev, &at, &mut out),
+            Kind::StepEnd => {
                 self.in_open_step(ev, &at, &mut out);
                 self.close_calls(&at, "step/end", &mut out);
                 self.started.clear();
                 self.open_step = None;
                 self.next_step += 1;
             }
-            "assistant/chunk" => self.in_open_step(ev, &at, &mut out),
-            "assistant/message" => {
+            Kind::AssistantChunk => self.in_open_step(ev, &at, &mut out),
+            Kind::AssistantMessage => {
                 self.in_open_step(ev, &at, &mut out);
                 if self.dialect.restore_lifecycle {
                     self.advertise(ev, &at, &mut out);
                 }
             }
-            "tool/call" => {
+            Kind::ToolCall => {
                 self.in_open_step(ev, &at, &mut out);
                 self.tool_call(ev, &at, &mut out);
             }
-            "tool/result" => {
+            Kind::ToolResult => {
                 if ev.is_replacement() {
                     if self.open_turn.is_none() {
                         out.push(at.finding(
@@ -115,14 +116,16 @@ impl Lifecycle {
                     self.tool_result(ev, &at, &mut out);
                 }
             }
-            "system/message" | "developer/message" | "assistant/attempt"
+            Kind::SystemMessage | Kind::DeveloperMessage | Kind::AssistantAttempt
                 if self.dialect.restore_lifecycle =>
             {
                 self.in_open_step(ev, &at, &mut out)
             }
-            "request/header" | "request/context" => self.in_turn(&ev.ty, &at, &mut out),
-            "todo/write" if !self.dialect.restore_lifecycle => self.in_turn(&ev.ty, &at, &mut out),
-            "command/run" | "command/done" if self.dialect.restore_lifecycle => {
+            Kind::RequestHeader | Kind::RequestContext => self.in_turn(&ev.ty, &at, &mut out),
+            Kind::TodoWrite if !self.dialect.restore_lifecycle => {
+                self.in_turn(&ev.ty, &at, &mut out)
+            }
+            Kind::CommandRun | Kind::CommandDone if self.dialect.restore_lifecycle => {
                 self.command(ev, &at, &mut out)
             }
             _ => {}
@@ -490,7 +493,7 @@ impl Lifecycle {
             return;
         };
         let key = idset::digest(id);
-        if ev.ty == "command/run" {
+        if ev.kind == Kind::CommandRun {
             if !self.command_runs.insert(key) {
                 out.push(at.finding(
                     Code::CommandDoneWithoutRun,

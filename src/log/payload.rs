@@ -4,6 +4,7 @@
 
 use super::codes::Code;
 use super::dialect::{Dialect, SurfaceKind, ToolResultShape};
+use super::event::Kind;
 use super::finding::{Finding, Reporter};
 use super::json::Json;
 use super::rows::Event;
@@ -24,12 +25,12 @@ pub fn check(d: &Dialect, ev: &Event<'_>, class: TypeClass, at: &Reporter<'_>) -
         }
     }
     if class == TypeClass::LogOnly || matches!(class, TypeClass::Surface(_)) {
-        match ev.ty.as_ref() {
-            "request/header" => request_header(d, ev, at, &mut out),
-            "assistant/attempt" if d.embedded_stream => stream(ev, at, &mut out),
+        match ev.kind {
+            Kind::RequestHeader => request_header(d, ev, at, &mut out),
+            Kind::AssistantAttempt if d.embedded_stream => stream(ev, at, &mut out),
             _ => {}
         }
-        if ev.ty == "assistant/message" && d.embedded_stream {
+        if ev.kind == Kind::AssistantMessage && d.embedded_stream {
             stream(ev, at, &mut out);
         }
         if d.v4_payloads
@@ -48,7 +49,7 @@ pub fn check(d: &Dialect, ev: &Event<'_>, class: TypeClass, at: &Reporter<'_>) -
 }
 
 /// §8 C7 and C8: the payload parts of the canonical envelope, which make a v3+ row bad.
-pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
+pub fn payload_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
     if !d.canonical {
         return None;
     }
@@ -63,7 +64,7 @@ pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Opt
     {
         return Some(Code::ToolResultErrorWithoutFlag);
     }
-    if ev.ty == "request/header" && empty_optional(ev).is_some() {
+    if ev.kind == Kind::RequestHeader && empty_optional(ev).is_some() {
         return Some(Code::RequestHeaderEmptyOptional);
     }
     None
@@ -423,31 +424,34 @@ fn retired_block_path(ev: &Event<'_>) -> Option<String> {
             .enumerate()
             .find_map(|(i, item)| inner(item).map(|p| format!("[{i}]{p}")))
     };
-    match ev.ty.as_ref() {
-        "user/message" | "system/message" | "developer/message" | "assistant/message"
-        | "tool/result" => {
+    match ev.kind {
+        Kind::UserMessage
+        | Kind::SystemMessage
+        | Kind::DeveloperMessage
+        | Kind::AssistantMessage
+        | Kind::ToolResult => {
             if has_tool_result_block(ev.message().and_then(|m| m.get("content"))) {
                 return Some("message.content".into());
             }
-            if ev.ty == "assistant/message" {
+            if ev.kind == Kind::AssistantMessage {
                 return stream_block(data.get("stream"));
             }
             None
         }
-        "assistant/attempt" => stream_block(data.get("stream")),
-        "agent/inbox/spliced" => each(data.get("inserted"), &|m| {
+        Kind::AssistantAttempt => stream_block(data.get("stream")),
+        Kind::AgentInboxSpliced => each(data.get("inserted"), &|m| {
             has_tool_result_block(m.get("content")).then_some(".content")
         })
         .map(|p| format!("data.inserted{p}")),
-        "session/title-llm-request" => each(data.get("messages"), &|m| {
+        Kind::SessionTitleLlmRequest => each(data.get("messages"), &|m| {
             has_tool_result_block(m.get("content")).then_some(".content")
         })
         .map(|p| format!("data.messages{p}")),
-        "team/message/queued" => {
+        Kind::TeamMessageQueued => {
             has_tool_result_block(data.get("message").and_then(|m| m.get("content")))
                 .then(|| "data.message.content".into())
         }
-        "compaction/summary" => {
+        Kind::CompactionSummary => {
             if has_tool_result_block(data.get("summary")) {
                 Some("data.summary".into())
             } else if has_tool_result_block(data.get("rawOutput")) {
@@ -456,7 +460,7 @@ fn retired_block_path(ev: &Event<'_>) -> Option<String> {
                 None
             }
         }
-        "tool/ptc-dispatch" => {
+        Kind::ToolPtcDispatch => {
             has_tool_result_block(data.get("content")).then(|| "data.content".into())
         }
         _ => None,
@@ -495,8 +499,8 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .and_then(Json::as_str)
             == Some("plugin")
     };
-    match ev.ty.as_ref() {
-        "tool/result" => {
+    match ev.kind {
+        Kind::ToolResult => {
             let m = ev.message()?;
             if m.get("role").and_then(Json::as_str) == Some("user")
                 || has_tool_result_block(m.get("content"))
@@ -507,11 +511,14 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             }
             plugin_source(m).then(|| "the V3 `{kind:\"plugin\"}` message source".into())
         }
-        "user/message" | "assistant/message" | "system/message" | "developer/message" => ev
+        Kind::UserMessage
+        | Kind::AssistantMessage
+        | Kind::SystemMessage
+        | Kind::DeveloperMessage => ev
             .message()
             .filter(|m| plugin_source(m))
             .map(|_| "the V3 `{kind:\"plugin\"}` message source".into()),
-        "agent/inbox/spliced" => ev
+        Kind::AgentInboxSpliced => ev
             .data
             .get("inserted")
             .and_then(Json::as_arr)
@@ -519,7 +526,7 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .iter()
             .any(plugin_source)
             .then(|| "the V3 `{kind:\"plugin\"}` source in an inbox insertion".into()),
-        "session/title-llm-request" => ev
+        Kind::SessionTitleLlmRequest => ev
             .data
             .get("messages")
             .and_then(Json::as_arr)

@@ -6,11 +6,13 @@
 use std::borrow::Cow;
 
 use super::codes::Code;
-use super::dialect::Dialect;
+use super::dialect::{Dialect, ToolResultShape};
+use super::event::Kind;
 use super::finding::Pos;
+use super::idset::SeqSet;
 use super::vocab::TypeClass;
 
-use super::json::{self, Json, MAX_SAFE};
+use super::json::{self, Json, MAX_SAFE, Seg};
 
 /// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
 #[derive(Debug, Clone)]
@@ -19,6 +21,8 @@ pub struct Event<'a> {
     pub seq: u64,
     pub time: i64,
     pub ty: Cow<'a, str>,
+    /// `ty` interned.
+    pub kind: Kind,
     pub data: Json<'a>,
     pub surface_op: Option<Json<'a>>,
     /// The stored form (plain or range-encoded); decoded by [`decode_sources`].
@@ -28,16 +32,22 @@ pub struct Event<'a> {
     pub packed: bool,
     /// Set when v0 legacy normalization rewrote this event in memory (§16).
     pub normalized: bool,
-    /// A `tool/result`'s [`surface::result_digest`](super::surface::result_digest), computed
+    /// A `tool/result`'s [`result_digest`], computed
     /// when the line was decoded (formats 1 on); None: computed when the fold needs it.
     pub result_digest: Option<u64>,
 }
 
 impl<'a> Event<'a> {
+    /// Give the event another type (v0 legacy normalization renames some).
+    pub fn set_type(&mut self, ty: Cow<'a, str>) {
+        self.kind = Kind::of(&ty);
+        self.ty = ty;
+    }
+
     /// The message object of a message event: `data` itself for `user/message`,
     /// `data.message` otherwise.
     pub fn message(&self) -> Option<&Json<'a>> {
-        if self.ty == "user/message" {
+        if self.kind == Kind::UserMessage {
             Some(&self.data)
         } else {
             self.data.get("message")
@@ -168,7 +178,7 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
 /// (the scan's hot path: see [`json::List`]).
 // Inlined where a row is stored, so its ~250 bytes are built there rather than returned
-// through memory and copied (two copies per line were ~2.4 % of a format 3 pass).
+// through memory and copied.
 #[inline(always)]
 pub fn decode_in<'a>(
     text: &'a str,
@@ -273,10 +283,10 @@ pub fn decode_in<'a>(
     // legacy normalization may still rewrite the event.
     if let Ok(ev) = &mut event
         && !dialect.legacy_v0
-        && ev.ty == "tool/result"
+        && ev.kind == Kind::ToolResult
     {
         let unique = audit.duplicate_key.is_none();
-        ev.result_digest = Some(super::surface::result_digest(dialect, &ev.data, unique));
+        ev.result_digest = Some(result_digest(dialect, &ev.data, unique));
     }
     Row::Events(
         smallvec::smallvec![Candidate {
@@ -400,6 +410,7 @@ fn envelope<'a>(
         pos,
         seq: seq.unwrap_or(0),
         time,
+        kind: Kind::of(&ty),
         ty,
         data: data.clone(),
         surface_op: surface_op.cloned(),
@@ -502,6 +513,7 @@ impl<'a> Packed<'a> {
                     seq,
                     time,
                     ty: Cow::Borrowed("assistant/chunk"),
+                    kind: Kind::AssistantChunk,
                     data: Json::Obj(data.into()),
                     surface_op: None,
                     source_seqs: None,
@@ -675,9 +687,9 @@ impl SeqList {
                 .filter(|s| !self.contains(*s))
                 .collect();
         }
-        // The fold's seq hasher: std's keyed SipHash cost 1.3 % of a format 3 pass (a log
-        // built to collide would only be slower).
-        let set: super::surface::SeqSet = self.iter().collect();
+        // The fold's seq hasher, not std's keyed SipHash: a log built to collide would only be
+        // slower.
+        let set: SeqSet = self.iter().collect();
         wanted
             .iter()
             .copied()
@@ -812,8 +824,7 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
                 }
             }
         } else {
-            let mut seen =
-                super::surface::SeqSet::with_capacity_and_hasher(runs.len(), Default::default());
+            let mut seen = SeqSet::with_capacity_and_hasher(runs.len(), Default::default());
             if let Some(r) = runs.iter().find(|r| !seen.insert(r.0)) {
                 return Err(SourceError::Duplicate(r.0));
             }
@@ -833,6 +844,22 @@ pub fn decode_sources(stored: &Json<'_>, seq: Option<u64>) -> Result<SeqList, So
         len,
         increasing,
     })
+}
+
+/// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
+/// blanked (a prune may rewrite only that, §12). `keys_unique`: as for
+/// [`json::canonical_hash`].
+pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u64 {
+    let blank: &[Seg] = match dialect.tool_result_shape {
+        ToolResultShape::Wrapped => &[
+            Seg::Key("message"),
+            Seg::Key("content"),
+            Seg::Index(0),
+            Seg::Key("content"),
+        ],
+        ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
+    };
+    json::canonical_hash(data, Some(blank), keys_unique)
 }
 
 #[cfg(test)]

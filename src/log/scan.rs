@@ -17,6 +17,7 @@ use super::closers::CloserPlanner;
 use super::codes::{Area, Code, Severity};
 use super::compaction::CompactionTracker;
 use super::dialect::{Dialect, SeedField};
+use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::header::{self, Header, HeaderVerdict};
 use super::input::{self, Framing, LineReader, ZstdEnd};
@@ -48,8 +49,6 @@ pub struct ScanOptions {
     pub block_bytes: usize,
     /// The input comes through a pipe from another process (`zstd -dc log | dshs validate
     /// -`), which needs a core of its own: the automatic choice of threads leaves it one.
-    /// Measured on 2 vCPUs: `zstd -dc | validate -` took 13–17 s with parsing threads
-    /// competing with zstd, 5.7–6.3 s on one thread (`cat |`: the same either way).
     pub from_pipe: bool,
     /// The log's file, when the reader reads a plain log straight from a regular file: the
     /// parsing threads then read it at positions, each its own part at once, instead of
@@ -570,7 +569,7 @@ pub fn scan_framed(
     };
     let file_level = |code: Code, pos: Pos, message: String| Finding {
         code,
-        severity: code.severity(None),
+        severity: code.severity(),
         pos,
         seq: None,
         event_type: None,
@@ -1258,8 +1257,8 @@ fn classify_row(
         let class = c
             .class
             .unwrap_or_else(|| vocab.classify(&ev.ty, ev.ignorable));
-        let code = surface::canonical_violation(dialect, ev, class)
-            .or_else(|| payload::canonical_violation(dialect, ev, class))?;
+        let code = surface::surface_metadata_violation(dialect, ev, class)
+            .or_else(|| payload::payload_violation(dialect, ev, class))?;
         Some(BadRowInfo {
             code,
             why: format!("canonical-envelope violation ({code})"),
@@ -1337,7 +1336,7 @@ fn fold_packed(
             && first
                 .event
                 .as_ref()
-                .is_ok_and(|e| e.ty == "assistant/chunk" && !e.normalized)
+                .is_ok_and(|e| e.kind == Kind::AssistantChunk && !e.normalized)
             && state.surface.next_seq() == packed.seq0 + 1
             && state.surface.top().is_none_or(|t| t <= packed.seq0);
         if clean {
@@ -1357,7 +1356,11 @@ fn fold_packed(
     }
 }
 
-/// One decoded event slot through every check and the fold.
+/// One decoded event slot through every check and the fold, stage by stage in this order:
+/// envelope (a slot `rows` could not decode), v0 legacy normalization (`legacy`),
+/// vocabulary (`vocab`), the V4-draft tell-tales, shapes (`payload`), compaction
+/// (`compaction`), the surface fold (`surface`), lifecycle (`lifecycle`), closers
+/// (`closers`), then the observer.
 fn fold_candidate(
     ctx: &mut Ctx<impl Observer>,
     state: &mut FoldState,
@@ -1469,7 +1472,7 @@ fn fold_candidate(
         )),
         _ => {}
     }
-    if d.version == 4
+    if d.draft_signals
         && !ctx.muted
         && ctx.draft.is_none()
         && let Some(signal) = payload::v4_draft_signal(ev)
@@ -1509,9 +1512,9 @@ fn fold_candidate(
     };
     state.lifecycle.observe(ev, class, sink);
     state.closers.observe(ev);
-    match ev.ty.as_ref() {
-        "turn/start" => state.last_turn_start = Some((ev.pos, ev.seq)),
-        "session/end-seed" if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
+    match ev.kind {
+        Kind::TurnStart => state.last_turn_start = Some((ev.pos, ev.seq)),
+        Kind::SessionEndSeed if ev.data.get("inherited") == Some(&Json::Bool(true)) => {
             state.inherited_marker = Some(ev.seq);
         }
         _ => {}

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use super::event::Kind;
 use super::json::Json;
 use super::scan::{EventInfo, FoldState, Observer, Unusable};
 
@@ -58,9 +59,9 @@ impl Observer for Counter {
         *c.by_type.entry(ev.ty.to_string()).or_default() += 1;
         c.first_time.get_or_insert(ev.time);
         c.last_time = Some(ev.time);
-        match ev.ty.as_ref() {
-            "turn/start" => c.turns_started += 1,
-            "turn/end" => {
+        match ev.kind {
+            Kind::TurnStart => c.turns_started += 1,
+            Kind::TurnEnd => {
                 c.turns_ended += 1;
                 let kind = d
                     .get("reason")
@@ -69,16 +70,16 @@ impl Observer for Counter {
                     .unwrap_or("?");
                 *c.end_reasons.entry(kind.to_owned()).or_default() += 1;
             }
-            "step/start" => c.steps += 1,
-            "tool/call" => c.tool_calls += 1,
-            "tool/result" => {
+            Kind::StepStart => c.steps += 1,
+            Kind::ToolCall => c.tool_calls += 1,
+            Kind::ToolResult => {
                 c.tool_results += 1;
                 if is_error_result(d) {
                     c.error_results += 1;
                 }
             }
-            "compaction/end" if d.has("error") => c.failed_compactions += 1,
-            "assistant/message" => {
+            Kind::CompactionEnd if d.has("error") => c.failed_compactions += 1,
+            Kind::AssistantMessage => {
                 c.assistant_messages += 1;
                 let m = d.get("message");
                 c.advertised_calls += ev.tool_call_blocks().count() as u64;

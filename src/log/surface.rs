@@ -14,15 +14,18 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
-use super::dialect::{Dialect, SurfaceKind, ToolResultShape};
+use super::dialect::{Dialect, SurfaceKind};
+use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
-use super::json::{self, Json, Seg};
-use super::rows::{Event, SeqList, SourceError, decode_sources};
+use super::idset::SeqHash;
+use super::input::chunks::read_at;
+use super::json::Json;
+use super::rows::{Event, SeqList, SourceError, decode_sources, result_digest};
 use super::text::seq_list_counted;
 use super::vocab::TypeClass;
 
@@ -272,24 +275,6 @@ impl Read for SpoolReader<'_> {
     }
 }
 
-#[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::unix::fs::FileExt::read_at(file, buf, offset)
-}
-
-#[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
-    std::os::windows::fs::FileExt::seek_read(file, buf, offset)
-}
-
-#[cfg(not(any(unix, windows)))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
-    Err(io::Error::new(
-        io::ErrorKind::Unsupported,
-        "positional reads are not supported on this platform",
-    ))
-}
-
 /// A validated change, ready to commit.
 #[derive(Debug)]
 pub enum Plan {
@@ -514,45 +499,6 @@ impl HeaderTools {
         let i = self.runs.partition_point(|(first, _)| *first <= seq);
         self.runs.get(i.checked_sub(1)?).map(|(_, tools)| tools)
     }
-}
-
-/// Seqs are dense integers: a multiplicative hash is enough and much cheaper than SipHash.
-#[derive(Default, Clone, Copy)]
-pub struct SeqHasher(u64);
-
-impl Hasher for SeqHasher {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
-            self.0 = (self.0 ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3);
-        }
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = n.wrapping_mul(0x9E37_79B9_7F4A_7C15).rotate_left(29);
-    }
-}
-
-pub type SeqHash = BuildHasherDefault<SeqHasher>;
-
-/// A set of seqs (or seq-like digests) with [`SeqHash`].
-pub type SeqSet = std::collections::HashSet<u64, SeqHash>;
-
-/// The digest of a `tool/result`'s rewrite-invariant part: its data with the result text
-/// blanked (a prune may rewrite only that, §12). `keys_unique`: as for
-/// [`json::canonical_hash`].
-pub fn result_digest(dialect: &Dialect, data: &Json<'_>, keys_unique: bool) -> u64 {
-    let blank: &[Seg] = match dialect.tool_result_shape {
-        ToolResultShape::Wrapped => &[
-            Seg::Key("message"),
-            Seg::Key("content"),
-            Seg::Index(0),
-            Seg::Key("content"),
-        ],
-        ToolResultShape::ToolRole => &[Seg::Key("message"), Seg::Key("content")],
-    };
-    json::canonical_hash(data, Some(blank), keys_unique)
 }
 
 #[derive(Debug, Clone)]
@@ -871,7 +817,7 @@ impl SurfaceManager {
             seq: Some(ev.seq),
             event_type: Some(&ev.ty),
         };
-        if ev.ty == "request/header" && self.dialect.developer {
+        if ev.kind == Kind::RequestHeader && self.dialect.developer {
             self.headers.record(ev.seq, &ev.data);
         }
         self.prepare(ev, class);
@@ -1178,7 +1124,7 @@ impl SurfaceManager {
         }
         let mut warnings = vec![];
         // Step 5 — message projections (v4).
-        if self.dialect.message_projections && ev.ty == "image/offload" {
+        if self.dialect.message_projections && ev.kind == Kind::ImageOffload {
             warnings.push(at.finding(
                 Code::MessageProjectionNotApplied,
                 "image/offload rewrites derived messages through its owning plugin, which dshs does not have; derive shows the stored messages",
@@ -1700,7 +1646,7 @@ fn marker(d: &Dialect, ev: &Event<'_>, at: &Reporter<'_>) -> Result<Option<(u64,
 
 /// §8 C1–C5: the event-local surface rules of the canonical envelope (v3+). A violation
 /// makes the row bad (§6.1 B5); the fold reports it when the row turns out to be committed.
-pub fn canonical_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
+pub fn surface_metadata_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Option<Code> {
     if !d.canonical {
         return None;
     }

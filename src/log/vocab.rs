@@ -128,8 +128,7 @@ pub struct Vocabulary {
 
 /// A cheap hash for the vocabulary (FNV-1a, by words for longer names): type names are short
 /// and the table is fixed when the pass starts (a log can look names up but never insert
-/// any), so SipHash's flood resistance buys nothing here and its cost showed in profiles (two
-/// lookups per event).
+/// any), so SipHash's flood resistance buys nothing here and there are two lookups per event.
 #[derive(Debug, Clone, Default)]
 struct BuildFnv;
 

@@ -203,7 +203,7 @@ impl ProgressPolicy {
     }
 }
 
-/// Files smaller than this are read in well under a second (≈100–200 MiB/s measured).
+/// Files smaller than this are read in well under a second.
 pub const PROGRESS_MIN_BYTES: u64 = 64 * 1024 * 1024;
 /// The bar appears only when a read has taken this long.
 pub const PROGRESS_SHOW_AFTER: Duration = Duration::from_secs(1);

@@ -545,6 +545,7 @@ mod tests {
             pos: Pos::default(),
             seq: 0,
             time: 0,
+            kind: dshs::log::event::Kind::of(ty),
             ty: Cow::Borrowed(ty),
             data: dshs::log::json::parse(data.as_bytes()).unwrap(),
             surface_op: None,

@@ -139,7 +139,7 @@ impl TableLayout {
 
     /// What [`TableLayout::render_table`] prints without colour when every cell fits its
     /// column (the usual case: cells are clipped to their columns), written directly: the
-    /// table crate costs ~20 µs a row. `None` when a cell would wrap.
+    /// table crate is slow per row. `None` when a cell would wrap.
     fn render_plain(&self, rows: &[Row], header: bool) -> Option<Vec<String>> {
         if self.color {
             return None;

@@ -18,6 +18,7 @@ use std::ops::Range;
 use regex::Regex;
 
 use crate::log::dialect::Dialect;
+use crate::log::event::Kind;
 use crate::log::finding::Pos;
 use crate::log::legacy;
 use crate::log::rows::{self, Row};
@@ -220,14 +221,7 @@ pub struct Query {
 
 impl Query {
     fn type_matches(&self, ty: &str) -> bool {
-        self.types.is_empty()
-            || self.types.iter().any(|t| {
-                if t.ends_with('/') {
-                    ty.starts_with(t.as_str())
-                } else {
-                    ty == t
-                }
-            })
+        crate::log::event::type_matches(&self.types, ty)
     }
 
     fn role_matches(&self, role: Option<Role>) -> bool {
@@ -279,7 +273,7 @@ pub fn confirm(q: &Query, version: Option<u64>, lines: &[(u64, Vec<u8>)]) -> boo
                 // Message ids only: the text moves, whatever the ids.
                 legacy::normalize(ev, "", &NoIds);
             }
-            if !text::carries_text(&ev.ty, &q.extract)
+            if !text::carries_text(ev.kind, &q.extract)
                 || !q.type_matches(&ev.ty)
                 || !q.in_scope(None, ev.time)
             {
@@ -566,11 +560,11 @@ impl Observer for Search<'_> {
 
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
         let ev = info.event;
-        if ev.ty == "request/header" {
+        if ev.kind == Kind::RequestHeader {
             self.last_header = Some(ev.seq);
         }
         let q = self.q;
-        if !text::carries_text(&ev.ty, &q.extract) || !q.type_matches(&ev.ty) {
+        if !text::carries_text(ev.kind, &q.extract) || !q.type_matches(&ev.ty) {
             return;
         }
         let candidate = self.candidates.contains(ev.pos.byte, &mut self.cursor);
@@ -626,7 +620,7 @@ impl Observer for Search<'_> {
                         surface: matches!(info.class, TypeClass::Surface(_)),
                         accepted: info.accepted,
                         speculative: info.speculative,
-                        header: ev.ty == "request/header",
+                        header: ev.kind == Kind::RequestHeader,
                     });
                 }
                 return;

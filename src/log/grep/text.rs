@@ -32,6 +32,7 @@
 
 use std::borrow::Cow;
 
+use crate::log::event::Kind;
 use crate::log::json::{self, Json};
 use crate::log::rows::Event;
 
@@ -122,46 +123,46 @@ pub struct Extract {
 
 /// Whether an event of this type can carry text `grep` searches (a cheap test before the
 /// filters look at the event).
-pub fn carries_text(ty: &str, opts: &Extract) -> bool {
+pub fn carries_text(kind: Kind, opts: &Extract) -> bool {
     matches!(
-        ty,
-        "user/message"
-            | "system/message"
-            | "developer/message"
-            | "assistant/message"
-            | "tool/result"
-            | "tool/call"
-            | "assistant/attempt"
-            | "compaction/summary"
-            | "request/header"
-            | "agent/inbox/spliced"
-            | "session/title"
-            | "todo/write"
-    ) || (opts.chunks && ty == "assistant/chunk")
+        kind,
+        Kind::UserMessage
+            | Kind::SystemMessage
+            | Kind::DeveloperMessage
+            | Kind::AssistantMessage
+            | Kind::ToolResult
+            | Kind::ToolCall
+            | Kind::AssistantAttempt
+            | Kind::CompactionSummary
+            | Kind::RequestHeader
+            | Kind::AgentInboxSpliced
+            | Kind::SessionTitle
+            | Kind::TodoWrite
+    ) || (opts.chunks && kind == Kind::AssistantChunk)
 }
 
 /// The text of `ev`, in the order it appears, empty pieces left out.
 pub fn parts<'e>(ev: &'e Event<'_>, opts: &Extract) -> Vec<Part<'e>> {
     let mut out = Parts { list: Vec::new() };
     let d = &ev.data;
-    match ev.ty.as_ref() {
-        "user/message" => out.blocks(content(Some(d)), Some(Role::User), PartKind::Text),
-        "system/message" => out.message(d, Role::System),
-        "developer/message" => out.message(d, Role::Developer),
-        "tool/result" => out.message(d, Role::Tool),
-        "assistant/message" => {
+    match ev.kind {
+        Kind::UserMessage => out.blocks(content(Some(d)), Some(Role::User), PartKind::Text),
+        Kind::SystemMessage => out.message(d, Role::System),
+        Kind::DeveloperMessage => out.message(d, Role::Developer),
+        Kind::ToolResult => out.message(d, Role::Tool),
+        Kind::AssistantMessage => {
             out.message(d, Role::Assistant);
             if opts.chunks {
                 out.stream(d.get("stream"));
             }
         }
-        "assistant/attempt" => out.stream(d.get("stream")),
-        "assistant/chunk" if opts.chunks => {
+        Kind::AssistantAttempt => out.stream(d.get("stream")),
+        Kind::AssistantChunk if opts.chunks => {
             if let Some(c) = d.get("chunk") {
                 out.chunk(c);
             }
         }
-        "tool/call" => {
+        Kind::ToolCall => {
             let name = str_at(d, "name");
             if let Some(n) = name {
                 out.push(Role::Assistant, PartKind::ToolName, None, None, n.into());
@@ -170,7 +171,7 @@ pub fn parts<'e>(ev: &'e Event<'_>, opts: &Extract) -> Vec<Part<'e>> {
                 out.arguments_as(Some(Role::Assistant), name.map(Cow::Borrowed), args);
             }
         }
-        "compaction/summary" => {
+        Kind::CompactionSummary => {
             let summary = d.get("summary");
             out.blocks(summary, None, PartKind::Summary);
             // The raw output usually repeats the summary; only what it adds is searched.
@@ -186,7 +187,7 @@ pub fn parts<'e>(ev: &'e Event<'_>, opts: &Extract) -> Vec<Part<'e>> {
                 }
             }
         }
-        "request/header" => match d.get("header").and_then(|h| h.get("system")) {
+        Kind::RequestHeader => match d.get("header").and_then(|h| h.get("system")) {
             Some(Json::Str(s)) => out.push_opt(
                 Some(Role::System),
                 PartKind::SystemPrompt,
@@ -199,18 +200,18 @@ pub fn parts<'e>(ev: &'e Event<'_>, opts: &Extract) -> Vec<Part<'e>> {
             }
             _ => {}
         },
-        "agent/inbox/spliced" => {
+        Kind::AgentInboxSpliced => {
             for m in blocks_of(d.get("inserted")) {
                 let role = Role::of_message(str_at(m, "role"));
                 out.blocks(content(Some(m)), role, PartKind::Text);
             }
         }
-        "session/title" => {
+        Kind::SessionTitle => {
             if let Some(t) = str_at(d, "title") {
                 out.push_opt(None, PartKind::Title, None, None, t.into());
             }
         }
-        "todo/write" => {
+        Kind::TodoWrite => {
             for todo in blocks_of(d.get("todos")) {
                 if let Some(t) = str_at(todo, "content") {
                     out.push_opt(None, PartKind::Todo, None, None, t.into());

@@ -178,17 +178,17 @@ fn read_fully(file: &dyn ReadAt, buf: &mut [u8], offset: u64) -> (usize, Option<
 }
 
 #[cfg(unix)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::unix::fs::FileExt::read_at(file, buf, offset)
 }
 
 #[cfg(windows)]
-fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+pub(crate) fn read_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     std::os::windows::fs::FileExt::seek_read(file, buf, offset)
 }
 
 #[cfg(not(any(unix, windows)))]
-fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
+pub(crate) fn read_at(_: &File, _: &mut [u8], _: u64) -> io::Result<usize> {
     Err(io::Error::new(
         io::ErrorKind::Unsupported,
         "positional reads are not supported on this platform",

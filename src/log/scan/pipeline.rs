@@ -5,8 +5,8 @@
 //! into lines and parses their rows, and folds it when the fold's turn comes to it: the pass
 //! itself (its state, the observer, and a buffer for the findings) goes from thread to thread
 //! in block order, handed over through a bounded channel per block slot ([`Handoff`]). So
-//! each block's trees are read by the core that built them moments before (folding them on
-//! another core had cost ~20 % more CPU time), and lines, offsets, rows and their order are
+//! each block's trees are read by the core that built them moments before (still in its
+//! cache), and lines, offsets, rows and their order are
 //! exactly those of the one-line-at-a-time pass: the fold ([`Pass::line`]) is the same code,
 //! run on one block at a time, in file order. Findings reach the sink on the calling thread,
 //! whenever the pass comes back to it.

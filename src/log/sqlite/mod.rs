@@ -194,7 +194,7 @@ pub fn split_session_path(arg: &str) -> Option<(PathBuf, String)> {
 fn finding(code: Code, seq: Option<u64>, event_type: Option<&str>, message: String) -> Finding {
     Finding {
         code,
-        severity: code.severity(None),
+        severity: code.severity(),
         pos: Pos::default(),
         seq,
         event_type: event_type.map(str::to_owned),

@@ -7,6 +7,7 @@ use std::borrow::Cow;
 use super::*;
 use crate::log::dialect::DIALECTS;
 use crate::log::finding::Finding;
+use crate::log::json;
 use crate::log::rows::{BadKind, Row, decode};
 use crate::log::vocab::{KnownTypes, Vocabulary};
 
@@ -332,6 +333,7 @@ fn owned(ev: Event<'_>) -> Event<'static> {
         pos: ev.pos,
         seq: ev.seq,
         time: ev.time,
+        kind: ev.kind,
         ty: Cow::Owned(ev.ty.into_owned()),
         data: ev.data.into_owned(),
         surface_op: ev.surface_op.map(Json::into_owned),
@@ -357,6 +359,7 @@ fn raw_event(line: &str) -> Event<'static> {
         pos: Pos::default(),
         seq,
         time: 0,
+        kind: crate::log::event::Kind::of(&ty),
         ty: Cow::Owned(ty),
         data: v.take("data").expect("data"),
         surface_op: v.take("surfaceOp"),
