@@ -42,6 +42,9 @@ pub struct Decoded {
     pub last_time: i64,
     /// A scalar `turn/end` (a packed row never is one).
     pub turn_end: bool,
+    /// For a packed row kept packed: the bytes its member lines would take, expanded
+    /// (newlines included); 0 otherwise.
+    pub expanded_bytes: u64,
 }
 
 /// Why a row is not usable (S4–S5); the message names the column.
@@ -190,6 +193,7 @@ fn decode_into(
         lines: 1,
         last_time: time,
         turn_end: ty == "turn/end",
+        expanded_bytes: 0,
     })
 }
 
@@ -297,6 +301,13 @@ fn push_int(out: &mut Vec<u8>, v: i64) {
         out.push(b'-');
     }
     out.extend_from_slice(&digits[at..]);
+}
+
+/// How many bytes [`push_int`] writes for `v`.
+fn decimal_len(v: i64) -> u64 {
+    let n = v.unsigned_abs();
+    let digits = if n == 0 { 1 } else { n.ilog10() as u64 + 1 };
+    digits + u64::from(v < 0)
 }
 
 /// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd
@@ -519,7 +530,7 @@ fn packed(
         return Err("packed row's last member seq is not a safe integer".into());
     }
     let mut fixed = Vec::new();
-    if !keep_packed {
+    {
         fixed.extend_from_slice(b",\"data\":{\"turn\":");
         fixed.extend_from_slice(run.turn.as_bytes());
         fixed.extend_from_slice(b",\"step\":");
@@ -540,6 +551,11 @@ fn packed(
             b",\"text\":"
         });
     }
+    // The bytes of each expanded member line besides its seq, time and member string.
+    const MEMBER_FRAME: u64 = (b"{\"type\":\"assistant/chunk\",\"seq\":".len()
+        + b",\"time\":".len()
+        + b"}}}\n".len()) as u64;
+    let mut expanded_bytes = 0u64;
     let mut t = time0;
     for (k, m) in members.iter().enumerate() {
         let Some(member) = m else {
@@ -558,6 +574,20 @@ fn packed(
                 .ok_or_else(|| format!("packed row time of member {k} is not a safe integer"))?;
         }
         if keep_packed {
+            let member_bytes = if run.canonical {
+                member.len() as u64 + 2
+            } else {
+                let mark = out.len();
+                js::write_string(member, out);
+                let n = (out.len() - mark) as u64;
+                out.truncate(mark);
+                n
+            };
+            expanded_bytes += MEMBER_FRAME
+                + decimal_len(row.seq + k as i64)
+                + decimal_len(t)
+                + fixed.len() as u64
+                + member_bytes;
             continue;
         }
         out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
@@ -595,6 +625,7 @@ fn packed(
         lines: if keep_packed { 1 } else { members.len() as u64 },
         last_time: t,
         turn_end: false,
+        expanded_bytes,
     })
 }
 
@@ -839,6 +870,7 @@ mod tests {
             let mut out = Vec::new();
             push_int(&mut out, v);
             assert_eq!(String::from_utf8(out).unwrap(), v.to_string());
+            assert_eq!(decimal_len(v), v.to_string().len() as u64);
         }
     }
 

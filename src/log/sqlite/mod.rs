@@ -614,6 +614,21 @@ pub struct SessionReader<C: Borrow<Connection>> {
     /// The storage-class rules: not yet checked, checked by one pass before the first line,
     /// or row by row as the rows are read (see [`SessionReader::check_storage_class_inline`]).
     class_check: ClassCheck,
+    /// Lines handed out so far (the header is line 1).
+    stream_lines: u64,
+    /// Each packed row kept packed, in stream order (see [`SessionReader::expanded_pos`]).
+    packed_map: Vec<PackedLine>,
+    /// The state before the first line: (storage findings, refused, boundary).
+    first: Option<(usize, bool, Option<i64>)>,
+}
+
+/// A packed row handed on packed: its line in the stream, and how many lines and bytes the
+/// expanded logical log holds more than the stream up to and including it.
+#[derive(Debug, Clone, Copy)]
+struct PackedLine {
+    line: u64,
+    extra_lines: u64,
+    extra_bytes: i64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -690,6 +705,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             } else {
                 ClassCheck::Done
             },
+            stream_lines: 0,
+            packed_map: Vec::new(),
+            first: None,
         };
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
@@ -738,6 +756,75 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         if self.class_check == ClassCheck::Pending {
             self.class_check = ClassCheck::Inline;
         }
+    }
+
+    /// Where a position of the stream read so far lies in the logical log with packed rows
+    /// expanded (the log a JSONL reader of this session sees): the same line shifted by the
+    /// member lines of the packed rows before it. `None` for a position on a packed row
+    /// handed on packed (see [`SessionReader::keep_packed_rows`]).
+    pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
+        let at = self.packed_map.partition_point(|e| e.line < pos.line);
+        if self.packed_map.get(at).is_some_and(|e| e.line == pos.line) {
+            return None;
+        }
+        let (lines, bytes) = match at.checked_sub(1) {
+            Some(i) => (
+                self.packed_map[i].extra_lines,
+                self.packed_map[i].extra_bytes,
+            ),
+            None => (0, 0),
+        };
+        Some(Pos {
+            line: pos.line + lines,
+            byte: u64::try_from(pos.byte as i64 + bytes).ok()?,
+        })
+    }
+
+    /// Whether every row was read and handed out with nothing for the storage layer to say
+    /// (no torn tail, no damage, no refusal, no new finding).
+    pub fn ended_cleanly(&self) -> bool {
+        self.phase == Phase::Ended
+            && self.span_at >= self.spans.len()
+            && self.torn.is_none()
+            && self.damage_at.is_none()
+            && !self.refused
+            && self.first.is_some_and(|(n, _, _)| n == self.findings.len())
+    }
+
+    /// Read the session again from its header, in the same read transaction, with packed rows
+    /// expanded and the storage-class rules checked in one pass first (as a reader that was
+    /// given neither [`SessionReader::keep_packed_rows`] nor
+    /// [`SessionReader::check_storage_class_inline`]): for a consumer that read it the fast
+    /// way and needs the exact stream after all. The storage findings of the first read are
+    /// dropped.
+    pub fn restart_expanded(&mut self) -> Result<(), StoreError> {
+        if let Some((n, refused, boundary)) = self.first.take() {
+            self.findings.truncate(n);
+            self.refused = refused;
+            self.boundary = boundary;
+        }
+        self.phase = if self.refused {
+            Phase::Ended
+        } else {
+            Phase::Rows(i64::MIN)
+        };
+        self.expected = 0;
+        self.events = 0;
+        self.last_time = None;
+        self.torn = None;
+        self.damage_at = None;
+        self.header_sent = false;
+        self.buf.clear();
+        self.spans.clear();
+        self.pos = 0;
+        self.span_at = 0;
+        self.keep_packed = false;
+        self.packed_map = Vec::new();
+        self.stream_lines = 0;
+        if self.class_check == ClassCheck::Inline {
+            self.class_check = ClassCheck::Pending;
+        }
+        self.class_pass_if_due()
     }
 
     /// The storage-class pass, if it is still due (before the first line).
@@ -963,6 +1050,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 damage_at: None,
                 keep_packed: false,
                 class_check: ClassCheck::Done,
+                stream_lines: 0,
+                packed_map: Vec::new(),
+                first: None,
             };
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
@@ -1047,6 +1137,19 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                             end,
                         });
                         at = end + 1;
+                    }
+                    self.stream_lines += d.lines;
+                    if d.expanded_bytes > 0 {
+                        let written = (self.buf.len() - start) as i64;
+                        let (l, b) = self
+                            .packed_map
+                            .last()
+                            .map_or((0, 0), |e| (e.extra_lines, e.extra_bytes));
+                        self.packed_map.push(PackedLine {
+                            line: self.stream_lines,
+                            extra_lines: l + d.members - 1,
+                            extra_bytes: b + d.expanded_bytes as i64 - written,
+                        });
                     }
                     self.expected += d.members;
                     self.events += d.members;
@@ -1158,7 +1261,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.span_at = 0;
         if !self.header_sent {
             self.header_sent = true;
+            self.first = Some((self.findings.len(), self.refused, self.boundary));
             if !self.refused {
+                self.stream_lines = 1;
                 self.buf.extend_from_slice(&self.header);
                 self.spans.push(Span {
                     row_seq: None,
