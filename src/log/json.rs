@@ -170,6 +170,23 @@ pub struct Scratch<'a> {
     pub(crate) items: Vec<Json<'a>>,
 }
 
+impl Scratch<'_> {
+    /// The same stacks, emptied, for trees of another lifetime (the next line's arena): the
+    /// collect runs in place, so their allocations are kept and nothing else is.
+    pub fn recycle<'b>(self) -> Scratch<'b> {
+        fn empty<T, U>(mut v: Vec<T>) -> Vec<U> {
+            v.clear();
+            v.into_iter()
+                .map(|_| unreachable!("the vector is empty"))
+                .collect()
+        }
+        Scratch {
+            members: empty(self.members),
+            items: empty(self.items),
+        }
+    }
+}
+
 /// The items of an array or the members of an object.
 ///
 /// A line parsed on the scan's hot path puts them in the arena of its block
@@ -1452,6 +1469,15 @@ mod tests {
             canonical_hash(&v, None, true),
             canonical_hash(&same, None, false)
         );
+    }
+
+    #[test]
+    fn recycled_scratch_keeps_its_allocations() {
+        let mut s = Scratch::default();
+        s.items.reserve(1000);
+        let cap = s.items.capacity();
+        let again: Scratch<'static> = s.recycle();
+        assert_eq!(again.items.capacity(), cap);
     }
 
     #[test]

@@ -665,6 +665,8 @@ pub fn scan_framed(
         // Each line's JSON lists go into this arena, emptied (and kept) for the next line;
         // one that grew around a huge line is dropped, not kept for the rest of the pass.
         let mut arena = crate::log::json::Arena::default();
+        // The parser's stacks, kept from line to line (fresh ones grew for every line).
+        let mut spare = crate::log::json::Scratch::default();
         while let Some(line) = lines.next_line()? {
             if arena.allocated_bytes() > KEPT_LINE_ARENA {
                 arena = crate::log::json::Arena::default();
@@ -684,8 +686,12 @@ pub fn scan_framed(
             };
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
-            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena), None);
-            if pass.line(pos, end, line.bytes, utf8_ok, &mut row) {
+            let mut scratch = spare.recycle();
+            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena), Some(&mut scratch));
+            let stop = pass.line(pos, end, line.bytes, utf8_ok, &mut row);
+            drop(row);
+            spare = scratch.recycle();
+            if stop {
                 reached_stop = true;
                 break;
             }
