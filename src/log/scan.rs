@@ -109,6 +109,10 @@ fn auto_threads(from_pipe: bool) -> usize {
 /// The largest line arena the one-line pass keeps for the next line (bytes).
 const KEPT_LINE_ARENA: usize = 4 << 20;
 
+/// A line's parser stacks are kept for the next line up to this many entries in all (a few
+/// thousand in a normal line; the open lists of one deeply nested huge line can hold more).
+const KEPT_SCRATCH: usize = 1 << 16;
+
 /// The whole fold state. Cloned once when a bad row starts a speculation.
 #[derive(Debug, Clone)]
 pub struct FoldState {
@@ -691,6 +695,10 @@ pub fn scan_framed(
             let stop = pass.line(pos, end, line.bytes, utf8_ok, &mut row);
             drop(row);
             spare = scratch.recycle();
+            if spare.items.capacity() + spare.members.capacity() > KEPT_SCRATCH {
+                // Grown around a huge line: not kept for the rest of the pass.
+                spare = crate::log::json::Scratch::default();
+            }
             if stop {
                 reached_stop = true;
                 break;
