@@ -794,3 +794,102 @@ fn a_repair_killed_at_any_point_of_its_transaction_leaves_the_session_untouched_
         assert_eq!(logical(&path, id), repaired, "{point}: rerun");
     }
 }
+
+/// Two writers on one store session at once, many rounds: every success each reports is in
+/// the store, the session validates afterwards, and two repairs never both write.
+#[test]
+fn concurrent_writers_on_a_store_never_lose_a_reported_success() {
+    let count = |log: &[u8], what: &str| String::from_utf8_lossy(log).matches(what).count();
+    for round in 0..12 {
+        // Two compactions of the same range with different summaries.
+        let (_dir, path) = copy_of("open-turn.repaired.db");
+        let named = format!("{}#open-before-turn-end", arg(&path));
+        let spawn = |summary: &str| {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("dshs"))
+                .args([
+                    "compact",
+                    "--start",
+                    "4",
+                    "--end",
+                    "65",
+                    "--summary",
+                    summary,
+                ])
+                .arg(&named)
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        };
+        let (a, b) = (spawn("SUMMARY-ALPHA"), spawn("SUMMARY-OMEGA"));
+        let (a, b) = (
+            a.wait_with_output().expect("wait"),
+            b.wait_with_output().expect("wait"),
+        );
+        let log = logical(&path, "open-before-turn-end");
+        for (out, summary) in [(&a, "SUMMARY-ALPHA"), (&b, "SUMMARY-OMEGA")] {
+            let code = out.status.code();
+            assert!(
+                matches!(code, Some(0 | 1 | 3)),
+                "round {round}: {summary}: {code:?} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if code == Some(0) {
+                assert!(
+                    count(&log, summary) > 0,
+                    "round {round}: {summary} reported but missing"
+                );
+            } else {
+                assert_eq!(
+                    count(&log, summary),
+                    0,
+                    "round {round}: {summary} refused but written"
+                );
+            }
+        }
+        let r = run(&["validate", &named]);
+        assert_eq!(r.code, 0, "round {round}: {}", r.stderr);
+
+        // Two repairs of a torn tail: the result is upstream's repair, written once.
+        let (_dir, torn) = copy_of("torn-packed-tail.db");
+        let named = format!("{}#open-mid-tool-call-stream", arg(&torn));
+        let spawn = || {
+            std::process::Command::new(assert_cmd::cargo::cargo_bin("dshs"))
+                .args(["repair", &named])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("spawn")
+        };
+        let (a, b) = (spawn(), spawn());
+        let outs = [
+            a.wait_with_output().expect("wait"),
+            b.wait_with_output().expect("wait"),
+        ];
+        let wrote = outs
+            .iter()
+            .filter(|o| String::from_utf8_lossy(&o.stdout).contains("appended"))
+            .count();
+        for o in &outs {
+            assert!(
+                matches!(o.status.code(), Some(0 | 3)),
+                "round {round}: repair {:?} {}",
+                o.status.code(),
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        assert!(wrote <= 1, "round {round}: two repairs both wrote");
+        let reported = outs.iter().any(|o| o.status.code() == Some(0));
+        let log = logical(&torn, "open-mid-tool-call-stream");
+        if reported {
+            assert_eq!(
+                log,
+                logical(
+                    &db("torn-packed-tail.repaired.db"),
+                    "open-mid-tool-call-stream"
+                ),
+                "round {round}: a reported repair is not in the store"
+            );
+        }
+    }
+}

@@ -219,9 +219,18 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         return Ok(Written::default());
     }
     let shown = path.display().to_string();
-    let sql = |e: rusqlite::Error| WriteError::Sqlite {
-        path: shown.clone(),
-        message: e.to_string(),
+    // A busy or locked database at any step is another connection holding it (the probe of
+    // S8.2 step 2 is only the first place that can meet it): a refusal, never an I/O failure.
+    let sql = |e: rusqlite::Error| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            WriteError::LiveOwner {
+                path: shown.clone(),
+            }
+        }
+        _ => WriteError::Sqlite {
+            path: shown.clone(),
+            message: e.to_string(),
+        },
     };
     if let Some(torn) = plan.snapshot.torn
         && !plan.cut
