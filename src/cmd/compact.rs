@@ -75,20 +75,10 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     let mut lookout = Lookout::new(&req);
     let scan = super::scan_source(opened, env, &opts, &mut errors, &mut lookout)
         .map_err(|e| cannot_read(&e))?;
-    let minted = match test_minted() {
-        Some(m) => m,
-        None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
-    };
     let plain_path = plaintext
         .as_ref()
         .map_or(target.path.as_path(), |t| t.path());
-    let mut deriver = Deriver::open(plain_path).map_err(|e| cannot_read(&e))?;
-    let plan = match compact::plan(&scan, &lookout, &req, minted, &mut deriver) {
-        Ok(p) => p,
-        Err(PlanError::Refused(r)) => return Err(refuse(&name, &r, &errors)),
-        Err(PlanError::Read(e)) => return Err(cannot_read(&e)),
-        Err(e @ PlanError::Encode(_)) => return Err(Failure::usage(format!("{name}: {e}"))),
-    };
+    let plan = planned(&scan, &lookout, &req, plain_path, &name, &errors)?;
     target.planned_from(&scan).map_err(writing::write_failed)?;
 
     let (result, findings) = target
@@ -96,27 +86,11 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         .map_err(|e| cannot_read(&e))?;
     if !plan.verified(&result) {
         writing::print_findings(&target.name, findings.iter());
-        return Err(Failure::of(
-            Outcome::Invalid,
-            format!(
-                "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
-            ),
-        ));
+        return Err(unverified(&name));
     }
 
     if args.dry_run {
-        for line in &plan.lines {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
-        if !env.quiet {
-            crate::render::diag!(
-                "{name}: would replace {}; nothing was written",
-                describe(&plan)
-            );
-        }
-        return Ok(Outcome::Success);
+        return print_dry_run(&plan, &name, env, out);
     }
     target
         .write_in_place(plan.edit(), fault)
@@ -167,42 +141,16 @@ fn compact_store(
             ),
         ));
     }
-    let minted = match test_minted() {
-        Some(m) => m,
-        None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
-    };
-    let mut deriver = Deriver::open(change.spool.path()).map_err(|e| cannot_read(&e))?;
-    let plan = match compact::plan(&scan, &lookout, req, minted, &mut deriver) {
-        Ok(p) => p,
-        Err(PlanError::Refused(r)) => return Err(refuse(&name, &r, &errors)),
-        Err(PlanError::Read(e)) => return Err(cannot_read(&e)),
-        Err(e @ PlanError::Encode(_)) => return Err(Failure::usage(format!("{name}: {e}"))),
-    };
+    let plan = planned(&scan, &lookout, req, change.spool.path(), &name, &errors)?;
     let (result, findings) = change
         .verify(plan.edit(), plan.encoding, &opts)
         .map_err(|e| cannot_read(&e))?;
     if !plan.verified(&result) {
         writing::print_findings(&change.name, findings.iter());
-        return Err(Failure::of(
-            Outcome::Invalid,
-            format!(
-                "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
-            ),
-        ));
+        return Err(unverified(&name));
     }
     if args.dry_run {
-        for line in &plan.lines {
-            out.write_all(line.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
-        if !env.quiet {
-            crate::render::diag!(
-                "{name}: would replace {}; nothing was written",
-                describe(&plan)
-            );
-        }
-        return Ok(Outcome::Success);
+        return print_dry_run(&plan, &name, env, out);
     }
     let id = end.snapshot.id.clone();
     let write_plan = store_write::Plan {
@@ -237,6 +185,62 @@ fn compact_store(
 /// compaction (two constant UUIDs, `time` = TIME), so that the crash-consistency tests can
 /// compare an interrupted run with an uninterrupted one byte for byte. Release builds
 /// ignore the variable.
+/// The compaction planned over a scanned log whose plaintext is at `plain` (for the
+/// messages), or the refusal.
+fn planned(
+    scan: &dshs::log::scan::Scan,
+    lookout: &Lookout,
+    req: &Request,
+    plain: &Path,
+    name: &str,
+    errors: &ErrorList,
+) -> Result<CompactPlan> {
+    let cannot_read =
+        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let minted = match test_minted() {
+        Some(m) => m,
+        None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
+    };
+    let mut deriver = Deriver::open(plain).map_err(|e| cannot_read(&e))?;
+    match compact::plan(scan, lookout, req, minted, &mut deriver) {
+        Ok(p) => Ok(p),
+        Err(PlanError::Refused(r)) => Err(refuse(name, &r, errors)),
+        Err(PlanError::Read(e)) => Err(cannot_read(&e)),
+        Err(e @ PlanError::Encode(_)) => Err(Failure::usage(format!("{name}: {e}"))),
+    }
+}
+
+/// The refusal when the log with the compaction appended would not validate cleanly.
+fn unverified(name: &str) -> anyhow::Error {
+    Failure::of(
+        Outcome::Invalid,
+        format!(
+            "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
+        ),
+    )
+}
+
+/// `--dry-run`: the events on stdout, what they would replace on stderr.
+fn print_dry_run(
+    plan: &CompactPlan,
+    name: &str,
+    env: &Env,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
+    for line in &plan.lines {
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    if !env.quiet {
+        crate::render::diag!(
+            "{name}: would replace {}; nothing was written",
+            describe(plan)
+        );
+    }
+    Ok(Outcome::Success)
+}
+
 fn test_minted() -> Option<Minted> {
     #[cfg(debug_assertions)]
     if let Some(time) = std::env::var("DSHS_TEST_MINT")
