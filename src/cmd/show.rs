@@ -32,10 +32,7 @@ use super::{Env, Seekable};
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &ShowArgs) -> super::Output {
-    super::Output {
-        json: args.format == ReportFormat::Json,
-        writes_while_reading: true,
-    }
+    super::Output::report(args.format, true)
 }
 
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
