@@ -244,14 +244,7 @@ struct Tap<R> {
 
 impl<R: BufRead> io::Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = {
-            let available = self.fill_buf()?;
-            let n = available.len().min(buf.len());
-            buf[..n].copy_from_slice(&available[..n]);
-            n
-        };
-        self.consume(n);
-        Ok(n)
+        dshs::log::input::read_through_buffer(self, buf)
     }
 }
 

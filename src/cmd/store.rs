@@ -301,11 +301,7 @@ impl Stream {
 
 impl Read for Stream {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        dshs::log::input::read_through_buffer(self, out)
     }
 }
 

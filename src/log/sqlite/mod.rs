@@ -1448,11 +1448,7 @@ fn inherited(line: &[u8]) -> bool {
 
 impl<C: Borrow<Connection>> Read for SessionReader<C> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::log::input::read_through_buffer(self, out)
     }
 }
 
