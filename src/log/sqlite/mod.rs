@@ -653,6 +653,49 @@ impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
 }
 
 impl<C: Borrow<Connection>> SessionReader<C> {
+    /// A reader of `row`'s events before any is read: the one place that knows the start
+    /// state of every field, for the reader and for the probe that reads ahead of it.
+    fn at_start(
+        conn: C,
+        shown: String,
+        id: String,
+        schema: Schema,
+        max_scalar_bytes: u64,
+        row: SessionRow,
+    ) -> Self {
+        SessionReader {
+            conn,
+            shown,
+            id,
+            schema,
+            max_scalar_bytes,
+            row,
+            header: Vec::new(),
+            header_sent: false,
+            findings: Vec::new(),
+            refused: false,
+            boundary: None,
+            phase: Phase::Rows(i64::MIN),
+            expected: 0,
+            events: 0,
+            last_time: None,
+            torn: None,
+            scratch: decode::Scratch::default(),
+            buf: Vec::new(),
+            pos: 0,
+            spans: Vec::new(),
+            span_at: 0,
+            finished: false,
+            owns_txn: false,
+            damage_at: None,
+            keep_packed: false,
+            class_check: ClassCheck::Done,
+            stream_lines: 0,
+            packed_map: Vec::new(),
+            first: None,
+        }
+    }
+
     /// Inside an open read transaction: the session row, the storage-class pass and the
     /// committed boundary. `None`: no such session.
     fn begin(
@@ -674,41 +717,18 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(None);
             }
         };
-        let mut r = SessionReader {
+        let mut r = SessionReader::at_start(
             conn,
-            shown: shown.to_owned(),
-            id: id.to_owned(),
+            shown.to_owned(),
+            id.to_owned(),
             schema,
             max_scalar_bytes,
             row,
-            header: Vec::new(),
-            header_sent: false,
-            findings: Vec::new(),
-            refused: false,
-            boundary: None,
-            phase: Phase::Rows(i64::MIN),
-            expected: 0,
-            events: 0,
-            last_time: None,
-            torn: None,
-            scratch: decode::Scratch::default(),
-            buf: Vec::new(),
-            pos: 0,
-            spans: Vec::new(),
-            span_at: 0,
-            finished: false,
-            owns_txn,
-            damage_at: None,
-            keep_packed: false,
-            class_check: if schema == Schema::V17 {
-                ClassCheck::Pending
-            } else {
-                ClassCheck::Done
-            },
-            stream_lines: 0,
-            packed_map: Vec::new(),
-            first: None,
-        };
+        );
+        r.owns_txn = owns_txn;
+        if schema == Schema::V17 {
+            r.class_check = ClassCheck::Pending;
+        }
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
         if !problems.is_empty() {
@@ -1023,37 +1043,16 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             false
         } else {
             // Only markers before the first row the stream would drop count.
-            let mut probe = SessionReader {
-                conn: self.conn.borrow(),
-                shown: self.shown.clone(),
-                id: self.id.clone(),
-                schema: self.schema,
-                max_scalar_bytes: self.max_scalar_bytes,
-                row: self.row.clone(),
-                header: Vec::new(),
-                header_sent: true,
-                findings: Vec::new(),
-                refused: false,
-                boundary: self.boundary,
-                phase: Phase::Rows(i64::MIN),
-                expected: 0,
-                events: 0,
-                last_time: None,
-                torn: None,
-                scratch: decode::Scratch::default(),
-                buf: Vec::new(),
-                pos: 0,
-                spans: Vec::new(),
-                span_at: 0,
-                finished: false,
-                owns_txn: false,
-                damage_at: None,
-                keep_packed: false,
-                class_check: ClassCheck::Done,
-                stream_lines: 0,
-                packed_map: Vec::new(),
-                first: None,
-            };
+            let mut probe = SessionReader::at_start(
+                self.conn.borrow(),
+                self.shown.clone(),
+                self.id.clone(),
+                self.schema,
+                self.max_scalar_bytes,
+                self.row.clone(),
+            );
+            probe.header_sent = true;
+            probe.boundary = self.boundary;
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
                 probe.spans.clear();
