@@ -31,6 +31,16 @@ pub struct RawRow<'r> {
     pub ignorable: ValueRef<'r>,
 }
 
+impl RawRow<'_> {
+    /// The `type` column as text, for a finding about a row that may not decode.
+    pub fn type_text(&self) -> Option<String> {
+        match self.ty {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            _ => None,
+        }
+    }
+}
+
 /// What a decoded row holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded {
@@ -690,29 +700,18 @@ fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
             _ => None,
         })
         .collect::<Vec<_>>();
-    // The bounds come first when the members are many or few (as upstream checks them).
-    let Some(Value::Arr(dt)) = v.get("dt") else {
-        if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
-            return Ok(Run {
-                turn,
-                step,
-                index,
-                id,
-                name,
-                members,
-                dt: Vec::new(),
-                canonical: false,
-            });
-        }
-        return Err("packed row dt is not an array".into());
+    let dt = match v.get("dt") {
+        Some(Value::Arr(dt)) => dt
+            .iter()
+            .map(|d| match d {
+                Value::Num(x) => Some(*x),
+                _ => None,
+            })
+            .collect(),
+        // The bounds come first when the members are many or few (as upstream checks them).
+        _ if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) => Vec::new(),
+        _ => return Err("packed row dt is not an array".into()),
     };
-    let dt = dt
-        .iter()
-        .map(|d| match d {
-            Value::Num(x) => Some(*x),
-            _ => None,
-        })
-        .collect();
     Ok(Run {
         turn,
         step,

@@ -1087,13 +1087,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         };
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = self
-            .conn
-            .borrow()
-            .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
-            ))
-            .map_err(sql)?;
+        let mut stmt = select_events_from(self.conn.borrow(), "").map_err(sql)?;
         let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
         loop {
             if self.buf.len() >= FILL_TARGET {
@@ -1157,10 +1151,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 }
             };
             if let Some(f) = failure {
-                let ty = match raw.ty {
-                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                    _ => None,
-                };
+                let ty = raw.type_text();
                 let seq = raw.seq;
                 drop(rows);
                 drop(stmt);
@@ -1332,14 +1323,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         };
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = self
-            .conn
-            .borrow()
-            .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
-                 AND seq <= ?3 ORDER BY seq"
-            ))
-            .map_err(sql)?;
+        let mut stmt = select_events_from(self.conn.borrow(), " AND seq <= ?3").map_err(sql)?;
         let mut rows = stmt
             .query(rusqlite::params![self.id, first, boundary])
             .map_err(sql)?;
@@ -1356,10 +1340,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
                 continue;
             }
-            let ty = match raw.ty {
-                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                _ => None,
-            };
+            let ty = raw.type_text();
             match decoded {
                 Err(why) => {
                     more.push(finding(
@@ -1407,6 +1388,17 @@ impl<C: Borrow<Connection>> Drop for SessionReader<C> {
 enum Failure {
     Malformed(String),
     Gap,
+}
+
+/// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
+/// narrows the range (`" AND seq <= ?3"`).
+fn select_events_from<'c>(
+    conn: &'c Connection,
+    and: &str,
+) -> rusqlite::Result<rusqlite::Statement<'c>> {
+    conn.prepare(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2{and} ORDER BY seq"
+    ))
 }
 
 fn raw_row<'r>(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<decode::RawRow<'r>> {
