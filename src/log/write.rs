@@ -169,16 +169,24 @@ impl Point {
 impl Fault {
     /// Kill or pause here if asked to (test builds of the commands only).
     fn at(self, point: Point) {
-        match self {
-            Fault::Kill(p) if p == point => std::process::abort(),
-            Fault::Pause(p) if p == point => {
-                eprintln!("dshs-test: paused at {}", point.name());
-                let mut line = String::new();
-                let _ = io::stdin().read_line(&mut line);
-            }
-            _ => {}
+        if let Fault::Kill(p) | Fault::Pause(p) = self
+            && p == point
+        {
+            stop(matches!(self, Fault::Kill(_)), point.name());
         }
     }
+}
+
+/// Where a `kill:POINT` or `pause:POINT` test fault (of a log or a store write) stops the
+/// process: it dies like a crash, or waits for a line on standard input, said on standard
+/// error first.
+pub(crate) fn stop(kill: bool, point: &str) {
+    if kill {
+        std::process::abort();
+    }
+    eprintln!("dshs-test: paused at {point}");
+    let mut line = String::new();
+    let _ = io::stdin().read_line(&mut line);
 }
 
 impl Fault {

@@ -101,14 +101,10 @@ pub enum Fault {
 
 impl Fault {
     fn at(self, point: Point) {
-        match self {
-            Fault::Kill(p) if p == point => std::process::abort(),
-            Fault::Pause(p) if p == point => {
-                eprintln!("dshs-test: paused at {}", point.name());
-                let mut line = String::new();
-                let _ = io::stdin().read_line(&mut line);
-            }
-            _ => {}
+        if let Fault::Kill(p) | Fault::Pause(p) = self
+            && p == point
+        {
+            crate::log::write::stop(matches!(self, Fault::Kill(_)), point.name());
         }
     }
 
