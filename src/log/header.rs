@@ -210,21 +210,19 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
             format!("may only be \"subagent\", found {}", show(other)),
         ),
     }
-    match v.get("agentPreset") {
-        None => {}
-        Some(Json::Str(s)) => h.agent_preset = Some(s.to_string()),
-        Some(other) => bad(
-            "agentPreset",
-            format!("must be a string, found {}", other.kind_name()),
-        ),
-    }
-    match v.get("parentSession") {
-        None => {}
-        Some(Json::Str(s)) => h.parent_session = Some(s.to_string()),
-        Some(other) => bad(
-            "parentSession",
-            format!("must be a string, found {}", other.kind_name()),
-        ),
+    let optional_strings = [
+        ("agentPreset", &mut h.agent_preset),
+        ("parentSession", &mut h.parent_session),
+    ];
+    for (key, slot) in optional_strings {
+        match v.get(key) {
+            None => {}
+            Some(Json::Str(s)) => *slot = Some(s.to_string()),
+            Some(other) => bad(
+                key,
+                format!("must be a string, found {}", other.kind_name()),
+            ),
+        }
     }
     match d.seed_field {
         SeedField::Length => match v.get("seedLength") {
