@@ -986,6 +986,12 @@ mod tests {
 
     const ORIGINAL: &[u8] = b"header\nline-1\ntorn-fragm";
 
+    /// The log `p` holds `bytes` and is alone in `dir`: no sidecar or temporary file left.
+    fn assert_alone(dir: &Path, p: &Path, bytes: &[u8]) {
+        assert_eq!(fs::read(p).unwrap(), bytes);
+        assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
+    }
+
     fn edit() -> Edit<'static> {
         Edit {
             keep: 14,
@@ -1060,8 +1066,7 @@ mod tests {
         let err =
             apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::AppendAfter(9)).unwrap_err();
         assert!(matches!(err, WriteError::RolledBack { sidecar: None, .. }));
-        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\n");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, b"header\nline-1\n");
     }
 
     #[test]
@@ -1070,8 +1075,7 @@ mod tests {
         let p = log(dir.path(), ORIGINAL);
         let err = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::Sidecar).unwrap_err();
         assert!(matches!(err, WriteError::Untouched { .. }), "{err}");
-        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, ORIGINAL);
     }
 
     #[test]
@@ -1082,8 +1086,7 @@ mod tests {
         fs::write(&p, b"header\nline-1\ntorn-fragment-grew").unwrap();
         let err = apply_in_place(&p, stamp, edit(), Fault::None).unwrap_err();
         assert!(err.is_live_writer(), "{err}");
-        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\ntorn-fragment-grew");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, b"header\nline-1\ntorn-fragment-grew");
     }
 
     #[test]
