@@ -95,6 +95,16 @@ impl WriteError {
     }
 }
 
+/// The log opened to be edited in place; failing that, nothing was touched.
+fn open_for_writing(path: &Path) -> Result<File, WriteError> {
+    let shown = path.display();
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(untouched(format!("cannot open {shown} for writing")))
+}
+
 fn untouched(what: impl Into<String>) -> impl FnOnce(io::Error) -> WriteError {
     let what = what.into();
     move |source| WriteError::Untouched { what, source }
@@ -466,11 +476,7 @@ pub fn apply_in_place(
 ) -> Result<Applied, WriteError> {
     fault.at(Point::Start);
     let shown = path.display();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let mut file = open_for_writing(path)?;
     let now = Stamp::of_file(&file).map_err(untouched(format!("cannot stat {shown}")))?;
     if now != before || edit.keep > now.len {
         return Err(WriteError::Changed {
@@ -668,11 +674,7 @@ pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
         });
     };
     let shown = log.display();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(log)
-        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let mut file = open_for_writing(log)?;
     let len = file
         .metadata()
         .map_err(untouched(format!("cannot stat {shown}")))?
