@@ -574,6 +574,32 @@ fn parse_careful(text: &str) -> Result<Json<'_>, String> {
     }
 }
 
+/// Where a JSON number whose integer part ends at `i` ends: past its fraction and exponent,
+/// if it has them and they match the grammar. One grammar for the fast parser and the SQLite
+/// store's reader.
+#[inline]
+pub(crate) fn number_tail_end(s: &[u8], mut i: usize) -> Option<usize> {
+    // The end of the one or more digits that must start at `d`.
+    let digits = |d: usize| {
+        let mut i = d;
+        while s.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
+        }
+        (i > d).then_some(i)
+    };
+    if s.get(i) == Some(&b'.') {
+        i = digits(i + 1)?;
+    }
+    if let Some(b'e' | b'E') = s.get(i) {
+        i += 1;
+        if let Some(b'+' | b'-') = s.get(i) {
+            i += 1;
+        }
+        i = digits(i)?;
+    }
+    Some(i)
+}
+
 fn parse_exact(text: &str) -> Result<Json<'_>, String> {
     let mut de = serde_json::Deserializer::from_str(text);
     let value = Json::deserialize(&mut de).map_err(describe_error)?;

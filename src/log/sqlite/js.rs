@@ -495,30 +495,7 @@ fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
         }
         _ => return None,
     }
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let s = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == s {
-            return None;
-        }
-    }
-    if let Some(b'e' | b'E') = b.get(i) {
-        i += 1;
-        if let Some(b'+' | b'-') = b.get(i) {
-            i += 1;
-        }
-        let s = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == s {
-            return None;
-        }
-    }
-    Some(i)
+    crate::log::json::number_tail_end(b, i)
 }
 
 /// Four hex digits at `i`: the code unit, and whether every letter was lower case.
