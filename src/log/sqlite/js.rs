@@ -740,6 +740,36 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Past the opening bracket at the cursor and any white space: whether the container is
+    /// empty (its `close` is passed too).
+    #[inline]
+    fn opens_empty(&mut self, close: u8) -> bool {
+        self.i += 1;
+        self.ws();
+        let empty = self.b().get(self.i) == Some(&close);
+        if empty {
+            self.i += 1;
+        }
+        empty
+    }
+
+    /// After a member or an element: `true` at the container's `close`, `false` after a
+    /// `,` (either passed), else the error `expected`.
+    #[inline]
+    fn closes(&mut self, close: u8, expected: &str) -> Result<bool, String> {
+        match self.b().get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(&c) if c == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            _ => Err(err(expected, self.i)),
+        }
+    }
+
     /// A string at its `"`: the raw contents (validated by a [`Checker`]).
     fn raw_string(&mut self) -> Result<&'a str, String> {
         let mut c = Checker {
@@ -761,11 +791,8 @@ impl<'a> Parser<'a> {
                 "JSON nested deeper than dshs rebuilds (at byte {at})"
             )),
             Some(b'{') => {
-                self.i += 1;
                 let mut members = Vec::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b'}') {
-                    self.i += 1;
+                if self.opens_empty(b'}') {
                     return Ok(Value::Obj(members));
                 }
                 loop {
@@ -783,35 +810,22 @@ impl<'a> Parser<'a> {
                     let v = self.value(depth - 1)?;
                     members.push((k, v));
                     self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Value::Obj(members));
-                        }
-                        _ => return Err(err("expected `,` or `}`", self.i)),
+                    if self.closes(b'}', "expected `,` or `}`")? {
+                        return Ok(Value::Obj(members));
                     }
                 }
             }
             Some(b'[') => {
-                self.i += 1;
                 let mut items = Vec::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b']') {
-                    self.i += 1;
+                if self.opens_empty(b']') {
                     return Ok(Value::Arr(items));
                 }
                 loop {
                     self.ws();
                     items.push(self.value(depth - 1)?);
                     self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Value::Arr(items));
-                        }
-                        _ => return Err(err("expected `,` or `]`", self.i)),
+                    if self.closes(b']', "expected `,` or `]`")? {
+                        return Ok(Value::Arr(items));
                     }
                 }
             }
@@ -851,18 +865,15 @@ impl<'a> Parser<'a> {
         let at = self.i;
         match self.b().get(at) {
             Some(b'{') => {
-                self.i += 1;
+                if self.opens_empty(b'}') {
+                    out.extend_from_slice(b"{}");
+                    return Ok(());
+                }
                 // name as written by JSON.stringify → its value's bytes; first position wins,
                 // the last value wins, integer-like names go first in ascending order.
                 let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                 let mut index: std::collections::HashMap<Vec<u8>, usize> =
                     std::collections::HashMap::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    out.extend_from_slice(b"{}");
-                    return Ok(());
-                }
                 loop {
                     self.ws();
                     let raw = self.raw_string()?;
@@ -906,11 +917,8 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             Some(b'[') => {
-                self.i += 1;
                 out.push(b'[');
-                self.ws();
-                if self.b().get(self.i) == Some(&b']') {
-                    self.i += 1;
+                if self.opens_empty(b']') {
                     out.push(b']');
                     return Ok(());
                 }
