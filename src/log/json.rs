@@ -574,6 +574,13 @@ fn parse_careful(text: &str) -> Result<Json<'_>, String> {
     }
 }
 
+/// The value of the last member whose key `is` the one asked for: `JSON.parse` keeps the last
+/// of repeated keys. For this module's values and the SQLite store reader's.
+#[inline]
+pub(crate) fn last_member<K, V>(members: &[(K, V)], is: impl Fn(&K) -> bool) -> Option<&V> {
+    members.iter().rev().find(|(k, _)| is(k)).map(|(_, v)| v)
+}
+
 /// Where a JSON number whose integer part ends at `i` ends: past its fraction and exponent,
 /// if it has them and they match the grammar. One grammar for the fast parser and the SQLite
 /// store's reader.
@@ -726,11 +733,7 @@ impl<'a> Json<'a> {
     #[inline]
     pub fn get(&self, key: &str) -> Option<&Json<'a>> {
         match self {
-            Json::Obj(m) => m
-                .iter()
-                .rev()
-                .find(|(k, _)| same_key(k, key))
-                .map(|(_, v)| v),
+            Json::Obj(m) => last_member(m, |k| same_key(k, key)),
             _ => None,
         }
     }

@@ -684,11 +684,7 @@ impl<'a> Value<'a> {
     /// The member `name` (a plain ASCII name), the last one when repeated.
     pub fn get(&self, name: &str) -> Option<&Value<'a>> {
         match self {
-            Value::Obj(m) => m
-                .iter()
-                .rev()
-                .find(|(k, _)| key_is(k, name))
-                .map(|(_, v)| v),
+            Value::Obj(m) => crate::log::json::last_member(m, |k| key_is(k, name)),
             _ => None,
         }
     }
