@@ -65,8 +65,7 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     let fault = super::test_fault()?;
     let mut target = writing::open(&args.file, mode)?;
     let name = escape(&target.name).into_owned();
-    let cannot_read =
-        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let cannot_read = writing::cannot_read(&name);
     let mut opened = target.open_log().map_err(super::input_error)?;
     // A zstd log has no plaintext on disk to read messages back from: keep a copy of it.
     let plaintext = input::tee_plaintext(&mut opened).map_err(|e| cannot_read(&e))?;
@@ -81,13 +80,8 @@ pub fn run(args: &CompactArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
     let plan = planned(&scan, &lookout, &req, plain_path, &name, &errors)?;
     target.planned_from(&scan).map_err(writing::write_failed)?;
 
-    let (result, findings) = target
-        .verify(plan.edit(), plan.encoding, &opts)
-        .map_err(|e| cannot_read(&e))?;
-    if !plan.verified(&result) {
-        writing::print_findings(&target.name, findings.iter());
-        return Err(unverified(&name));
-    }
+    let verdict = target.verify(plan.edit(), plan.encoding, &opts);
+    check_verified(&plan, verdict, &target.name, &name)?;
 
     if args.dry_run {
         return print_dry_run(&plan, &name, env, out);
@@ -116,21 +110,10 @@ fn compact_store(
 ) -> Result<Outcome> {
     use dshs::log::sqlite::write::{self as store_write, Options};
     let fault = super::store_test_fault()?;
-    let mut change = store::Change::open(db, shown, id, env.quiet)?;
-    let name = escape(&change.name).into_owned();
-    let cannot_read =
-        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
-    let opts: ScanOptions = env.scan_options();
-    let mut errors = ErrorList::new(SHOWN_ERRORS);
     let mut lookout = Lookout::new(req);
-    let opened = change
-        .opened
-        .take()
-        .ok_or_else(|| Failure::usage("the session was opened twice"))?;
-    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut lookout)
-        .map_err(|e| cannot_read(&e))?;
-    let end = change.read_end()?;
-    if let Some(torn) = end.snapshot.torn {
+    let session = store::Scanned::read(db, shown, id, env, &mut lookout)?;
+    let name = &session.name;
+    if let Some(torn) = session.end.snapshot.torn {
         return Err(Failure::of(
             Outcome::Invalid,
             format!(
@@ -141,20 +124,24 @@ fn compact_store(
             ),
         ));
     }
-    let plan = planned(&scan, &lookout, req, change.spool.path(), &name, &errors)?;
-    let (result, findings) = change
-        .verify(plan.edit(), plan.encoding, &opts)
-        .map_err(|e| cannot_read(&e))?;
-    if !plan.verified(&result) {
-        writing::print_findings(&change.name, findings.iter());
-        return Err(unverified(&name));
-    }
+    let plan = planned(
+        &session.scan,
+        &lookout,
+        req,
+        session.change.spool.path(),
+        name,
+        &session.errors,
+    )?;
+    let verdict = session
+        .change
+        .verify(plan.edit(), plan.encoding, &session.opts);
+    check_verified(&plan, verdict, &session.change.name, name)?;
     if args.dry_run {
-        return print_dry_run(&plan, &name, env, out);
+        return print_dry_run(&plan, name, env, out);
     }
-    let id = end.snapshot.id.clone();
+    let id = session.end.snapshot.id.clone();
     let write_plan = store_write::Plan {
-        snapshot: end.snapshot,
+        snapshot: session.end.snapshot,
         cut: false,
         append: plan.lines.clone(),
     };
@@ -162,12 +149,7 @@ fn compact_store(
         allow_old_schema: args.allow_old_schema,
         fault,
     };
-    let written =
-        store_write::apply(db, &write_plan, options).map_err(|e| store::write_failed(&e))?;
-    for w in &written.warnings {
-        crate::render::diag!("dshs: warning: {}", escape(w));
-    }
-    store::recheck(db, shown, &id, &opts)?;
+    let written = store::write_checked(db, shown, &id, &write_plan, options, &session.opts)?;
     if !env.quiet {
         writeln!(
             out,
@@ -195,8 +177,7 @@ fn planned(
     name: &str,
     errors: &ErrorList,
 ) -> Result<CompactPlan> {
-    let cannot_read =
-        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let cannot_read = writing::cannot_read(name);
     let minted = match test_minted() {
         Some(m) => m,
         None => Minted::fresh().map_err(|e| Failure::usage(e.to_string()))?,
@@ -211,13 +192,25 @@ fn planned(
 }
 
 /// The refusal when the log with the compaction appended would not validate cleanly.
-fn unverified(name: &str) -> anyhow::Error {
-    Failure::of(
-        Outcome::Invalid,
-        format!(
-            "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
-        ),
-    )
+/// Refuse a compaction that would not validate cleanly with its events appended (a case
+/// dshs does not handle), after showing that scan's findings under the log's own `log` name.
+fn check_verified(
+    plan: &CompactPlan,
+    verdict: io::Result<(dshs::log::scan::Scan, Vec<dshs::log::Finding>)>,
+    log: &str,
+    name: &str,
+) -> Result<()> {
+    let (result, findings) = verdict.map_err(|e| writing::cannot_read(name)(&e))?;
+    if !plan.verified(&result) {
+        writing::print_findings(log, findings.iter());
+        return Err(Failure::of(
+            Outcome::Invalid,
+            format!(
+                "refusing to compact {name}: with the compaction appended it would not validate cleanly (a case dshs does not handle; please report it); nothing was written"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `--dry-run`: the events on stdout, what they would replace on stderr.

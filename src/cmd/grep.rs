@@ -41,10 +41,7 @@ const WINDOW: usize = 300;
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &GrepArgs) -> super::Output {
-    super::Output {
-        json: args.format == crate::cli::ReportFormat::Json,
-        writes_while_reading: false,
-    }
+    super::Output::report(args.format, false)
 }
 
 pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
@@ -52,13 +49,7 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let query = query_of(args).map_err(Failure::usage)?;
     let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
     let jobs = super::jobs(args.jobs);
-    let parallel;
-    let env = if jobs > 1 && targets.len() > 1 {
-        parallel = env.for_parallel_logs();
-        &parallel
-    } else {
-        env
-    };
+    let env = &env.for_jobs(jobs, targets.len());
     let opts = ScanOptions {
         stop_after: args.at,
         ..env.scan_options()

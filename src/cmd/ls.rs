@@ -56,6 +56,28 @@ struct Row {
 }
 
 impl Row {
+    /// A session at `path` before anything of it is read: unreadable until a read says more.
+    fn unread(path: String) -> Row {
+        Row {
+            kind: "session",
+            path,
+            file: None,
+            generations: 0,
+            rows: None,
+            id: None,
+            cwd: None,
+            version: None,
+            created_at: None,
+            last_event_time: None,
+            events: 0,
+            turns: 0,
+            status: Status::Unreadable.as_str(),
+            errors: 0,
+            warnings: 0,
+            problem: None,
+        }
+    }
+
     fn last_activity(&self) -> Option<i64> {
         self.last_event_time.or(self.created_at)
     }
@@ -119,13 +141,7 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     }
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
-    let parallel;
-    let env = if jobs > 1 && sessions.len() > 1 {
-        parallel = env.for_parallel_logs();
-        &parallel
-    } else {
-        env
-    };
+    let env = &env.for_jobs(jobs, sessions.len());
     super::in_parallel(
         &sessions,
         jobs,
@@ -183,22 +199,12 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
     for info in sessions {
         let s = &info.row;
         let mut row = Row {
-            kind: "session",
-            path: super::store::session_name(&shown, &s.id),
-            file: None,
-            generations: 0,
             rows: Some(info.rows),
             id: Some(s.id.clone()),
             cwd: s.cwd.clone(),
             version: s.version,
             created_at: s.created_at,
-            last_event_time: None,
-            events: 0,
-            turns: 0,
-            status: Status::Unreadable.as_str(),
-            errors: 0,
-            warnings: 0,
-            problem: None,
+            ..Row::unread(super::store::session_name(&shown, &s.id))
         };
         let mut r = match store.read(&s.id) {
             Ok(r) => r,
@@ -270,22 +276,8 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
 
 fn row_of(dir: &Path, env: &Env) -> Row {
     let mut row = Row {
-        kind: "session",
-        path: dir.display().to_string(),
-        file: None,
         generations: input::generations(dir).map_or(0, |g| g.len()),
-        rows: None,
-        id: None,
-        cwd: None,
-        version: None,
-        created_at: None,
-        last_event_time: None,
-        events: 0,
-        turns: 0,
-        status: Status::Unreadable.as_str(),
-        errors: 0,
-        warnings: 0,
-        problem: None,
+        ..Row::unread(dir.display().to_string())
     };
     // A generation that is not a regular file (a FIFO would block the open) is refused by
     // `open` before it is opened.

@@ -30,7 +30,7 @@ use dshs::log::input::{self, InputError, Opened, Source};
 use dshs::log::scan::{self, Observer, Scan, ScanOptions, Status};
 use dshs::log::vocab::KnownTypes;
 
-use crate::cli::{Cli, Command};
+use crate::cli::{Cli, Command, ReportFormat};
 use crate::exit::{Failure, Outcome};
 use crate::render::{Progress, ProgressPolicy, use_color};
 
@@ -56,6 +56,17 @@ pub struct Env {
 pub struct Output {
     pub json: bool,
     pub writes_while_reading: bool,
+}
+
+impl Output {
+    /// The output of a command with `--format human|json`, which is all most commands need
+    /// to say about it.
+    pub fn report(format: ReportFormat, writes_while_reading: bool) -> Output {
+        Output {
+            json: format == ReportFormat::Json,
+            writes_while_reading,
+        }
+    }
 }
 
 impl Env {
@@ -116,6 +127,19 @@ impl Env {
                 ..self.progress
             },
             ..*self
+        }
+    }
+
+    /// The options for reading `logs` logs on `jobs` threads: those of
+    /// [`Env::for_parallel_logs`] when several logs are read at once, else these.
+    pub fn for_jobs(&self, jobs: usize, logs: usize) -> Env {
+        if jobs > 1 && logs > 1 {
+            self.for_parallel_logs()
+        } else {
+            Env {
+                known_types: self.known_types.clone(),
+                ..*self
+            }
         }
     }
 

@@ -56,8 +56,7 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     };
     let mut target = writing::open(&args.file, mode)?;
     let name = escape(&target.name).into_owned();
-    let cannot_read =
-        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
+    let cannot_read = writing::cannot_read(&name);
 
     let opened = target
         .open_log()
@@ -101,11 +100,7 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     }
 
     if args.dry_run {
-        for c in &plan.closers {
-            out.write_all(c.line.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
+        write_closers(&plan, out)?;
         crate::render::diag!("{name}: {}", would_cut(plan.cut.as_ref()));
         if !env.quiet {
             crate::render::diag!("{name}: {}", would_append(&plan));
@@ -124,13 +119,8 @@ pub fn run(args: &RepairArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
     }
 
     if plan.is_noop() {
-        if !env.quiet {
-            writeln!(
-                out,
-                "{name}: nothing to repair (no torn line, no crash tail, no open turn)"
-            )?;
-        }
-        return Ok(Outcome::Success);
+        let none = "no torn line, no crash tail, no open turn";
+        return nothing_to_repair(&name, none, env, out);
     }
     let done = target
         .write_in_place(plan.edit(), fault)
@@ -158,22 +148,12 @@ fn repair_store(
 ) -> Result<Outcome> {
     use dshs::log::sqlite::write::{self as store_write, Options};
     let fault = super::store_test_fault()?;
-    let mut change = store::Change::open(db, shown, id, env.quiet)?;
-    let name = escape(&change.name).into_owned();
-    let cannot_read =
-        |e: &dyn std::fmt::Display| Failure::usage(format!("cannot read {name}: {e}"));
-    let opts = env.scan_options();
-    let mut errors = ErrorList::new(SHOWN_ERRORS);
-    let opened = change
-        .opened
-        .take()
-        .ok_or_else(|| Failure::usage("the session was opened twice"))?;
-    let scan = super::scan_source(opened, env, &opts, &mut errors, &mut ())
-        .map_err(|e| cannot_read(&e))?;
-    let end = change.read_end()?;
-    let plan = match repair::plan(&scan) {
+    let session = store::Scanned::read(db, shown, id, env, &mut ())?;
+    let name = &session.name;
+    let cannot_read = writing::cannot_read(name);
+    let plan = match repair::plan(&session.scan) {
         Ok(p) => p,
-        Err(refusal) => return Err(refuse(&change.name, refusal, &errors)),
+        Err(refusal) => return Err(refuse(&session.change.name, refusal, &session.errors)),
     };
     if let Some(cut) = &plan.cut {
         // Rows the storage layer keeps but the logical pass would drop: not a torn tail of
@@ -186,15 +166,16 @@ fn repair_store(
             ),
         ));
     }
-    let snapshot = end.snapshot.clone();
+    let snapshot = session.end.snapshot.clone();
     let id = snapshot.id.clone();
     if !plan.closers.is_empty() {
-        let (result, findings) = change
-            .verify(plan.edit(), plan.encoding, &opts)
+        let (result, findings) = session
+            .change
+            .verify(plan.edit(), plan.encoding, &session.opts)
             .map_err(|e| cannot_read(&e))?;
         if !plan.verified(&result) {
             let errors: Vec<_> = findings.iter().filter(|f| f.is_error()).collect();
-            writing::print_findings(&change.name, errors.iter().copied());
+            writing::print_findings(&session.change.name, errors.iter().copied());
             return Err(Failure::of(
                 Outcome::Invalid,
                 format!(
@@ -221,11 +202,7 @@ fn repair_store(
     };
 
     if args.dry_run {
-        for c in &plan.closers {
-            out.write_all(c.line.as_bytes())?;
-            out.write_all(b"\n")?;
-        }
-        out.flush()?;
+        write_closers(&plan, out)?;
         crate::render::diag!(
             "{name}: {}",
             cut_text("would delete").map_or_else(
@@ -246,7 +223,10 @@ fn repair_store(
     if let Some(dest) = &args.output {
         let dest_shown = escape(&dest.display().to_string()).into_owned();
         if store::is_jsonl_name(dest) {
-            let len = change.write_jsonl(scan.committed_bytes, plan.append(), dest)?;
+            let len =
+                session
+                    .change
+                    .write_jsonl(session.scan.committed_bytes, plan.append(), dest)?;
             parts.push(format!(
                 "wrote {dest_shown} ({len} byte{}): the repaired logical log of {name}",
                 plural(len)
@@ -258,7 +238,7 @@ fn repair_store(
                 let _ = std::fs::remove_file(dest);
                 store::write_failed(&e)
             })?;
-            store::recheck(dest, &dest.display().to_string(), &id, &opts)?;
+            store::recheck(dest, &dest.display().to_string(), &id, &session.opts)?;
             parts.push(format!(
                 "wrote {dest_shown}, a copy of {} made with SQLite's backup API, with session {} repaired",
                 escape(shown),
@@ -281,20 +261,9 @@ fn repair_store(
         return Ok(Outcome::Success);
     }
     if write_plan.is_noop() {
-        if !env.quiet {
-            writeln!(
-                out,
-                "{name}: nothing to repair (no torn tail, no open turn)"
-            )?;
-        }
-        return Ok(Outcome::Success);
+        return nothing_to_repair(name, "no torn tail, no open turn", env, out);
     }
-    let written =
-        store_write::apply(db, &write_plan, allow).map_err(|e| store::write_failed(&e))?;
-    for w in &written.warnings {
-        crate::render::diag!("dshs: warning: {}", escape(w));
-    }
-    store::recheck(db, shown, &id, &opts)?;
+    let written = store::write_checked(db, shown, &id, &write_plan, allow, &session.opts)?;
     if !env.quiet {
         parts.extend(cut_text("deleted").map(|t| match &written.sidecar {
             Some(p) => format!("{t} → saved to {}", escape(&p.display().to_string())),
@@ -309,6 +278,23 @@ fn repair_store(
         writeln!(out, "{name}: {}", parts.join("; "))?;
     }
     Ok(Outcome::Success)
+}
+
+/// A log that needs no repair: said on stdout unless quiet (`none`: what it does not have).
+fn nothing_to_repair(name: &str, none: &str, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    if !env.quiet {
+        writeln!(out, "{name}: nothing to repair ({none})")?;
+    }
+    Ok(Outcome::Success)
+}
+
+/// `--dry-run`: the closers on stdout, one JSON line each.
+fn write_closers(plan: &RepairPlan, out: &mut dyn Write) -> std::io::Result<()> {
+    for c in &plan.closers {
+        out.write_all(c.line.as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()
 }
 
 fn refuse(name: &str, refusal: Refusal, errors: &ErrorList) -> anyhow::Error {

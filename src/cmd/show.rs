@@ -32,10 +32,7 @@ use super::{Env, Seekable};
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &ShowArgs) -> super::Output {
-    super::Output {
-        json: args.format == ReportFormat::Json,
-        writes_while_reading: true,
-    }
+    super::Output::report(args.format, true)
 }
 
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
@@ -247,14 +244,7 @@ struct Tap<R> {
 
 impl<R: BufRead> io::Read for Tap<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = {
-            let available = self.fill_buf()?;
-            let n = available.len().min(buf.len());
-            buf[..n].copy_from_slice(&available[..n]);
-            n
-        };
-        self.consume(n);
-        Ok(n)
+        dshs::log::input::read_through_buffer(self, buf)
     }
 }
 

@@ -24,10 +24,7 @@ use super::Env;
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &StatsArgs) -> super::Output {
-    super::Output {
-        json: args.format == crate::cli::ReportFormat::Json,
-        writes_while_reading: false,
-    }
+    super::Output::report(args.format, false)
 }
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {

@@ -301,11 +301,7 @@ impl Stream {
 
 impl Read for Stream {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        dshs::log::input::read_through_buffer(self, out)
     }
 }
 
@@ -344,6 +340,50 @@ pub struct Change {
     pub opened: Option<Opened>,
     pub spool: tempfile::NamedTempFile,
     pub end: StoreEnd,
+}
+
+/// A store session opened to be changed and read through once: what `repair` and `compact`
+/// plan a change of a store from.
+pub struct Scanned {
+    pub change: Change,
+    /// The session's name, escaped for the terminal.
+    pub name: String,
+    pub opts: dshs::log::scan::ScanOptions,
+    pub errors: dshs::log::finding::ErrorList,
+    pub scan: dshs::log::scan::Scan,
+    pub end: ReadEnd,
+}
+
+impl Scanned {
+    /// Open session `id` of the store at `db` for a change and pass over its logical log
+    /// (with `observer`), then read the storage layer's end.
+    pub fn read(
+        db: &Path,
+        shown: &str,
+        id: Option<&str>,
+        env: &super::Env,
+        observer: &mut dyn dshs::log::scan::Observer,
+    ) -> Result<Scanned> {
+        let mut change = Change::open(db, shown, id, env.quiet)?;
+        let name = escape(&change.name).into_owned();
+        let opts = env.scan_options();
+        let mut errors = dshs::log::finding::ErrorList::new(super::writing::SHOWN_ERRORS);
+        let opened = change
+            .opened
+            .take()
+            .ok_or_else(|| Failure::usage("the session was opened twice"))?;
+        let scan = super::scan_source(opened, env, &opts, &mut errors, observer)
+            .map_err(|e| super::writing::cannot_read(&name)(&e))?;
+        let end = change.read_end()?;
+        Ok(Scanned {
+            change,
+            name,
+            opts,
+            errors,
+            scan,
+            end,
+        })
+    }
 }
 
 impl Change {
@@ -437,6 +477,24 @@ pub fn write_failed(e: &dshs::log::sqlite::write::WriteError) -> anyhow::Error {
 /// the database).
 pub fn is_jsonl_name(dest: &Path) -> bool {
     dest.extension().is_some_and(|x| x == "jsonl")
+}
+
+/// Write `plan` to session `id` of the store at `db` in place, say the writer's warnings, and
+/// read the session back ([`recheck`]): the end of every change of a store.
+pub fn write_checked(
+    db: &Path,
+    shown: &str,
+    id: &str,
+    plan: &sqlite::write::Plan,
+    options: sqlite::write::Options,
+    opts: &dshs::log::scan::ScanOptions,
+) -> Result<sqlite::write::Written> {
+    let written = sqlite::write::apply(db, plan, options).map_err(|e| write_failed(&e))?;
+    for w in &written.warnings {
+        crate::render::diag!("dshs: warning: {}", escape(w));
+    }
+    recheck(db, shown, id, opts)?;
+    Ok(written)
 }
 
 /// S8.2 step 7: read the session again after a write; it must load with no error, no open

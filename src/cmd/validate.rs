@@ -111,10 +111,7 @@ impl Report<'_> {
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &ValidateArgs) -> super::Output {
-    super::Output {
-        json: args.format == crate::cli::ReportFormat::Json,
-        writes_while_reading: true,
-    }
+    super::Output::report(args.format, true)
 }
 
 pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
@@ -170,9 +167,7 @@ fn validate_one(
         Ok(mut o) => match super::store::refuse_streamed_database(&mut o) {
             Ok(()) => o,
             Err(e) => {
-                crate::render::error_message(&e.to_string());
-                let summary = empty_summary(file, Status::Unreadable);
-                write_summary(out, args.format, painter, env.quiet, &summary)?;
+                write_unreadable(&e.to_string(), file, args, env, painter, out)?;
                 return Ok(Outcome::Failure);
             }
         },
@@ -218,29 +213,12 @@ fn validate_one(
     let scan = match scanned {
         Ok(s) => s,
         Err(e) => {
-            crate::render::error_message(&format!("cannot read {file}: {e}"));
-            write_summary(
-                out,
-                args.format,
-                painter,
-                env.quiet,
-                &empty_summary(file, Status::Unreadable),
-            )?;
+            let message = format!("cannot read {file}: {e}");
+            write_unreadable(&message, file, args, env, painter, out)?;
             return Ok(Outcome::Failure);
         }
     };
-    if hidden > 0 && args.format == ReportFormat::Human && !quiet {
-        writeln!(
-            out,
-            "{}",
-            painter.dim(&format!(
-                "{}: … {hidden} more finding{} not shown (--max-findings {})",
-                crate::render::escape(file),
-                human::plural(hidden as u64),
-                args.max_findings.unwrap_or_default()
-            ))
-        )?;
-    }
+    write_hidden_note(hidden, quiet, file, args, painter, out)?;
     let summary = summary_of(file, &scan);
     write_summary(out, args.format, painter, env.quiet, &summary)?;
     Ok(match scan.status() {
@@ -271,11 +249,7 @@ fn validate_store(
             // Refused (another schema, a foreign application id, a search index): the
             // refusal is the store's one finding.
             let outcome = super::store::outcome_of_class(e.class());
-            let status = match outcome {
-                Outcome::Unsupported => Status::Unsupported,
-                Outcome::Invalid => Status::Invalid,
-                _ => Status::Unreadable,
-            };
+            let status = status_of(outcome);
             let mut summary = empty_summary(shown, status);
             match (&e, e.code()) {
                 (StoreError::Refused { message, .. }, Some(code)) => {
@@ -313,14 +287,7 @@ fn validate_store(
         match store.sessions() {
             Ok(s) => s.into_iter().map(|i| i.row.id).collect(),
             Err(e) => {
-                crate::render::error_message(&e.to_string());
-                write_summary(
-                    out,
-                    args.format,
-                    painter,
-                    env.quiet,
-                    &empty_summary(shown, Status::Unreadable),
-                )?;
+                write_unreadable(&e.to_string(), shown, args, env, painter, out)?;
                 return Ok(Outcome::Failure);
             }
         }
@@ -333,11 +300,7 @@ fn validate_store(
             Ok(r) => r,
             Err(e) => {
                 crate::render::error_message(&e.to_string());
-                let status = match super::store::outcome_of_class(e.class()) {
-                    Outcome::Unsupported => Status::Unsupported,
-                    Outcome::Invalid => Status::Invalid,
-                    _ => Status::Unreadable,
-                };
+                let status = status_of(super::store::outcome_of_class(e.class()));
                 write_summary(
                     out,
                     args.format,
@@ -389,14 +352,8 @@ fn validate_store(
         let scan = match scanned.transpose() {
             Ok(s) => s,
             Err(e) => {
-                crate::render::error_message(&format!("cannot read {name}: {e}"));
-                write_summary(
-                    out,
-                    args.format,
-                    painter,
-                    env.quiet,
-                    &empty_summary(&name, Status::Unreadable),
-                )?;
+                let message = format!("cannot read {name}: {e}");
+                write_unreadable(&message, &name, args, env, painter, out)?;
                 worst = worst.worst(Outcome::Failure);
                 continue;
             }
@@ -415,18 +372,7 @@ fn validate_store(
             return Err(e.into());
         }
         let (hidden, quiet) = (report.hidden, report.quiet);
-        if hidden > 0 && args.format == ReportFormat::Human && !quiet {
-            writeln!(
-                out,
-                "{}",
-                painter.dim(&format!(
-                    "{}: … {hidden} more finding{} not shown (--max-findings {})",
-                    crate::render::escape(&name),
-                    human::plural(hidden as u64),
-                    args.max_findings.unwrap_or_default()
-                ))
-            )?;
-        }
+        write_hidden_note(hidden, quiet, &name, args, painter, out)?;
         let mut summary = match &scan {
             Some(scan) => summary_of(&name, scan),
             None => SummaryLine {
@@ -547,6 +493,53 @@ fn empty_summary(file: &str, status: Status) -> SummaryLine<'_> {
         open_turn: false,
         torn_tail: false,
     }
+}
+
+/// The note after a report that --max-findings cut short (human format only).
+fn write_hidden_note(
+    hidden: usize,
+    quiet: bool,
+    file: &str,
+    args: &ValidateArgs,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<()> {
+    if hidden > 0 && args.format == ReportFormat::Human && !quiet {
+        writeln!(
+            out,
+            "{}",
+            painter.dim(&format!(
+                "{}: … {hidden} more finding{} not shown (--max-findings {})",
+                crate::render::escape(file),
+                human::plural(hidden as u64),
+                args.max_findings.unwrap_or_default()
+            ))
+        )?;
+    }
+    Ok(())
+}
+
+/// The status a summary shows for a log refused with `outcome` before any scan.
+fn status_of(outcome: Outcome) -> Status {
+    match outcome {
+        Outcome::Unsupported => Status::Unsupported,
+        Outcome::Invalid => Status::Invalid,
+        _ => Status::Unreadable,
+    }
+}
+
+/// Says why `file` could not be read, then writes its summary: unreadable, nothing counted.
+fn write_unreadable(
+    message: &str,
+    file: &str,
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<()> {
+    crate::render::error_message(message);
+    let summary = empty_summary(file, Status::Unreadable);
+    write_summary(out, args.format, painter, env.quiet, &summary)
 }
 
 fn write_summary(

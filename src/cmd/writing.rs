@@ -13,6 +13,12 @@ use crate::render::human::{self, Painter, plural};
 /// How many error findings a refusal prints (the count covers all of them).
 pub const SHOWN_ERRORS: usize = 50;
 
+/// The usage failure of a log `name` (shown, escaped) that could not be read, for
+/// `map_err` wherever a writing command reads it.
+pub fn cannot_read(name: &str) -> impl Fn(&dyn std::fmt::Display) -> anyhow::Error + '_ {
+    move |e| Failure::usage(format!("cannot read {name}: {e}"))
+}
+
 /// Open `arg` to be changed as `mode` says, saying on stderr what finishing an earlier,
 /// interrupted write did.
 pub fn open(arg: &str, mode: Mode) -> anyhow::Result<Target> {

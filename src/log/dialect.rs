@@ -177,17 +177,8 @@ const V2_EXTRA: &[&str] = &[
     "feedback/message-put",
     "feedback/message-delete",
 ];
-const V3_EXTRA: &[&str] = &[
-    "assistant/attempt",
-    "feedback/message-put",
-    "feedback/message-delete",
-    "system/message",
-    "tool/ptc-dispatch",
-    "tool/ptc-dispatch-start",
-    "deliverables/presented",
-    "image/offload",
-    "subagent/catalog",
-];
+/// v4 adds its last two types to v3's, so v3's list is the rest of it.
+const V3_EXTRA: &[&str] = V4_EXTRA.split_at(V4_EXTRA.len() - 2).0;
 const V4_EXTRA: &[&str] = &[
     "assistant/attempt",
     "feedback/message-put",

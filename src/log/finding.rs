@@ -56,6 +56,20 @@ pub struct Reporter<'t> {
     pub event_type: Option<&'t str>,
 }
 
+impl Reporter<'static> {
+    /// A reporter for a line whose seq and type are not known or not wanted (the header, the
+    /// checks that only ask which code a row breaks).
+    #[inline]
+    pub fn untyped(version: Option<u8>, pos: Pos) -> Self {
+        Reporter {
+            version,
+            pos,
+            seq: None,
+            event_type: None,
+        }
+    }
+}
+
 impl Reporter<'_> {
     pub fn finding(&self, code: Code, message: impl Into<String>) -> Finding {
         Finding {

@@ -35,38 +35,22 @@ pub enum HeaderVerdict {
     Stop { version: Option<i64> },
 }
 
-const V0_KEYS: &[&str] = &[
+/// The header keys of every version, but for the seed key: `seedLength` in v0/v1 and
+/// `isSeeded` from v2 (see [`SeedField`]).
+const KEYS: &[&str] = &[
     "type",
     "version",
     "id",
     "createdAt",
     "cwd",
     "parentSession",
-    "seedLength",
-    "origin",
-    "delegationDepth",
-    "agentPreset",
-];
-const V2_KEYS: &[&str] = &[
-    "type",
-    "version",
-    "id",
-    "createdAt",
-    "cwd",
-    "parentSession",
-    "isSeeded",
     "origin",
     "delegationDepth",
     "agentPreset",
 ];
 
 pub fn check(text: &[u8], pos: Pos, path: Option<&Path>, sink: &mut dyn Sink) -> HeaderVerdict {
-    let at = |version| Reporter {
-        version,
-        pos,
-        seq: None,
-        event_type: None,
-    };
+    let at = |version| Reporter::untyped(version, pos);
     let decoded = String::from_utf8_lossy(text);
     let value = match json::parse(decoded.as_bytes()) {
         Ok(v) => v,
@@ -76,42 +60,46 @@ pub fn check(text: &[u8], pos: Pos, path: Option<&Path>, sink: &mut dyn Sink) ->
             } else {
                 ""
             };
-            sink.push(at(None).finding(
+            return stop(
+                sink,
+                pos,
                 Code::HeaderNotJson,
                 format!("header line is not valid JSON: {why}{bom}"),
-            ));
-            return HeaderVerdict::Stop { version: None };
+            );
         }
     };
     if !value.is_obj() {
-        sink.push(at(None).finding(
+        return stop(
+            sink,
+            pos,
             Code::HeaderFieldInvalid,
             format!(
                 "first line is not a session header: expected an object, found {}",
                 value.kind_name()
             ),
-        ));
-        return HeaderVerdict::Stop { version: None };
+        );
     }
     // Version refusal comes before every other header rule (§4.1).
     let raw_version = match value.get("version") {
         Some(Json::Num(n)) => *n,
         Some(other) => {
-            sink.push(at(None).finding(
+            return stop(
+                sink,
+                pos,
                 Code::HeaderFieldInvalid,
                 format!(
                     "header `version` must be a number, found {}; without it the format cannot be chosen",
                     other.kind_name()
                 ),
-            ));
-            return HeaderVerdict::Stop { version: None };
+            );
         }
         None => {
-            sink.push(at(None).finding(
+            return stop(
+                sink,
+                pos,
                 Code::HeaderFieldInvalid,
                 "header has no `version`; without it the format cannot be chosen",
-            ));
-            return HeaderVerdict::Stop { version: None };
+            );
         }
     };
     let dialect = raw_version
@@ -147,6 +135,12 @@ pub fn check(text: &[u8], pos: Pos, path: Option<&Path>, sink: &mut dyn Sink) ->
         check_path(&header, path, &at(Some(dialect.version)), sink);
     }
     HeaderVerdict::Read(header, dialect)
+}
+
+/// A first line the reader cannot go past: its one finding, and no version to read on with.
+fn stop(sink: &mut dyn Sink, pos: Pos, code: Code, message: impl Into<String>) -> HeaderVerdict {
+    sink.push(Reporter::untyped(None, pos).finding(code, message));
+    HeaderVerdict::Stop { version: None }
 }
 
 fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sink) -> Header {
@@ -216,21 +210,19 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
             format!("may only be \"subagent\", found {}", show(other)),
         ),
     }
-    match v.get("agentPreset") {
-        None => {}
-        Some(Json::Str(s)) => h.agent_preset = Some(s.to_string()),
-        Some(other) => bad(
-            "agentPreset",
-            format!("must be a string, found {}", other.kind_name()),
-        ),
-    }
-    match v.get("parentSession") {
-        None => {}
-        Some(Json::Str(s)) => h.parent_session = Some(s.to_string()),
-        Some(other) => bad(
-            "parentSession",
-            format!("must be a string, found {}", other.kind_name()),
-        ),
+    let optional_strings = [
+        ("agentPreset", &mut h.agent_preset),
+        ("parentSession", &mut h.parent_session),
+    ];
+    for (key, slot) in optional_strings {
+        match v.get(key) {
+            None => {}
+            Some(Json::Str(s)) => *slot = Some(s.to_string()),
+            Some(other) => bad(
+                key,
+                format!("must be a string, found {}", other.kind_name()),
+            ),
+        }
     }
     match d.seed_field {
         SeedField::Length => match v.get("seedLength") {
@@ -286,9 +278,9 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
             ),
         )),
     }
-    let allowed = match d.seed_field {
-        SeedField::Length => V0_KEYS,
-        SeedField::Flag => V2_KEYS,
+    let seed_key = match d.seed_field {
+        SeedField::Length => "seedLength",
+        SeedField::Flag => "isSeeded",
     };
     for key in v.keys() {
         if key == "sandboxMode" || key == "approvalPolicy" {
@@ -298,7 +290,7 @@ fn check_fields(v: &Json<'_>, d: &Dialect, at: &Reporter<'_>, sink: &mut dyn Sin
             ));
         } else if key == "seedLength" && d.seed_field == SeedField::Flag {
             // Reported as header-seed-field above.
-        } else if !allowed.contains(&key) {
+        } else if key != seed_key && !KEYS.contains(&key) {
             let consequence = if d.strict_header {
                 "the codec refuses it"
             } else {

@@ -660,12 +660,19 @@ struct Tee<R> {
 
 impl<R: BufRead> Read for Tee<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let available = self.fill_buf()?;
-        let n = available.len().min(buf.len());
-        buf[..n].copy_from_slice(&available[..n]);
-        self.consume(n);
-        Ok(n)
+        read_through_buffer(self, buf)
     }
+}
+
+/// `Read::read` for a reader whose `BufRead` side does the work (a tee, a tap, a store):
+/// copy what `fill_buf` has and consume it, so both ways of reading see the same bytes.
+#[inline]
+pub fn read_through_buffer(r: &mut impl BufRead, out: &mut [u8]) -> io::Result<usize> {
+    let available = r.fill_buf()?;
+    let n = available.len().min(out.len());
+    out[..n].copy_from_slice(&available[..n]);
+    r.consume(n);
+    Ok(n)
 }
 
 impl<R: BufRead> BufRead for Tee<R> {

@@ -48,6 +48,22 @@ fn positive_turn(v: Option<&Json<'_>>) -> bool {
     v.and_then(Json::safe_int).is_some_and(|t| t >= 1)
 }
 
+/// `data` is exactly `{turn, KEY}` with turn ≥ 1 and a `KEY.kind` that `kind` reads as a
+/// string (the v0 `turn/start` trigger and `turn/end` reason).
+fn turn_and_kind<'j, 'a>(
+    data: &'j Json<'a>,
+    key: &str,
+    kind: impl FnOnce(&'j Json<'a>) -> Option<&'j str>,
+) -> bool {
+    exact_keys(data, &["turn", key])
+        && positive_turn(data.get("turn"))
+        && data
+            .get(key)
+            .and_then(|t| t.get("kind"))
+            .and_then(kind)
+            .is_some()
+}
+
 fn is_llm_failure(v: &Json<'_>) -> bool {
     v.is_obj()
         && v.get("message").and_then(Json::as_str).is_some()
@@ -75,27 +91,17 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
         "compact/start" | "compact/summary" | "compact/end" | "compact/prune" => {
             let renamed = format!("compaction/{}", &ev.ty["compact/".len()..]);
             ev.set_type(Cow::Owned(renamed));
-            ev.normalized = true;
-            return Legacy::Normalized("compact/*");
+            return normalized(ev, "compact/*");
         }
         "turn/start" if ev.data.has("trigger") => {
-            let ok = exact_keys(&ev.data, &["turn", "trigger"])
-                && positive_turn(ev.data.get("turn"))
-                && ev
-                    .data
-                    .get("trigger")
-                    .and_then(|t| t.get("kind"))
-                    .and_then(Json::as_text)
-                    .is_some();
-            if !ok {
+            if !turn_and_kind(&ev.data, "trigger", Json::as_text) {
                 return malformed(
                     ev,
                     "data must be exactly {turn, trigger} with turn ≥ 1 and a trigger.kind",
                 );
             }
             ev.data.take("trigger");
-            ev.normalized = true;
-            return Legacy::Normalized("turn/start.trigger");
+            return normalized(ev, "turn/start.trigger");
         }
         "turn/end" => return turn_end(ev),
         "steering/message" => {
@@ -123,8 +129,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 );
             }
             ev.set_type(Cow::Borrowed("user/message"));
-            ev.normalized = true;
-            return Legacy::Normalized("steering/message");
+            return normalized(ev, "steering/message");
         }
         "user/message" => {
             let d = &ev.data;
@@ -140,8 +145,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     m.push((Cow::Borrowed("id"), Json::Str(minted().into())));
                     m.push((Cow::Borrowed("role"), s("user")));
                 }
-                ev.normalized = true;
-                return Legacy::Normalized("user/message without id/role");
+                return normalized(ev, "user/message without id/role");
             }
         }
         "assistant/message" => {
@@ -167,8 +171,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 if let Json::Obj(m) = &mut ev.data {
                     m.to_mut().push((Cow::Borrowed("message"), message));
                 }
-                ev.normalized = true;
-                return Legacy::Normalized("assistant/message {content, provenance}");
+                return normalized(ev, "assistant/message {content, provenance}");
             }
         }
         "tool/result" => {
@@ -214,13 +217,18 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 if let Json::Obj(m) = &mut ev.data {
                     m.to_mut().push((Cow::Borrowed("message"), message));
                 }
-                ev.normalized = true;
-                return Legacy::Normalized("tool/result {callId, content, isError}");
+                return normalized(ev, "tool/result {callId, content, isError}");
             }
         }
         _ => {}
     }
     Legacy::Unchanged
+}
+
+/// The event was upgraded in place to today's shape (`what`: from which old one).
+fn normalized(ev: &mut Event<'_>, what: &'static str) -> Legacy {
+    ev.normalized = true;
+    Legacy::Normalized(what)
 }
 
 fn malformed(ev: &Event<'_>, why: &str) -> Legacy {
@@ -232,15 +240,7 @@ fn malformed(ev: &Event<'_>, why: &str) -> Legacy {
 
 /// Every v0 `turn/end` passes through the legacy reader: a shape check plus upgrades.
 fn turn_end(ev: &mut Event<'_>) -> Legacy {
-    let ok = exact_keys(&ev.data, &["turn", "reason"])
-        && positive_turn(ev.data.get("turn"))
-        && ev
-            .data
-            .get("reason")
-            .and_then(|r| r.get("kind"))
-            .and_then(Json::as_str)
-            .is_some();
-    if !ok {
+    if !turn_and_kind(&ev.data, "reason", Json::as_str) {
         return malformed(
             ev,
             "data must be exactly {turn, reason} with turn ≥ 1 and a string reason.kind",
@@ -315,8 +315,7 @@ fn turn_end(ev: &mut Event<'_>) -> Legacy {
             if let Some(slot) = ev.data.get_mut("reason") {
                 *slot = r;
             }
-            ev.normalized = true;
-            Legacy::Normalized("turn/end reason")
+            normalized(ev, "turn/end reason")
         }
     }
 }

@@ -47,6 +47,8 @@ pub mod scan;
 pub mod sqlite;
 pub mod stats;
 pub mod surface;
+#[cfg(test)]
+mod test_support;
 pub mod text;
 pub mod vocab;
 pub mod write;

@@ -53,12 +53,7 @@ pub fn payload_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass) -> Optio
     if !d.canonical {
         return None;
     }
-    let at = Reporter {
-        version: Some(d.version),
-        pos: ev.pos,
-        seq: None,
-        event_type: None,
-    };
+    let at = Reporter::untyped(Some(d.version), ev.pos);
     if class == TypeClass::Surface(SurfaceKind::ToolResult)
         && error_without_flag(d, ev, &at).is_some()
     {
@@ -499,6 +494,16 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .and_then(Json::as_str)
             == Some("plugin")
     };
+    // A list of messages in `data` (an inbox insertion, a title request) with one from a plugin.
+    let plugin_in = |key: &str, place: &str| {
+        ev.data
+            .get(key)
+            .and_then(Json::as_arr)
+            .unwrap_or_default()
+            .iter()
+            .any(plugin_source)
+            .then(|| format!("the V3 `{{kind:\"plugin\"}}` source in {place}"))
+    };
     match ev.kind {
         Kind::ToolResult => {
             let m = ev.message()?;
@@ -518,22 +523,8 @@ pub fn v4_draft_signal(ev: &Event<'_>) -> Option<String> {
             .message()
             .filter(|m| plugin_source(m))
             .map(|_| "the V3 `{kind:\"plugin\"}` message source".into()),
-        Kind::AgentInboxSpliced => ev
-            .data
-            .get("inserted")
-            .and_then(Json::as_arr)
-            .unwrap_or_default()
-            .iter()
-            .any(plugin_source)
-            .then(|| "the V3 `{kind:\"plugin\"}` source in an inbox insertion".into()),
-        Kind::SessionTitleLlmRequest => ev
-            .data
-            .get("messages")
-            .and_then(Json::as_arr)
-            .unwrap_or_default()
-            .iter()
-            .any(plugin_source)
-            .then(|| "the V3 `{kind:\"plugin\"}` source in a title request".into()),
+        Kind::AgentInboxSpliced => plugin_in("inserted", "an inbox insertion"),
+        Kind::SessionTitleLlmRequest => plugin_in("messages", "a title request"),
         _ => None,
     }
 }

@@ -1041,22 +1041,12 @@ mod tests {
     #[test]
     fn malformed_sources_are_bad_rows() {
         assert_eq!(sources("5", 9), Err(SourceError::NotArray));
-        assert!(matches!(
-            sources("[[3,1]]", 9),
-            Err(SourceError::BadElement(_))
-        ));
-        assert!(matches!(
-            sources("[[1,2,3]]", 9),
-            Err(SourceError::BadElement(_))
-        ));
-        assert!(matches!(
-            sources("[-1]", 9),
-            Err(SourceError::BadElement(_))
-        ));
-        assert!(matches!(
-            sources("[1.5]", 9),
-            Err(SourceError::BadElement(_))
-        ));
+        for bad in ["[[3,1]]", "[[1,2,3]]", "[-1]", "[1.5]"] {
+            assert!(
+                matches!(sources(bad, 9), Err(SourceError::BadElement(_))),
+                "{bad}"
+            );
+        }
         assert_eq!(sources("[4,4]", 9), Err(SourceError::Duplicate(4)));
         assert_eq!(
             sources("[9]", 9),

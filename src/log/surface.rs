@@ -1502,12 +1502,7 @@ impl SurfaceManager {
         if self.points.is_some() || !matches!(class, TypeClass::Surface(_)) {
             return;
         }
-        let at = Reporter {
-            version: None,
-            pos: ev.pos,
-            seq: None,
-            event_type: None,
-        };
+        let at = Reporter::untyped(None, ev.pos);
         let Ok(Some((start, end))) = marker(self.dialect, ev, &at) else {
             return;
         };
@@ -1650,12 +1645,7 @@ pub fn surface_metadata_violation(d: &Dialect, ev: &Event<'_>, class: TypeClass)
     if !d.canonical {
         return None;
     }
-    let at = Reporter {
-        version: Some(d.version),
-        pos: ev.pos,
-        seq: None,
-        event_type: None,
-    };
+    let at = Reporter::untyped(Some(d.version), ev.pos);
     match class {
         TypeClass::Surface(kind) => {
             match marker(d, ev, &at) {

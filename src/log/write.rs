@@ -95,6 +95,16 @@ impl WriteError {
     }
 }
 
+/// The log opened to be edited in place; failing that, nothing was touched.
+fn open_for_writing(path: &Path) -> Result<File, WriteError> {
+    let shown = path.display();
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(untouched(format!("cannot open {shown} for writing")))
+}
+
 fn untouched(what: impl Into<String>) -> impl FnOnce(io::Error) -> WriteError {
     let what = what.into();
     move |source| WriteError::Untouched { what, source }
@@ -169,16 +179,24 @@ impl Point {
 impl Fault {
     /// Kill or pause here if asked to (test builds of the commands only).
     fn at(self, point: Point) {
-        match self {
-            Fault::Kill(p) if p == point => std::process::abort(),
-            Fault::Pause(p) if p == point => {
-                eprintln!("dshs-test: paused at {}", point.name());
-                let mut line = String::new();
-                let _ = io::stdin().read_line(&mut line);
-            }
-            _ => {}
+        if let Fault::Kill(p) | Fault::Pause(p) = self
+            && p == point
+        {
+            stop(matches!(self, Fault::Kill(_)), point.name());
         }
     }
+}
+
+/// Where a `kill:POINT` or `pause:POINT` test fault (of a log or a store write) stops the
+/// process: it dies like a crash, or waits for a line on standard input, said on standard
+/// error first.
+pub(crate) fn stop(kill: bool, point: &str) {
+    if kill {
+        std::process::abort();
+    }
+    eprintln!("dshs-test: paused at {point}");
+    let mut line = String::new();
+    let _ = io::stdin().read_line(&mut line);
 }
 
 impl Fault {
@@ -458,11 +476,7 @@ pub fn apply_in_place(
 ) -> Result<Applied, WriteError> {
     fault.at(Point::Start);
     let shown = path.display();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(path)
-        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let mut file = open_for_writing(path)?;
     let now = Stamp::of_file(&file).map_err(untouched(format!("cannot stat {shown}")))?;
     if now != before || edit.keep > now.len {
         return Err(WriteError::Changed {
@@ -660,11 +674,7 @@ pub fn resume_interrupted(log: &Path) -> Result<Resumed, WriteError> {
         });
     };
     let shown = log.display();
-    let mut file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(log)
-        .map_err(untouched(format!("cannot open {shown} for writing")))?;
+    let mut file = open_for_writing(log)?;
     let len = file
         .metadata()
         .map_err(untouched(format!("cannot stat {shown}")))?
@@ -978,6 +988,12 @@ mod tests {
 
     const ORIGINAL: &[u8] = b"header\nline-1\ntorn-fragm";
 
+    /// The log `p` holds `bytes` and is alone in `dir`: no sidecar or temporary file left.
+    fn assert_alone(dir: &Path, p: &Path, bytes: &[u8]) {
+        assert_eq!(fs::read(p).unwrap(), bytes);
+        assert_eq!(fs::read_dir(dir).unwrap().count(), 1);
+    }
+
     fn edit() -> Edit<'static> {
         Edit {
             keep: 14,
@@ -1052,8 +1068,7 @@ mod tests {
         let err =
             apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::AppendAfter(9)).unwrap_err();
         assert!(matches!(err, WriteError::RolledBack { sidecar: None, .. }));
-        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\n");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, b"header\nline-1\n");
     }
 
     #[test]
@@ -1062,8 +1077,7 @@ mod tests {
         let p = log(dir.path(), ORIGINAL);
         let err = apply_in_place(&p, Stamp::of(&p).unwrap(), edit(), Fault::Sidecar).unwrap_err();
         assert!(matches!(err, WriteError::Untouched { .. }), "{err}");
-        assert_eq!(fs::read(&p).unwrap(), ORIGINAL);
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, ORIGINAL);
     }
 
     #[test]
@@ -1074,8 +1088,7 @@ mod tests {
         fs::write(&p, b"header\nline-1\ntorn-fragment-grew").unwrap();
         let err = apply_in_place(&p, stamp, edit(), Fault::None).unwrap_err();
         assert!(err.is_live_writer(), "{err}");
-        assert_eq!(fs::read(&p).unwrap(), b"header\nline-1\ntorn-fragment-grew");
-        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1);
+        assert_alone(dir.path(), &p, b"header\nline-1\ntorn-fragment-grew");
     }
 
     #[test]

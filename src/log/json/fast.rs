@@ -478,31 +478,8 @@ impl<'a> Parser<'a> {
     /// The rest of a number starting at `start` whose integer part ends at `i`: fractions,
     /// exponents and long integers, read exactly as serde_json reads them.
     #[inline(never)]
-    fn long_number(&mut self, start: usize, mut i: usize) -> Option<Num> {
-        let s = self.s;
-        if s.get(i) == Some(&b'.') {
-            i += 1;
-            let d = i;
-            while s.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
-        }
-        if let Some(b'e' | b'E') = s.get(i) {
-            i += 1;
-            if let Some(b'+' | b'-') = s.get(i) {
-                i += 1;
-            }
-            let d = i;
-            while s.get(i).is_some_and(u8::is_ascii_digit) {
-                i += 1;
-            }
-            if i == d {
-                return None;
-            }
-        }
+    fn long_number(&mut self, start: usize, i: usize) -> Option<Num> {
+        let i = super::number_tail_end(self.s, i)?;
         self.i = i;
         let Ok(Json::Num(n)) = super::parse_exact(self.src.get(start..i)?) else {
             return None;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::log::finding::Finding;
+use crate::log::test_support::replace_keys;
 
 const V3: &str =
     r#"{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
@@ -1025,11 +1026,7 @@ fn crash_tail_rolls_back_an_open_turn_state() {
 
 /// A log of version `v` with appends, a replacement, turns and a tool result.
 fn busy_log(v: usize) -> Vec<String> {
-    let (s, e) = if v <= 2 {
-        ("start", "end")
-    } else {
-        ("startSeq", "endSeq")
-    };
+    let (s, e) = replace_keys(v);
     vec![
         start(0, 1),
         user(1),
@@ -1172,11 +1169,7 @@ fn fatal_physical_damage_beats_an_unknown_type() {
 #[test]
 fn an_unknown_type_beats_a_fold_error() {
     for v in ALL {
-        let (s_key, e_key) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s_key, e_key) = replace_keys(v);
         let replace = with(
             &ev(2, "user/message", &user_data(2)),
             &format!(

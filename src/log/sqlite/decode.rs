@@ -31,6 +31,16 @@ pub struct RawRow<'r> {
     pub ignorable: ValueRef<'r>,
 }
 
+impl RawRow<'_> {
+    /// The `type` column as text, for a finding about a row that may not decode.
+    pub fn type_text(&self) -> Option<String> {
+        match self.ty {
+            ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+            _ => None,
+        }
+    }
+}
+
 /// What a decoded row holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Decoded {
@@ -202,13 +212,17 @@ fn decode_into(
 /// or NULL, `ignorable` NULL, 0 or 1; these are the rest). Same words as the SQL pass.
 pub fn class_violation(row: &RawRow<'_>) -> Option<String> {
     let safe = |v: i64| v.unsigned_abs() <= MAX_SAFE;
+    // A column holding a storage class its rule does not allow: its name, the class, the rule.
+    let wrong = |column: &str, v: ValueRef<'_>, rule: &str| {
+        Some(format!("{column} is {}{rule}", storage_class(v)))
+    };
     if !(0..=MAX_SAFE as i64).contains(&row.seq) {
         return Some(format!("seq {} is not a safe integer ≥ 0", row.seq));
     }
     match row.ty {
         ValueRef::Text([]) => return Some("type is empty".into()),
         ValueRef::Text(_) => {}
-        other => return Some(format!("type is {}, not TEXT", storage_class(other))),
+        other => return wrong("type", other, ", not TEXT"),
     }
     match row.time {
         ValueRef::Integer(t) if safe(t) => {}
@@ -220,40 +234,24 @@ pub fn class_violation(row: &RawRow<'_>) -> Option<String> {
             ));
         }
     }
+    let data_rule = " (stored data must be a string or blob: TEXT or BLOB)";
     match row.data {
         ValueRef::Text(_) | ValueRef::Blob(_) => {}
-        other => {
-            return Some(format!(
-                "data is {} (stored data must be a string or blob: TEXT or BLOB)",
-                storage_class(other)
-            ));
-        }
+        other => return wrong("data", other, data_rule),
     }
+    let sources_rule = ", not NULL or BLOB (schema 17 stores the varint list)";
     match row.sources {
         ValueRef::Null | ValueRef::Blob(_) => {}
-        other => {
-            return Some(format!(
-                "source_event_seqs is {}, not NULL or BLOB (schema 17 stores the varint list)",
-                storage_class(other)
-            ));
-        }
+        other => return wrong("source_event_seqs", other, sources_rule),
     }
     match row.surface_op {
         ValueRef::Null | ValueRef::Text(_) => {}
-        other => {
-            return Some(format!(
-                "surface_op is {}, not NULL or TEXT",
-                storage_class(other)
-            ));
-        }
+        other => return wrong("surface_op", other, ", not NULL or TEXT"),
     }
     match row.ignorable {
         ValueRef::Null | ValueRef::Integer(0 | 1) => None,
         ValueRef::Integer(i) => Some(format!("ignorable is {i}, not NULL, 0 or 1")),
-        other => Some(format!(
-            "ignorable is {}, not NULL, 0 or 1",
-            storage_class(other)
-        )),
+        other => wrong("ignorable", other, ", not NULL, 0 or 1"),
     }
 }
 
@@ -702,29 +700,18 @@ fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
             _ => None,
         })
         .collect::<Vec<_>>();
-    // The bounds come first when the members are many or few (as upstream checks them).
-    let Some(Value::Arr(dt)) = v.get("dt") else {
-        if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) {
-            return Ok(Run {
-                turn,
-                step,
-                index,
-                id,
-                name,
-                members,
-                dt: Vec::new(),
-                canonical: false,
-            });
-        }
-        return Err("packed row dt is not an array".into());
+    let dt = match v.get("dt") {
+        Some(Value::Arr(dt)) => dt
+            .iter()
+            .map(|d| match d {
+                Value::Num(x) => Some(*x),
+                _ => None,
+            })
+            .collect(),
+        // The bounds come first when the members are many or few (as upstream checks them).
+        _ if !(PACKED_MIN_MEMBERS..=PACKED_MAX_MEMBERS).contains(&members.len()) => Vec::new(),
+        _ => return Err("packed row dt is not an array".into()),
     };
-    let dt = dt
-        .iter()
-        .map(|d| match d {
-            Value::Num(x) => Some(*x),
-            _ => None,
-        })
-        .collect();
     Ok(Run {
         turn,
         step,

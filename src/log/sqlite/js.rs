@@ -495,30 +495,7 @@ fn number_end(b: &[u8], mut i: usize) -> Option<usize> {
         }
         _ => return None,
     }
-    if b.get(i) == Some(&b'.') {
-        i += 1;
-        let s = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == s {
-            return None;
-        }
-    }
-    if let Some(b'e' | b'E') = b.get(i) {
-        i += 1;
-        if let Some(b'+' | b'-') = b.get(i) {
-            i += 1;
-        }
-        let s = i;
-        while b.get(i).is_some_and(u8::is_ascii_digit) {
-            i += 1;
-        }
-        if i == s {
-            return None;
-        }
-    }
-    Some(i)
+    crate::log::json::number_tail_end(b, i)
 }
 
 /// Four hex digits at `i`: the code unit, and whether every letter was lower case.
@@ -707,11 +684,7 @@ impl<'a> Value<'a> {
     /// The member `name` (a plain ASCII name), the last one when repeated.
     pub fn get(&self, name: &str) -> Option<&Value<'a>> {
         match self {
-            Value::Obj(m) => m
-                .iter()
-                .rev()
-                .find(|(k, _)| key_is(k, name))
-                .map(|(_, v)| v),
+            Value::Obj(m) => crate::log::json::last_member(m, |k| key_is(k, name)),
             _ => None,
         }
     }
@@ -763,6 +736,36 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// Past the opening bracket at the cursor and any white space: whether the container is
+    /// empty (its `close` is passed too).
+    #[inline]
+    fn opens_empty(&mut self, close: u8) -> bool {
+        self.i += 1;
+        self.ws();
+        let empty = self.b().get(self.i) == Some(&close);
+        if empty {
+            self.i += 1;
+        }
+        empty
+    }
+
+    /// After a member or an element: `true` at the container's `close`, `false` after a
+    /// `,` (either passed), else the error `expected`.
+    #[inline]
+    fn closes(&mut self, close: u8, expected: &str) -> Result<bool, String> {
+        match self.b().get(self.i) {
+            Some(b',') => {
+                self.i += 1;
+                Ok(false)
+            }
+            Some(&c) if c == close => {
+                self.i += 1;
+                Ok(true)
+            }
+            _ => Err(err(expected, self.i)),
+        }
+    }
+
     /// A string at its `"`: the raw contents (validated by a [`Checker`]).
     fn raw_string(&mut self) -> Result<&'a str, String> {
         let mut c = Checker {
@@ -784,11 +787,8 @@ impl<'a> Parser<'a> {
                 "JSON nested deeper than dshs rebuilds (at byte {at})"
             )),
             Some(b'{') => {
-                self.i += 1;
                 let mut members = Vec::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b'}') {
-                    self.i += 1;
+                if self.opens_empty(b'}') {
                     return Ok(Value::Obj(members));
                 }
                 loop {
@@ -806,35 +806,22 @@ impl<'a> Parser<'a> {
                     let v = self.value(depth - 1)?;
                     members.push((k, v));
                     self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Value::Obj(members));
-                        }
-                        _ => return Err(err("expected `,` or `}`", self.i)),
+                    if self.closes(b'}', "expected `,` or `}`")? {
+                        return Ok(Value::Obj(members));
                     }
                 }
             }
             Some(b'[') => {
-                self.i += 1;
                 let mut items = Vec::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b']') {
-                    self.i += 1;
+                if self.opens_empty(b']') {
                     return Ok(Value::Arr(items));
                 }
                 loop {
                     self.ws();
                     items.push(self.value(depth - 1)?);
                     self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Value::Arr(items));
-                        }
-                        _ => return Err(err("expected `,` or `]`", self.i)),
+                    if self.closes(b']', "expected `,` or `]`")? {
+                        return Ok(Value::Arr(items));
                     }
                 }
             }
@@ -874,18 +861,15 @@ impl<'a> Parser<'a> {
         let at = self.i;
         match self.b().get(at) {
             Some(b'{') => {
-                self.i += 1;
+                if self.opens_empty(b'}') {
+                    out.extend_from_slice(b"{}");
+                    return Ok(());
+                }
                 // name as written by JSON.stringify → its value's bytes; first position wins,
                 // the last value wins, integer-like names go first in ascending order.
                 let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                 let mut index: std::collections::HashMap<Vec<u8>, usize> =
                     std::collections::HashMap::new();
-                self.ws();
-                if self.b().get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    out.extend_from_slice(b"{}");
-                    return Ok(());
-                }
                 loop {
                     self.ws();
                     let raw = self.raw_string()?;
@@ -929,11 +913,8 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             Some(b'[') => {
-                self.i += 1;
                 out.push(b'[');
-                self.ws();
-                if self.b().get(self.i) == Some(&b']') {
-                    self.i += 1;
+                if self.opens_empty(b']') {
                     out.push(b']');
                     return Ok(());
                 }

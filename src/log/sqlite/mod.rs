@@ -653,6 +653,49 @@ impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
 }
 
 impl<C: Borrow<Connection>> SessionReader<C> {
+    /// A reader of `row`'s events before any is read: the one place that knows the start
+    /// state of every field, for the reader and for the probe that reads ahead of it.
+    fn at_start(
+        conn: C,
+        shown: String,
+        id: String,
+        schema: Schema,
+        max_scalar_bytes: u64,
+        row: SessionRow,
+    ) -> Self {
+        SessionReader {
+            conn,
+            shown,
+            id,
+            schema,
+            max_scalar_bytes,
+            row,
+            header: Vec::new(),
+            header_sent: false,
+            findings: Vec::new(),
+            refused: false,
+            boundary: None,
+            phase: Phase::Rows(i64::MIN),
+            expected: 0,
+            events: 0,
+            last_time: None,
+            torn: None,
+            scratch: decode::Scratch::default(),
+            buf: Vec::new(),
+            pos: 0,
+            spans: Vec::new(),
+            span_at: 0,
+            finished: false,
+            owns_txn: false,
+            damage_at: None,
+            keep_packed: false,
+            class_check: ClassCheck::Done,
+            stream_lines: 0,
+            packed_map: Vec::new(),
+            first: None,
+        }
+    }
+
     /// Inside an open read transaction: the session row, the storage-class pass and the
     /// committed boundary. `None`: no such session.
     fn begin(
@@ -674,41 +717,18 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(None);
             }
         };
-        let mut r = SessionReader {
+        let mut r = SessionReader::at_start(
             conn,
-            shown: shown.to_owned(),
-            id: id.to_owned(),
+            shown.to_owned(),
+            id.to_owned(),
             schema,
             max_scalar_bytes,
             row,
-            header: Vec::new(),
-            header_sent: false,
-            findings: Vec::new(),
-            refused: false,
-            boundary: None,
-            phase: Phase::Rows(i64::MIN),
-            expected: 0,
-            events: 0,
-            last_time: None,
-            torn: None,
-            scratch: decode::Scratch::default(),
-            buf: Vec::new(),
-            pos: 0,
-            spans: Vec::new(),
-            span_at: 0,
-            finished: false,
-            owns_txn,
-            damage_at: None,
-            keep_packed: false,
-            class_check: if schema == Schema::V17 {
-                ClassCheck::Pending
-            } else {
-                ClassCheck::Done
-            },
-            stream_lines: 0,
-            packed_map: Vec::new(),
-            first: None,
-        };
+        );
+        r.owns_txn = owns_txn;
+        if schema == Schema::V17 {
+            r.class_check = ClassCheck::Pending;
+        }
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
         let problems = r.row.problems(schema);
         if !problems.is_empty() {
@@ -1023,37 +1043,16 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             false
         } else {
             // Only markers before the first row the stream would drop count.
-            let mut probe = SessionReader {
-                conn: self.conn.borrow(),
-                shown: self.shown.clone(),
-                id: self.id.clone(),
-                schema: self.schema,
-                max_scalar_bytes: self.max_scalar_bytes,
-                row: self.row.clone(),
-                header: Vec::new(),
-                header_sent: true,
-                findings: Vec::new(),
-                refused: false,
-                boundary: self.boundary,
-                phase: Phase::Rows(i64::MIN),
-                expected: 0,
-                events: 0,
-                last_time: None,
-                torn: None,
-                scratch: decode::Scratch::default(),
-                buf: Vec::new(),
-                pos: 0,
-                spans: Vec::new(),
-                span_at: 0,
-                finished: false,
-                owns_txn: false,
-                damage_at: None,
-                keep_packed: false,
-                class_check: ClassCheck::Done,
-                stream_lines: 0,
-                packed_map: Vec::new(),
-                first: None,
-            };
+            let mut probe = SessionReader::at_start(
+                self.conn.borrow(),
+                self.shown.clone(),
+                self.id.clone(),
+                self.schema,
+                self.max_scalar_bytes,
+                self.row.clone(),
+            );
+            probe.header_sent = true;
+            probe.boundary = self.boundary;
             while probe.phase != Phase::Ended {
                 probe.buf.clear();
                 probe.spans.clear();
@@ -1088,13 +1087,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         };
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = self
-            .conn
-            .borrow()
-            .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq"
-            ))
-            .map_err(sql)?;
+        let mut stmt = select_events_from(self.conn.borrow(), "").map_err(sql)?;
         let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
         loop {
             if self.buf.len() >= FILL_TARGET {
@@ -1158,10 +1151,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 }
             };
             if let Some(f) = failure {
-                let ty = match raw.ty {
-                    ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                    _ => None,
-                };
+                let ty = raw.type_text();
                 let seq = raw.seq;
                 drop(rows);
                 drop(stmt);
@@ -1333,14 +1323,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         };
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = self
-            .conn
-            .borrow()
-            .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2 \
-                 AND seq <= ?3 ORDER BY seq"
-            ))
-            .map_err(sql)?;
+        let mut stmt = select_events_from(self.conn.borrow(), " AND seq <= ?3").map_err(sql)?;
         let mut rows = stmt
             .query(rusqlite::params![self.id, first, boundary])
             .map_err(sql)?;
@@ -1357,10 +1340,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
                 continue;
             }
-            let ty = match raw.ty {
-                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-                _ => None,
-            };
+            let ty = raw.type_text();
             match decoded {
                 Err(why) => {
                     more.push(finding(
@@ -1410,6 +1390,17 @@ enum Failure {
     Gap,
 }
 
+/// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
+/// narrows the range (`" AND seq <= ?3"`).
+fn select_events_from<'c>(
+    conn: &'c Connection,
+    and: &str,
+) -> rusqlite::Result<rusqlite::Statement<'c>> {
+    conn.prepare(&format!(
+        "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2{and} ORDER BY seq"
+    ))
+}
+
 fn raw_row<'r>(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<decode::RawRow<'r>> {
     Ok(decode::RawRow {
         seq: r.get(0)?,
@@ -1448,11 +1439,7 @@ fn inherited(line: &[u8]) -> bool {
 
 impl<C: Borrow<Connection>> Read for SessionReader<C> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let avail = self.fill_buf()?;
-        let n = avail.len().min(out.len());
-        out[..n].copy_from_slice(&avail[..n]);
-        self.consume(n);
-        Ok(n)
+        crate::log::input::read_through_buffer(self, out)
     }
 }
 

@@ -101,14 +101,10 @@ pub enum Fault {
 
 impl Fault {
     fn at(self, point: Point) {
-        match self {
-            Fault::Kill(p) if p == point => std::process::abort(),
-            Fault::Pause(p) if p == point => {
-                eprintln!("dshs-test: paused at {}", point.name());
-                let mut line = String::new();
-                let _ = io::stdin().read_line(&mut line);
-            }
-            _ => {}
+        if let Fault::Kill(p) | Fault::Pause(p) = self
+            && p == point
+        {
+            crate::log::write::stop(matches!(self, Fault::Kill(_)), point.name());
         }
     }
 
@@ -283,49 +279,42 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     tx.busy_timeout(BUSY_TIMEOUT).map_err(sql)?;
 
     // Step 3: identity, session row, tail — all as the plan saw them.
+    // Every check below refuses the same way: the store is not as the plan saw it.
+    let since_planned = |what: String| changed(&shown, plan, what);
     let schema = match identity::check(&tx, &shown).map_err(WriteError::Refused)? {
         Identity::Store { schema, .. } => schema,
         Identity::Empty => {
-            return Err(changed(&shown, plan, "the database is empty now".into()));
+            return Err(since_planned("the database is empty now".into()));
         }
     };
     if schema != plan.snapshot.schema {
-        return Err(changed(
-            &shown,
-            plan,
-            format!("its schema version is {} now", schema.user_version()),
-        ));
+        return Err(since_planned(format!(
+            "its schema version is {} now",
+            schema.user_version()
+        )));
     }
     if schema == Schema::V15 && !opts.allow_old_schema {
         return Err(WriteError::OldSchema { path: shown });
     }
     let id = &plan.snapshot.id;
     let Some(row) = SessionRow::read(&tx, id).map_err(sql)? else {
-        return Err(changed(&shown, plan, "its sessions row is gone".into()));
+        return Err(since_planned("its sessions row is gone".into()));
     };
     if row.incarnation != plan.snapshot.incarnation || row.revision != plan.snapshot.revision {
-        return Err(changed(
-            &shown,
-            plan,
-            format!(
-                "incarnation {:?} revision {:?}, planned on {:?} revision {:?}",
-                row.incarnation, row.revision, plan.snapshot.incarnation, plan.snapshot.revision
-            ),
-        ));
+        return Err(since_planned(format!(
+            "incarnation {:?} revision {:?}, planned on {:?} revision {:?}",
+            row.incarnation, row.revision, plan.snapshot.incarnation, plan.snapshot.revision
+        )));
     }
     let now = rescan(&tx, &shown, id, schema).map_err(|e| match e {
         StoreError::Sqlite { path, message, .. } => WriteError::Sqlite { path, message },
         other => WriteError::Refused(other),
     })?;
     if now.torn != plan.snapshot.torn || now.last_seq != plan.snapshot.last_seq {
-        return Err(changed(
-            &shown,
-            plan,
-            format!(
-                "torn tail {:?} and last seq {:?} now, planned on {:?} and {:?}",
-                now.torn, now.last_seq, plan.snapshot.torn, plan.snapshot.last_seq
-            ),
-        ));
+        return Err(since_planned(format!(
+            "torn tail {:?} and last seq {:?} now, planned on {:?} and {:?}",
+            now.torn, now.last_seq, plan.snapshot.torn, plan.snapshot.last_seq
+        )));
     }
     opts.fault.at(Point::Checked);
 
@@ -346,11 +335,9 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
             )
             .map_err(sql)?;
         if deleted as u64 != n {
-            return Err(changed(
-                &shown,
-                plan,
-                format!("{deleted} rows to delete, {n} saved"),
-            ));
+            return Err(since_planned(format!(
+                "{deleted} rows to delete, {n} saved"
+            )));
         }
         opts.fault.at(Point::Deleted);
         written.cut_rows = n;

@@ -9,6 +9,7 @@ use crate::log::dialect::DIALECTS;
 use crate::log::finding::Finding;
 use crate::log::json;
 use crate::log::rows::{BadKind, Row, decode};
+use crate::log::test_support::replace_keys;
 use crate::log::vocab::{KnownTypes, Vocabulary};
 
 const ALL: [usize; 5] = [0, 1, 2, 3, 4];
@@ -54,11 +55,7 @@ impl L {
 
     /// A replace marker with the endpoint keys of version `v` (§11.1).
     fn replace(self, v: usize, start: u64, end: u64) -> L {
-        let (s, e) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s, e) = replace_keys(v);
         let op = format!(r#"{{"op":"replace","{s}":{start},"{e}":{end}}}"#);
         self.op(&op)
     }
@@ -595,11 +592,7 @@ fn replace_marker_must_use_the_endpoint_keys_of_the_version() {
 #[test]
 fn replace_marker_shape_errors_are_rejected() {
     for v in ALL {
-        let (s, e) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s, e) = replace_keys(v);
         let mut h = H::new(v);
         h.users(2);
         let cases = [
@@ -628,11 +621,7 @@ fn replace_marker_shape_errors_are_rejected() {
 #[test]
 fn replace_endpoints_are_compared_by_value_not_spelling() {
     for v in ALL {
-        let (s, e) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s, e) = replace_keys(v);
         let mut h = H::new(v);
         h.users(2);
         let op = format!(r#"{{"{e}":1e0,"op":"replace","{s}":0.0}}"#);
@@ -644,11 +633,7 @@ fn replace_endpoints_are_compared_by_value_not_spelling() {
 #[test]
 fn negative_zero_endpoint_is_refused_only_in_v3_and_v4() {
     for v in ALL {
-        let (s, e) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s, e) = replace_keys(v);
         let mut h = H::new(v);
         h.users(2);
         let op = format!(r#"{{"op":"replace","{s}":-0,"{e}":1}}"#);
@@ -675,11 +660,7 @@ fn negative_zero_endpoint_is_refused_only_in_v3_and_v4() {
 #[test]
 fn duplicate_keys_in_a_replace_marker_resolve_last_wins() {
     for v in ALL {
-        let (s, e) = if v <= 2 {
-            ("start", "end")
-        } else {
-            ("startSeq", "endSeq")
-        };
+        let (s, e) = replace_keys(v);
         let mut h = H::new(v);
         h.users(3);
         // JSON.parse keeps three keys, the last `start` wins: the range is 1..2.
