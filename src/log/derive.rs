@@ -149,7 +149,7 @@ impl<'a> Skim<'a> {
             return None;
         }
         let start = self.i + 1;
-        let end = start + memchr::memchr2(b'"', b'\\', &b[start..])?;
+        let end = quote_or_backslash(b, start)?;
         if b[end] != b'"' {
             return None;
         }
@@ -161,7 +161,7 @@ impl<'a> Skim<'a> {
     fn string(&mut self) -> Option<()> {
         let mut j = self.i + 1;
         loop {
-            j += memchr::memchr2(b'"', b'\\', self.b.get(j..)?)?;
+            j = quote_or_backslash(self.b, j)?;
             if self.b[j] == b'"' {
                 self.i = j + 1;
                 return Some(());
@@ -219,6 +219,31 @@ impl<'a> Skim<'a> {
             }
         }
     }
+}
+
+/// The first `"` or `\\` in `b` at or after `from`.
+#[inline]
+fn quote_or_backslash(b: &[u8], from: usize) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut j = from;
+    // Most strings of a line (keys, ids, types) end within a few words: looked for a word at
+    // a time, without the set-up of a vector search.
+    for _ in 0..4 {
+        let Some(word) = b.get(j..j + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()) else {
+            break;
+        };
+        let w = u64::from_le_bytes(word);
+        let q = w ^ (ONES * u64::from(b'"'));
+        let s = w ^ (ONES * u64::from(b'\\'));
+        // A zero byte of `q` or `s` is a match; the lowest flagged byte is always a true one.
+        let m = ((q.wrapping_sub(ONES) & !q) | (s.wrapping_sub(ONES) & !s)) & HIGH;
+        if m != 0 {
+            return Some(j + (m.trailing_zeros() / 8) as usize);
+        }
+        j += 8;
+    }
+    memchr::memchr2(b'"', b'\\', b.get(j..)?).map(|k| j + k)
 }
 
 fn locate(text: &[u8], path: &[&'static str]) -> Result<Option<Range<usize>>, MessageError> {
