@@ -128,7 +128,12 @@ pub fn escape_keeping_lines(text: &str) -> Cow<'_, str> {
 /// Text from a log, made safe for a terminal: control characters (C0, DEL, C1) and bidi
 /// overrides are shown as escapes, never sent raw.
 pub fn escape(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(unsafe_char) {
+    // Printable ASCII is never unsafe: only what follows the first other byte is decoded.
+    let plain = text
+        .bytes()
+        .position(|b| !(0x20..0x7f).contains(&b))
+        .unwrap_or(text.len());
+    if !text.get(plain..).unwrap_or(text).chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
     let mut out = String::with_capacity(text.len() + 8);

@@ -252,16 +252,26 @@ fn plain_line(cells: &[&str], widths: &[usize; 5], first_right: bool) -> Option<
         line.push(' ');
         let pad = w - used;
         if i == 0 && first_right {
-            line.extend(std::iter::repeat_n(' ', pad));
+            pad_with_spaces(&mut line, pad);
             line.push_str(text);
         } else {
             line.push_str(text);
-            line.extend(std::iter::repeat_n(' ', pad));
+            pad_with_spaces(&mut line, pad);
         }
         line.push(' ');
     }
     line.truncate(line.trim_end().len());
     Some(line)
+}
+
+/// `n` spaces, copied a block at a time.
+fn pad_with_spaces(line: &mut String, mut n: usize) {
+    const SPACES: &str = "                                                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        line.push_str(&SPACES[..k]);
+        n -= k;
+    }
 }
 
 fn col(w: usize) -> u16 {
@@ -274,7 +284,18 @@ pub fn width_of(text: &str) -> usize {
     if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         return text.len();
     }
-    UnicodeWidthStr::width(text)
+    // Among printable ASCII, Latin-1 letters and signs, the preview's `…` and `→` and CJK
+    // ideographs no sequence rule applies: such text is as wide as its characters (a test
+    // checks every pair).
+    let mut width = 0;
+    for c in text.chars() {
+        width += match c {
+            ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => 1,
+            '\u{4e00}'..='\u{9fff}' => 2,
+            _ => return UnicodeWidthStr::width(text),
+        };
+    }
+    width
 }
 
 /// At most `max` terminal columns of `text`, with `…` when cut.
@@ -285,7 +306,11 @@ pub fn clip_width(text: &str, max: usize) -> String {
     let mut out = String::new();
     let mut used = 0;
     for c in text.chars() {
-        let w = c.width().unwrap_or(0);
+        let w = if (' '..='~').contains(&c) {
+            1
+        } else {
+            c.width().unwrap_or(0)
+        };
         if used + w + 1 > max {
             break;
         }
@@ -314,6 +339,40 @@ mod tests {
         assert!(width_of(&clip_width("日本語テキスト", 6)) <= 6);
         for t in ["plain text ~!", "tab\there", "é", "\u{7f}x", ""] {
             assert_eq!(width_of(t), UnicodeWidthStr::width(t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn simple_text_is_as_wide_as_its_characters() {
+        let simple: Vec<char> = (' '..='~')
+            .chain('\u{a1}'..='\u{ac}')
+            .chain('\u{ae}'..='\u{ff}')
+            .chain(['…', '→'])
+            .collect();
+        let cjk: Vec<char> = ('\u{4e00}'..='\u{9fff}').collect();
+        for &c in simple.iter().chain(&cjk) {
+            let s = c.to_string();
+            assert_eq!(width_of(&s), UnicodeWidthStr::width(s.as_str()), "{c:?}");
+        }
+        // Sequence rules look at neighbours: every pair of the small set, and pairs and
+        // triples with ideographs spread over their block.
+        let mut s = String::new();
+        for &a in &simple {
+            for &b in &simple {
+                s.clear();
+                s.extend([a, b]);
+                assert_eq!(width_of(&s), UnicodeWidthStr::width(s.as_str()), "{s:?}");
+            }
+        }
+        for (i, &a) in cjk.iter().enumerate().step_by(7) {
+            for &b in simple.iter().chain(&cjk[i % 97..i % 97 + 3]) {
+                let c = simple[i % simple.len()];
+                for t in [[a, b, c], [b, a, c], [c, b, a]] {
+                    s.clear();
+                    s.extend(t);
+                    assert_eq!(width_of(&s), UnicodeWidthStr::width(s.as_str()), "{s:?}");
+                }
+            }
         }
     }
 
