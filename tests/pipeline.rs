@@ -121,6 +121,16 @@ fn outcome_seen(bytes: &[u8], threads: usize, step: usize, seen: Seen) -> Outcom
 /// The outcome of a plain log read from a file, its lines after the header read at positions
 /// in chunks of `chunk` bytes; the offsets the progress hook was told.
 fn outcome_positional(bytes: &[u8], threads: usize, chunk: usize) -> (Outcome, Vec<u64>) {
+    outcome_positional_aside(bytes, threads, chunk, 0)
+}
+
+/// The same, helping threads stepping aside after every `every` blocks (0: never forced).
+fn outcome_positional_aside(
+    bytes: &[u8],
+    threads: usize,
+    chunk: usize,
+    every: usize,
+) -> (Outcome, Vec<u64>) {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("log.jsonl");
     std::fs::write(&path, bytes).expect("written");
@@ -133,6 +143,7 @@ fn outcome_positional(bytes: &[u8], threads: usize, chunk: usize) -> (Outcome, V
     let opts = ScanOptions {
         threads,
         block_bytes: chunk,
+        step_aside_every: every,
         positional: Some(Positional {
             file: Arc::new(file.try_clone().expect("cloned")),
             progress: Some(hook),
@@ -281,6 +292,38 @@ fn parsing_threads_see_what_one_thread_sees() {
         }
     }
     assert!(compared > 800);
+}
+
+#[test]
+fn helping_threads_that_step_aside_leave_the_pass_as_it_was() {
+    // A helping thread that waits for the turn most of the time steps aside for a while and
+    // comes back; forced here after every block or few, at positions and from a reader.
+    let mut compared = 0;
+    for (name, bytes) in logs() {
+        for (v, log) in variants(&bytes).iter().enumerate() {
+            let one = outcome(log, 1, 1 << 20);
+            for (threads, every) in [(2, 1), (3, 2), (2, 5)] {
+                let opts = ScanOptions {
+                    threads,
+                    block_bytes: 16,
+                    step_aside_every: every,
+                    ..ScanOptions::default()
+                };
+                let from_reader = outcome_with(log, &opts, 7, Seen::Nothing);
+                assert_eq!(
+                    one, from_reader,
+                    "{name} (variant {v}): {threads} threads stepping aside every {every} blocks"
+                );
+                let (at_positions, _) = outcome_positional_aside(log, threads, 16, every);
+                assert_eq!(
+                    one, at_positions,
+                    "{name} (variant {v}): {threads} threads stepping aside every {every} blocks, at positions"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 300);
 }
 
 /// A log with many lines (of format 3), so the threaded path sees many blocks.

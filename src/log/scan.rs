@@ -47,6 +47,10 @@ pub struct ScanOptions {
     pub threads: usize,
     /// Bytes per parsed block (0: the default); small blocks let tests cross many blocks.
     pub block_bytes: usize,
+    /// Tests: the helping parsing threads step aside after every this many blocks, whatever
+    /// their waits (0: only while the turn is slow to come, see `pipeline`).
+    #[doc(hidden)]
+    pub step_aside_every: usize,
     /// The input comes through a pipe from another process (`zstd -dc log | dshs validate
     /// -`), which needs a core of its own: the automatic choice of threads leaves it one.
     pub from_pipe: bool,
@@ -662,7 +666,14 @@ pub fn scan_framed(
     let threads = opts.parse_threads();
     if opts.stop_after.is_none() && threads > 1 {
         let positional = opts.positional.as_ref().filter(|_| framing.is_none());
-        let (folded, torn) = pipeline::run(&mut lines, pass, opts.block_bytes, threads, positional);
+        let (folded, torn) = pipeline::run(
+            &mut lines,
+            pass,
+            opts.block_bytes,
+            threads,
+            positional,
+            opts.step_aside_every,
+        );
         pass = folded;
         result.torn = torn?;
     } else {

@@ -15,14 +15,15 @@
 //! file is read at positions, each thread its own chunk at once ([`Chunks`]); any other input
 //! (a pipe, a zstd log) is one reader the threads take turns at. A thread waiting for the
 //! turn parses its next chunk meanwhile (positional reads only), up to the line at which the
-//! turn comes.
+//! turn comes. A helping thread that spends most of its time waiting for the turn (other work
+//! holds the cores) steps aside for a while ([`Contention`]).
 //!
 //! Memory stays bounded whatever the log holds: at most two blocks per thread, their trees,
 //! and at most [`ROWS_PER_STEP`] parsed rows per block at a time (a block of very short lines
 //! is parsed and folded in steps).
 
 use std::io::{self, BufRead};
-use std::sync::Mutex;
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -55,6 +56,15 @@ const ARENA_KEPT: usize = 8;
 /// How long a thread whose block is parsed polls for its turn before it sleeps: most waits
 /// are short, and a thread woken from sleep on a VM starts its fold late.
 const SPIN: Duration = Duration::from_millis(1);
+
+/// A helping thread that spent more than half of its last [`WINDOW`] blocks waiting for the
+/// turn steps aside for a while ([`Contention`]).
+const WINDOW: usize = 64;
+
+/// How long a helping thread first steps aside; doubled while the waits stay long, up to
+/// [`AWAY_MAX`].
+const AWAY: Duration = Duration::from_millis(100);
+const AWAY_MAX: Duration = Duration::from_secs(2);
 
 /// A block's text, and the arena its rows' trees live in.
 struct Text {
@@ -369,6 +379,74 @@ struct Threads<'s, 'l, R, P> {
     vocab: &'s Vocabulary,
     /// Polling for the turn only while every thread has a core of its own.
     spin: bool,
+    /// The pass is over: a thread that stepped aside comes back at once (and leaves).
+    done: (Mutex<bool>, Condvar),
+    /// See [`Contention::forced`].
+    step_aside_every: usize,
+}
+
+/// A helping thread's measure of its waits. Waiting for the turn most of the time means the
+/// threads take turns at cores that other work holds too (on two cores busy with a build,
+/// two threads had run two to three times slower than one): each wait for the turn then
+/// waits for the scheduler. So such a thread steps aside for a while, the other threads fold
+/// their blocks without handing the turn over, and it comes back to measure again.
+struct Contention {
+    /// When the window began, the blocks folded in it and the time spent waiting.
+    since: Instant,
+    blocks: usize,
+    waited: Duration,
+    /// How long to step aside next.
+    away: Duration,
+    /// Tests: step aside for a millisecond after every this many blocks (0: never forced).
+    forced: usize,
+}
+
+impl Contention {
+    fn new(forced: usize) -> Contention {
+        Contention {
+            since: Instant::now(),
+            blocks: 0,
+            waited: Duration::ZERO,
+            away: AWAY,
+            forced,
+        }
+    }
+
+    /// A new window from now (the time away is not in it).
+    fn restart(&mut self) {
+        self.since = Instant::now();
+        self.blocks = 0;
+        self.waited = Duration::ZERO;
+    }
+
+    /// A block folded after waiting `waited` for its turn.
+    fn folded(&mut self, waited: Duration) {
+        self.blocks += 1;
+        self.waited += waited;
+    }
+
+    /// How long to step aside now, if at all: at the end of a window spent mostly waiting.
+    fn step_aside(&mut self) -> Option<Duration> {
+        if self.forced > 0 {
+            if self.blocks < self.forced {
+                return None;
+            }
+            self.restart();
+            return Some(Duration::from_millis(1));
+        }
+        if self.blocks < WINDOW {
+            return None;
+        }
+        let contended = self.waited * 2 > self.since.elapsed();
+        let away = self.away;
+        self.away = if contended {
+            (away * 2).min(AWAY_MAX)
+        } else {
+            AWAY
+        };
+        self.restart();
+        contended.then_some(away)
+    }
 }
 
 /// Says the pass is over in every slot if the thread holding it unwinds, so no thread waits
@@ -394,6 +472,8 @@ impl<R, P> Threads<'_, '_, R, P> {
         for (tx, _) in &self.slots {
             let _ = tx.try_send(Handoff::Over);
         }
+        *self.done.0.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.done.1.notify_all();
     }
 }
 
@@ -464,22 +544,46 @@ impl<R: BufRead, P> Threads<'_, '_, R, P> {
         // Every thread holds a sender: the channel never closes while one waits.
         rx.recv().unwrap_or(Handoff::Over)
     }
+
+    /// Step aside for `away`, or until the pass is over; false if it is.
+    fn away(&self, away: Duration) -> bool {
+        let (done, cv) = &self.done;
+        let done = done.lock().unwrap_or_else(PoisonError::into_inner);
+        let (done, _) = cv
+            .wait_timeout_while(done, away, |done| !*done)
+            .unwrap_or_else(PoisonError::into_inner);
+        !*done
+    }
 }
 
 impl<R: BufRead, O: Observer> Threads<'_, '_, R, Pass<O, Vec<Finding>>> {
     /// One thread: take, parse and fold blocks until the pass is over (`first`: a block
-    /// already taken). `on_turn` runs after each fold, with the turn. Returns the turn if
-    /// the input ended in a block this thread folded.
+    /// already taken). `on_turn` runs after each fold, with the turn. A helping thread (not
+    /// the one that hands findings to the sink) steps aside while the turn is slow to come
+    /// ([`Contention`]). Returns the turn if the input ended in a block this thread folded.
     fn run(
         &self,
         first: Option<(usize, Batch, bool)>,
+        helping: bool,
         mut on_turn: impl FnMut(&mut Turn<Pass<O, Vec<Finding>>>),
     ) -> Option<Turn<Pass<O, Vec<Finding>>>> {
         let _alarm = StopOnPanic(self);
         let mut spare = Spare::default();
+        let mut contention = Contention::new(self.step_aside_every);
+        // How long to step aside once the block parsed ahead is folded.
+        let mut leaving = None;
         // The next block, taken and partly parsed while waiting for a turn.
         let mut ahead = first;
         loop {
+            if ahead.is_none()
+                && let Some(away) = leaving.take()
+            {
+                // Nothing taken and not folded: the other threads take every block meanwhile.
+                if !self.away(away) {
+                    return None;
+                }
+                contention.restart();
+            }
             let (index, mut batch, eof) = match ahead.take() {
                 Some(next) => next,
                 None => self.take(&mut spare),
@@ -489,15 +593,23 @@ impl<R: BufRead, O: Observer> Threads<'_, '_, R, Pass<O, Vec<Finding>>> {
             // line at which the turn comes (positional reads only: from the shared reader the
             // next block would be read under the lock the thread whose turn it is waits for).
             let turn_came = || !self.slot(index).1.is_empty();
-            if !eof && matches!(self.source, Source::Chunks(_)) && !turn_came() {
+            if !eof && leaving.is_none() && matches!(self.source, Source::Chunks(_)) && !turn_came()
+            {
                 let (next, mut parsing, next_eof) = self.take(&mut spare);
                 parsing.parse(self.dialect, self.vocab, turn_came);
                 ahead = Some((next, parsing, next_eof));
             }
+            let waiting = Instant::now();
             let mut turn = match self.wait(index) {
                 Handoff::Turn(turn) => turn,
                 Handoff::Over => return None,
             };
+            if helping {
+                contention.folded(waiting.elapsed());
+                if leaving.is_none() {
+                    leaving = contention.step_aside();
+                }
+            }
             // Fold the block, parsing the rest of it in steps if it holds many lines.
             let first_no = turn.line_no;
             let mut torn = None;
@@ -545,6 +657,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     block_size: usize,
     threads: usize,
     positional: Option<&Positional>,
+    step_aside_every: usize,
 ) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
     let block_size = match (block_size, positional) {
         (0, Some(_)) => CHUNK,
@@ -580,6 +693,8 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
         dialect,
         vocab,
         spin: threads <= thread::available_parallelism().map_or(1, |n| n.get()),
+        done: (Mutex::new(false), Condvar::new()),
+        step_aside_every,
     };
     let ok = shared
         .slot(0)
@@ -604,13 +719,13 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     // Block 0 first: input that fits in one block needs no other thread.
     let first = shared.take(&mut Spare::default());
     let left = if first.2 {
-        shared.run(Some(first), &mut on_turn)
+        shared.run(Some(first), false, &mut on_turn)
     } else {
         thread::scope(|scope| {
             let others: Vec<_> = (1..threads)
-                .map(|_| scope.spawn(|| shared.run(None, |_| {})))
+                .map(|_| scope.spawn(|| shared.run(None, true, |_| {})))
                 .collect();
-            let mut left = shared.run(Some(first), &mut on_turn);
+            let mut left = shared.run(Some(first), false, &mut on_turn);
             // Exactly one thread leaves with the turn: the one whose block ended the input.
             for other in others {
                 match other.join() {
