@@ -703,6 +703,28 @@ fn another_open_connection_makes_repair_and_compact_refuse_with_exit_3() {
             c
         })
         .collect();
+    let compact = || {
+        run(&[
+            "compact",
+            "--start",
+            "4",
+            "--end",
+            "65",
+            "--summary",
+            "s",
+            &format!("{}#open-before-turn-end", arg(&path)),
+        ])
+    };
+    // Refused as a live owner's session.
+    let refused = |r: &Run| {
+        assert_eq!(r.code, 3, "{}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("another process has the session database"),
+            "{}",
+            r.stderr
+        );
+    };
     let before = (
         std::fs::read(&path).expect("db"),
         std::fs::read(&torn).expect("db"),
@@ -711,30 +733,9 @@ fn another_open_connection_makes_repair_and_compact_refuse_with_exit_3() {
         "repair",
         &format!("{}#open-mid-tool-call-stream", arg(&torn)),
     ]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("another process has the session database"),
-        "{}",
-        r.stderr
-    );
-    let r = run(&[
-        "compact",
-        "--start",
-        "4",
-        "--end",
-        "65",
-        "--summary",
-        "s",
-        &format!("{}#open-before-turn-end", arg(&path)),
-    ]);
-    assert_eq!(r.code, 3, "{}", r.stderr);
-    assert!(
-        r.stderr
-            .contains("another process has the session database"),
-        "{}",
-        r.stderr
-    );
+    refused(&r);
+    let r = compact();
+    refused(&r);
     assert_eq!(
         (
             std::fs::read(&path).expect("db"),
@@ -745,16 +746,7 @@ fn another_open_connection_makes_repair_and_compact_refuse_with_exit_3() {
     );
     drop(holders);
     // Without the holder both go through.
-    let r = run(&[
-        "compact",
-        "--start",
-        "4",
-        "--end",
-        "65",
-        "--summary",
-        "s",
-        &format!("{}#open-before-turn-end", arg(&path)),
-    ]);
+    let r = compact();
     assert_eq!(r.code, 0, "{}", r.stderr);
     let r = run(&["validate", &format!("{}#open-before-turn-end", arg(&path))]);
     assert_eq!(r.code, 0, "{}", r.stderr);
