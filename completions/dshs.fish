@@ -150,7 +150,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand grep" -s F -l fixed-strings -d
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s i -l ignore-case -d 'Match case-insensitively (Unicode case folding)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s w -l word-regexp -d 'Match whole words only (no word character just before or after the match)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l surface -d 'Only what the model sees now: the final surface of each log (and in formats 0-2 the latest request\'s system prompt)'
-complete -c dshs -n "__fish_dshs_using_subcommand grep" -s l -l files-with-matches -d 'Print only the logs (session directories) with a match'
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -s l -l files-with-matches -d 'Print only the logs (session directories) with a match, each read only up to its first match (with --surface or --format json, whole)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s c -l count -d 'Print the number of matching lines of each log with a match (`PATH:COUNT`)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l chunks -d 'Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+ assistant messages), each on its own'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'

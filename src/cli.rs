@@ -434,7 +434,9 @@ are looked for in the stored bytes, their escaped spellings included, so a log w
 line that could match is never parsed (nor validated); nor is one whose candidate lines,
 decoded alone, hold no match. A log that does not load as DSH would
 load it is still searched as far as it can be read, with a note on stderr; one that
-cannot be read is an error (the others are still searched).
+cannot be read is an error (the others are still searched). With -l (not as JSON) and
+with -q, a log is read only up to its first match, so the note covers only that part of it
+(--surface reads every log whole: a later replacement may shadow any match).
 
 Streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+
 assistant/message) repeat their message and are searched only with --chunks; the stream
@@ -567,7 +569,8 @@ pub struct GrepArgs {
     /// Show N events of context before and after each matching one (their first line).
     #[arg(short = 'C', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub context: Option<usize>,
-    /// Print only the logs (session directories) with a match.
+    /// Print only the logs (session directories) with a match, each read only up to its first
+    /// match (with --surface or --format json, whole).
     #[arg(short = 'l', long, conflicts_with = "count")]
     pub files_with_matches: bool,
     /// Print the number of matching lines of each log with a match (`PATH:COUNT`).

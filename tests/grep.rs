@@ -1337,6 +1337,7 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                             true
                         },
                         &mut kept,
+                        |_| false,
                     )
                     .unwrap()
                     .unwrap();
@@ -1351,6 +1352,7 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                         extract: dshs::log::grep::Extract { chunks: true },
                         context: 0,
                         keep: dshs::log::grep::Keep::Count,
+                        first_match_only: false,
                     };
                     assert!(
                         dshs::log::grep::confirm(&query, version, &kept.lines),
@@ -1466,6 +1468,128 @@ fn quiet_stops_at_the_first_match() {
         .arg(dir.path())
         .assert()
         .code(1);
+}
+
+#[test]
+fn files_with_matches_reads_each_log_only_up_to_its_first_match() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in 0..=4u8 {
+        let (log, _) = rich(v);
+        // Committed damage after the user message (a line that is not JSON, then a turn
+        // end): seen only by a pass that reads past USERWORD.
+        let mut lines = log.lines.clone();
+        let at = lines.len() - 3;
+        lines.insert(at, "{not json".to_owned());
+        let text = lines.join("\n") + "\n";
+        let plain = write(dir.path(), &format!("v{v}.jsonl"), text.as_bytes());
+        let zstd = write(
+            dir.path(),
+            &format!("v{v}.jsonl.zstd"),
+            &compress(text.as_bytes(), 2),
+        );
+        for path in [&plain, &zstd] {
+            let what = format!("format {v}, {}", path.display());
+            // Read to the end (-c), the damage is noted; -l stops at the first match.
+            grep()
+                .args(["-c", "USERWORD"])
+                .arg(path)
+                .assert()
+                .success()
+                .stderr(predicate::str::contains("invalid log"));
+            grep()
+                .args(["-l", "USERWORD"])
+                .arg(path)
+                .assert()
+                .success()
+                .stdout(format!("{}\n", path.display()))
+                .stderr("");
+            // A match past the damage (in rows in doubt until the turn end commits them): the
+            // part read holds it, and the note says so.
+            grep()
+                .args(["-l", "LATEWORD"])
+                .arg(path)
+                .assert()
+                .success()
+                .stdout(format!("{}\n", path.display()))
+                .stderr(predicate::str::contains("invalid log"));
+            // As JSON, -l reports each log's counts: the whole log is read.
+            let (records, status) = run_json(&["-l", "USERWORD|LATEWORD"], &[path.as_path()]);
+            assert_eq!(status, 0, "{what}");
+            assert_eq!(records[0]["type"], "count", "{what}");
+            assert_eq!(records[0]["matches"], 2, "{what}");
+            assert_eq!(summary(&records)["notValid"], 1, "{what}");
+        }
+        // With --surface a match counts only if nothing later shadows it: USERWORD, which
+        // the compaction further on replaces, is not listed.
+        let (log, _) = rich(v);
+        let whole = write(
+            dir.path(),
+            &format!("whole-v{v}.jsonl"),
+            log.text().as_bytes(),
+        );
+        grep()
+            .args(["-l", "--surface", "USERWORD"])
+            .arg(&whole)
+            .assert()
+            .code(1)
+            .stdout("");
+        grep()
+            .args(["-l", "--surface", "LATEWORD"])
+            .arg(&whole)
+            .assert()
+            .success()
+            .stdout(format!("{}\n", whole.display()));
+    }
+}
+
+#[test]
+fn files_with_matches_past_the_raw_pass_s_first_confirmed_block_are_still_found() {
+    // -l ends the raw pass at the first block with a candidate line that holds a match when
+    // decoded alone; that test knows no turns, so with --turn 2 the fold must go on past it
+    // to the match in turn 2, beyond the first 256 KiB.
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    let message = |id: &str, text: &str| {
+        format!(
+            r#"{{"id":"{id}","role":"user","content":[{{"type":"text","text":"{text}"}}],"source":{{"kind":"user"}}}}"#
+        )
+    };
+    l.append("user/message", &message("u0", "NEEDLE in turn one"));
+    let filler = "hay ".repeat(256);
+    for i in 1..=400 {
+        l.append("user/message", &message(&format!("u{i}"), &filler));
+    }
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    l.push("turn/start", r#"{"turn":2}"#, "");
+    l.append("user/message", &message("u401", "NEEDLE in turn two"));
+    l.push(
+        "turn/end",
+        r#"{"turn":2,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let text = l.text();
+    assert!(text.find("turn two").unwrap() > 256 * 1024);
+    let path = write(dir.path(), "long.jsonl", text.as_bytes());
+    validate_ok(&path);
+    for turn in ["1", "2"] {
+        grep()
+            .args(["-l", "--turn", turn, "NEEDLE"])
+            .arg(&path)
+            .assert()
+            .success()
+            .stdout(format!("{}\n", path.display()));
+    }
+    grep()
+        .args(["-l", "--turn", "3", "NEEDLE"])
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stdout("");
 }
 
 #[test]

@@ -46,7 +46,7 @@ pub fn output(args: &GrepArgs) -> super::Output {
 
 pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
-    let query = query_of(args).map_err(Failure::usage)?;
+    let query = query_of(args, env.quiet).map_err(Failure::usage)?;
     let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
     let jobs = super::jobs(args.jobs);
     let env = &env.for_jobs(jobs, targets.len());
@@ -118,7 +118,7 @@ fn mode(args: &GrepArgs) -> crate::render::grep::Mode {
     }
 }
 
-fn query_of(args: &GrepArgs) -> Result<Query, String> {
+fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
     let pattern = Pattern::new(&PatternOptions {
         pattern: args.pattern.clone(),
         fixed: args.fixed_strings,
@@ -172,6 +172,8 @@ fn query_of(args: &GrepArgs) -> Result<Query, String> {
         } else {
             Keep::Window(WINDOW)
         },
+        // `-l` as JSON still reports each log's counts.
+        first_match_only: quiet || (args.files_with_matches && args.format != ReportFormat::Json),
     })
 }
 
@@ -342,19 +344,33 @@ fn search_target(
     let filter = query.pattern.prefilter();
     let candidates = if filter.is_some() || !sessions.is_empty() {
         let mut reader = first.reader;
-        let mut version = None;
+        let version = std::cell::Cell::new(None);
         let wanted = |header: &[u8]| {
             let h = serde_json::from_slice::<serde_json::Value>(header).ok();
-            version = h.as_ref().and_then(|h| h.get("version")?.as_u64());
+            version.set(h.as_ref().and_then(|h| h.get("version")?.as_u64()));
             sessions.is_empty() || h.is_some_and(|h| session_wanted(&h, sessions))
         };
+        // When the first match ends the search, so does the first candidate line that holds
+        // one: the fold reads no further than that unless it must (lines after it are all
+        // candidates).
+        let enough = |lines: &[(u64, Vec<u8>)]| {
+            query.ends_at_first_match() && confirm(query, version.get(), lines)
+        };
         let mut kept = prefilter::Kept::with_budget(CONFIRM_BYTES);
-        match prefilter::raw_pass(&mut reader, filter, MAX_CANDIDATES, wanted, &mut kept) {
+        let raw = prefilter::raw_pass(
+            &mut reader,
+            filter,
+            MAX_CANDIDATES,
+            wanted,
+            &mut kept,
+            enough,
+        );
+        match raw {
             Ok(None) => return Found::NotWanted,
             Ok(Some(Candidates::None)) => return Found::Nothing,
             // Candidate lines, but none whose decoded text matches: nothing to fold for.
             Ok(Some(c @ Candidates::Lines { .. }))
-                if !kept.overflowed && !confirm(query, version, &kept.lines) =>
+                if !kept.overflowed && !confirm(query, version.get(), &kept.lines) =>
             {
                 drop(c);
                 return Found::Nothing;
@@ -399,7 +415,7 @@ fn session_wanted(header: &serde_json::Value, sessions: &[String]) -> bool {
 }
 
 /// Notes on stderr for a log that does not load as DSH would load it, or that ended before
-/// `--at`.
+/// `--at`. A log read only up to its first match (`-l`) is noted for what that part holds.
 fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summary) {
     if log.scan.status() != Status::Valid {
         summary.not_valid += 1;
@@ -407,6 +423,7 @@ fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summ
     super::note_status(&log.name, &log.scan, log.first_error.as_ref(), quiet);
     if let Some(at) = at
         && log.scan.stop_not_reached
+        && !log.scan.ended_early
         && !quiet
     {
         diag!(

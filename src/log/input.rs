@@ -255,7 +255,7 @@ pub fn is_zstd<R: BufRead>(reader: &mut R, name: &str) -> Result<bool, InputErro
 }
 
 /// Wrap `reader` in a decoder when it holds zstd (§3.3; the magic decides, not the name).
-fn decode<R: BufRead + Send + 'static>(
+pub(crate) fn decode<R: BufRead + Send + 'static>(
     mut reader: R,
     name: &str,
 ) -> Result<(Box<dyn BufRead + Send>, Option<Framing>), InputError> {

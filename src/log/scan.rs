@@ -201,6 +201,16 @@ pub trait Observer: Send {
     fn inert(&self) -> bool {
         false
     }
+    /// Whether [`Observer::done`] may end the pass early. Such a pass runs one line at a time
+    /// (it can end after any line) instead of on the parsing threads.
+    fn may_end_early(&self) -> bool {
+        false
+    }
+    /// The observer has all it asked for: the pass ends after this line ([`Scan::ended_early`]),
+    /// and the checks that need the rest of the log say nothing of it.
+    fn done(&self) -> bool {
+        false
+    }
 }
 
 impl Observer for () {
@@ -230,6 +240,12 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     }
     fn inert(&self) -> bool {
         (**self).inert()
+    }
+    fn may_end_early(&self) -> bool {
+        (**self).may_end_early()
+    }
+    fn done(&self) -> bool {
+        (**self).done()
     }
 }
 
@@ -363,6 +379,9 @@ pub struct Scan {
     pub tally: Tally,
     /// `--at SEQ` was asked for but the log has no such event.
     pub stop_not_reached: bool,
+    /// The observer ended the pass before the end of the input ([`Observer::done`]): the
+    /// status and findings cover only the lines read, and the end-of-log checks are moot.
+    pub ended_early: bool,
     /// A zstd log: what the framing looked like (§3.3). Offsets above are plaintext ones.
     pub zstd: Option<ZstdEnd>,
 }
@@ -573,6 +592,7 @@ pub fn scan_framed(
         crash: None,
         tally: Tally::default(),
         stop_not_reached: false,
+        ended_early: false,
         zstd: None,
     };
     let file_level = |code: Code, pos: Pos, message: String| Finding {
@@ -664,7 +684,7 @@ pub fn scan_framed(
     // where it stops) and a reader that watches each line being consumed (`threads: 1`) keep
     // the one-line-at-a-time pass.
     let threads = opts.parse_threads();
-    if opts.stop_after.is_none() && threads > 1 {
+    if opts.stop_after.is_none() && threads > 1 && !pass.ctx.observer.may_end_early() {
         let positional = opts.positional.as_ref().filter(|_| framing.is_none());
         let (folded, torn) = pipeline::run(
             &mut lines,
@@ -714,9 +734,13 @@ pub fn scan_framed(
                 reached_stop = true;
                 break;
             }
+            if pass.ctx.observer.done() {
+                result.ended_early = true;
+                break;
+            }
         }
     }
-    if framing.is_some() && !pass.stop_reached() {
+    if framing.is_some() && !pass.stop_reached() && !result.ended_early {
         drain(&mut lines)?;
     }
     result.total_bytes = lines.offset();
@@ -742,7 +766,8 @@ pub fn scan_framed(
             pass.out.push(torn_record);
         }
     }
-    // No turn end followed the first bad row: a crash tail, dropped like DSH does.
+    // No turn end followed the first bad row: a crash tail, dropped like DSH does. (A pass
+    // that ended early has none: an observer sees no row in doubt before its fate is known.)
     pass.replay(Replayed::Dropped);
     if let Some(e) = pass.failed.take() {
         return Err(e);
@@ -800,6 +825,8 @@ pub fn scan_framed(
             ),
         });
     }
+    // (After a pass that ended early: what the frames read showed; no frame is torn before
+    // the end of the input.)
     if let Some(z) = &zstd {
         let torn = result.torn.map(|t| (t.line, t.byte, t.len));
         if input::zstd::report_end(z, torn, &mut out) && result.torn.is_none() {
@@ -812,7 +839,9 @@ pub fn scan_framed(
         }
     }
     result.zstd = zstd;
-    finish(dialect, &header, &state, &mut out);
+    if !result.ended_early {
+        finish(dialect, &header, &state, &mut out);
+    }
     result.stop_not_reached = !reached_stop;
     result.header = Some(header);
     result.dialect = Some(dialect);

@@ -217,9 +217,17 @@ pub struct Query {
     /// Events of context before and after each matching one.
     pub context: usize,
     pub keep: Keep,
+    /// Only whether the log holds a match is asked (`-l`, `-q`): its pass ends at the first.
+    pub first_match_only: bool,
 }
 
 impl Query {
+    /// Whether a log's search ends at its first match: only whether it holds one is asked,
+    /// and no later replacement can take that match back (with `--surface` one could).
+    pub fn ends_at_first_match(&self) -> bool {
+        self.first_match_only && !self.surface_only
+    }
+
     fn type_matches(&self, ty: &str) -> bool {
         crate::log::event::type_matches(&self.types, ty)
     }
@@ -556,6 +564,16 @@ impl Observer for Search<'_> {
     /// folded together unseen.
     fn wants_each_event(&self) -> bool {
         self.q.extract.chunks
+    }
+
+    fn may_end_early(&self) -> bool {
+        self.q.ends_at_first_match()
+    }
+
+    /// Rows after a bad row reach the observer only once their fate is decided, within the
+    /// fold of the line that decides it: between lines, every match counted is settled.
+    fn done(&self) -> bool {
+        self.may_end_early() && self.totals.lines > 0
     }
 
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {

@@ -351,7 +351,8 @@ pub enum Candidates {
     /// No line can hold a match: the log need not be parsed.
     None,
     /// The start offsets of the lines that may (ascending); lines at or after `end` (written
-    /// after the raw pass read the file) count as candidates too.
+    /// after the raw pass read the file, or not read by a pass that stopped early) count as
+    /// candidates too.
     Lines { offsets: Vec<u64>, end: u64 },
     /// Every line may (no usable literal, too many candidates, or the raw pass could not
     /// finish: the scan reads and reports what it can).
@@ -390,7 +391,7 @@ pub fn candidate_lines(
     cap: usize,
     header: impl FnMut(&[u8]) -> bool,
 ) -> io::Result<Option<Candidates>> {
-    raw_pass(reader, filter, cap, header, &mut Kept::none())
+    raw_pass(reader, filter, cap, header, &mut Kept::none(), |_| false)
 }
 
 /// The candidate lines' bytes, kept by [`raw_pass`] up to a budget, for [`crate::log::grep::confirm`].
@@ -438,12 +439,15 @@ impl Kept {
 }
 
 /// [`candidate_lines`], also keeping the candidate lines in `kept` (while its budget lasts).
+/// `enough` is shown the lines kept from each block: when it says yes, the pass stops after
+/// that block, and the lines after it count as candidates (`-l` needs one match only).
 pub fn raw_pass(
     reader: &mut dyn Read,
     filter: Option<&LinePrefilter>,
     cap: usize,
     mut header: impl FnMut(&[u8]) -> bool,
     kept: &mut Kept,
+    mut enough: impl FnMut(&[(u64, Vec<u8>)]) -> bool,
 ) -> io::Result<Option<Candidates>> {
     let mut buf: Vec<u8> = vec![0; BLOCK];
     let mut filled = 0;
@@ -493,7 +497,18 @@ pub fn raw_pass(
                 if offsets.len() > cap {
                     return Ok(Some(Candidates::All));
                 }
+                let held = kept.lines.len();
                 kept.keep(base, &buf[..usable], &offsets[first..]);
+                if !kept.overflowed
+                    && kept.lines.len() > held
+                    && !at_end
+                    && enough(&kept.lines[held..])
+                {
+                    return Ok(Some(Candidates::Lines {
+                        offsets,
+                        end: base + usable as u64,
+                    }));
+                }
             }
         }
         if at_end {
@@ -523,6 +538,66 @@ mod tests {
     fn filter(pattern: &str) -> Option<LinePrefilter> {
         let hir = regex_syntax::parse(pattern).expect("pattern");
         LinePrefilter::new(&hir)
+    }
+
+    #[test]
+    fn the_raw_pass_stops_after_the_block_where_enough_is_found() {
+        let f = filter("needle").unwrap();
+        // A header, a candidate in the first block, then more than a block of lines with
+        // another candidate far on.
+        let mut log = b"{\"type\":\"session\"}\nneedle one\n".to_vec();
+        let filler = "x".repeat(99) + "\n";
+        while log.len() < 3 * BLOCK {
+            log.extend_from_slice(filler.as_bytes());
+        }
+        let far = log.len() as u64;
+        log.extend_from_slice(b"needle two\n");
+        let mut whole = Kept::with_budget(1 << 20);
+        let all = raw_pass(
+            &mut &log[..],
+            Some(&f),
+            100,
+            |_| true,
+            &mut whole,
+            |_| false,
+        );
+        let Ok(Some(Candidates::Lines { offsets, end })) = all else {
+            panic!("{all:?}")
+        };
+        assert_eq!((offsets, end), (vec![19, far], log.len() as u64));
+        let mut shown = Vec::new();
+        let mut kept = Kept::with_budget(1 << 20);
+        let early = raw_pass(
+            &mut &log[..],
+            Some(&f),
+            100,
+            |_| true,
+            &mut kept,
+            |lines| {
+                shown.extend(lines.iter().map(|(o, _)| *o));
+                true
+            },
+        );
+        let Ok(Some(c @ Candidates::Lines { .. })) = early else {
+            panic!("{early:?}")
+        };
+        assert_eq!(shown, [19]);
+        assert_eq!(kept.lines, [(19, b"needle one".to_vec())]);
+        // Every line past the block read counts as a candidate: the far one among them.
+        let Candidates::Lines { offsets, end } = &c else {
+            unreachable!()
+        };
+        assert_eq!(offsets, &[19]);
+        assert!(*end <= BLOCK as u64 + 1, "{end}");
+        let mut cursor = 0;
+        assert!(c.contains(19, &mut cursor) && c.contains(far, &mut cursor));
+        assert!(
+            !Candidates::Lines {
+                offsets: vec![19],
+                end: far + 1
+            }
+            .contains(far, &mut 0)
+        );
     }
 
     #[test]

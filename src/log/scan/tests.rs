@@ -1447,3 +1447,93 @@ fn a_pipe_leaves_its_producer_a_core() {
     assert_eq!(auto_threads(true), (cores - 1).clamp(1, MAX_THREADS));
     assert!(auto_threads(true) >= 1);
 }
+
+/// Done once it has seen `after` events.
+struct Enough {
+    seen: usize,
+    after: usize,
+}
+
+impl Observer for Enough {
+    fn event(&mut self, _info: &EventInfo<'_, '_>, _state: &FoldState) {
+        self.seen += 1;
+    }
+    fn may_end_early(&self) -> bool {
+        true
+    }
+    fn done(&self) -> bool {
+        self.seen >= self.after
+    }
+}
+
+#[test]
+fn an_observer_that_is_done_ends_the_pass_with_no_end_of_log_checks() {
+    // Turn 2 is open when the observer is done; the log goes on to damage, an open turn and
+    // a torn line, none of which the ended pass may report.
+    let text = format!(
+        "{V3}\n{}{{\"type\":\"turn/start\",\"seq\":2,\"time\":0,\"data\":{{\"turn\":2}}}}\n\
+         not json\n{{\"type\":\"turn/start\",\"seq\":4,\"time\":0,\"data\":{{\"turn\":3}}}}\n\
+         {{\"type\":\"turn/sta",
+        turn(0, 1)
+    );
+    let mut plain = Vec::new();
+    let full = scan(
+        text.as_bytes(),
+        None,
+        &ScanOptions::default(),
+        &mut plain,
+        &mut Enough {
+            seen: 0,
+            after: usize::MAX,
+        },
+    )
+    .unwrap();
+    assert!(!full.ended_early);
+    assert_eq!(
+        codes(&plain),
+        ["crash-tail", "torn-line", "open-turn-at-end"]
+    );
+    // The header alone, then two lines a frame: the pass ends inside the third. Also with
+    // the header frame holding more than the header (§3.3): that much the pass did read.
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let framed = |first: usize| {
+        let mut frames = input::zstd::encode_frame(lines[..first].concat().as_bytes()).unwrap();
+        for two in lines[first..].chunks(2) {
+            frames.extend(input::zstd::encode_frame(two.concat().as_bytes()).unwrap());
+        }
+        frames
+    };
+    for threads in [1, 2] {
+        let opts = ScanOptions {
+            threads,
+            ..ScanOptions::default()
+        };
+        let mut findings = Vec::new();
+        let mut enough = Enough { seen: 0, after: 3 };
+        let s = scan(text.as_bytes(), None, &opts, &mut findings, &mut enough).unwrap();
+        assert!(s.ended_early, "{threads} threads");
+        assert_eq!(enough.seen, 3);
+        assert_eq!((s.events(), s.status()), (3, Status::Valid));
+        assert!(findings.is_empty(), "{findings:?}");
+        assert!(s.torn.is_none() && s.crash.is_none());
+        // The same as zstd frames: no torn frame either, and the rest is not decompressed.
+        for (first, want) in [(1, &[][..]), (3, &["zstd-header-frame"][..])] {
+            let (reader, framing) = input::decode(io::Cursor::new(framed(first)), "z").unwrap();
+            assert!(framing.is_some());
+            let mut findings = Vec::new();
+            let mut enough = Enough { seen: 0, after: 3 };
+            let s = scan_framed(
+                reader,
+                framing.as_ref(),
+                None,
+                &opts,
+                &mut findings,
+                &mut enough,
+            )
+            .unwrap();
+            assert!(s.ended_early);
+            assert_eq!(codes(&findings), want, "{findings:?}");
+            assert!(s.total_bytes < text.len() as u64, "{}", s.total_bytes);
+        }
+    }
+}
