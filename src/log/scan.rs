@@ -680,9 +680,9 @@ pub fn scan_framed(
     };
     let mut reached_stop = opts.stop_after.is_none();
     // Input folded to the end: read (and for zstd, decompress) and parse on worker threads
-    // while this one folds. A stop seq (the pass ends early, and a zstd decoder's state is read
-    // where it stops) and a reader that watches each line being consumed (`threads: 1`) keep
-    // the one-line-at-a-time pass.
+    // while this one folds. A stop seq or an observer that may be done early (the pass ends
+    // early, and a zstd decoder's state is read where it stops) and a reader that watches each
+    // line being consumed (`threads: 1`) keep the one-line-at-a-time pass.
     let threads = opts.parse_threads();
     if opts.stop_after.is_none() && threads > 1 && !pass.ctx.observer.may_end_early() {
         let positional = opts.positional.as_ref().filter(|_| framing.is_none());
