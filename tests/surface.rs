@@ -527,13 +527,15 @@ fn long_log(n: usize) -> String {
 fn the_table_is_the_same_on_one_thread_and_on_two() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.jsonl");
-    std::fs::write(&path, long_log(1500)).unwrap();
+    // 3,000 rows: twelve chunks of 256, more than the rows made ahead of the output.
+    std::fs::write(&path, long_log(3000)).unwrap();
     let table = |threads: &str, columns: &str| {
         let out = dshs()
             .args(["surface"])
             .arg(&path)
             .env("DSHS_THREADS", threads)
             .env("COLUMNS", columns)
+            .timeout(std::time::Duration::from_secs(60))
             .output()
             .expect("runs");
         assert_eq!(
@@ -548,7 +550,7 @@ fn the_table_is_the_same_on_one_thread_and_on_two() {
         let one = table("1", columns);
         assert_eq!(
             one.lines().count(),
-            2 + 1500 + 1,
+            2 + 3000 + 1,
             "header, rule, rows, summary"
         );
         assert!(one.contains("replace 49..49"), "{one}");

@@ -129,54 +129,20 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
             preview: preview_of(name, n, deriver, layout.preview_width())?,
         })
     };
-    let mut nodes = Vec::with_capacity(CHUNK * workers);
-    let mut header = true;
-    let mut iter = surface.iter().peekable();
-    while iter.peek().is_some() || header {
-        nodes.clear();
-        nodes.extend(iter.by_ref().take(CHUNK * workers));
-        let rows = if derivers.len() > 1 && nodes.len() > CHUNK {
-            let part = nodes.len().div_ceil(derivers.len());
-            let (first, others) = derivers.split_at_mut(1);
-            std::thread::scope(|scope| -> Result<Vec<Row>> {
-                let handles: Vec<_> = nodes
-                    .chunks(part)
-                    .skip(1)
-                    .zip(others.iter_mut())
-                    .map(|(part, d)| {
-                        scope.spawn(move || {
-                            part.iter()
-                                .map(|n| row_of(n, Some(&mut *d)))
-                                .collect::<Result<Vec<Row>>>()
-                        })
-                    })
-                    .collect();
-                let mut rows = nodes[..part.min(nodes.len())]
-                    .iter()
-                    .map(|n| row_of(n, first.first_mut()))
-                    .collect::<Result<Vec<Row>>>()?;
-                for h in handles {
-                    let more = h
-                        .join()
-                        .map_err(|_| anyhow::anyhow!("a thread making table rows failed"))??;
-                    rows.extend(more);
-                }
-                Ok(rows)
-            })?
-        } else {
-            nodes
+    if derivers.len() > 1 {
+        write_in_parallel(surface.iter(), &mut derivers, &row_of, &layout, out)?;
+    } else {
+        let mut nodes = Vec::with_capacity(CHUNK);
+        let mut header = true;
+        let mut iter = surface.iter().peekable();
+        while iter.peek().is_some() || header {
+            nodes.clear();
+            nodes.extend(iter.by_ref().take(CHUNK));
+            let rows = nodes
                 .iter()
                 .map(|n| row_of(n, derivers.first_mut()))
-                .collect::<Result<Vec<Row>>>()?
-        };
-        for chunk in rows.chunks(CHUNK) {
-            for line in layout.render(chunk, header) {
-                writeln!(out, "{line}")?;
-            }
-            header = false;
-        }
-        if rows.is_empty() {
-            for line in layout.render(&[], header) {
+                .collect::<Result<Vec<Row>>>()?;
+            for line in layout.render(&rows, header) {
                 writeln!(out, "{line}")?;
             }
             header = false;
@@ -189,6 +155,101 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "{}", painter.dim(&summary(f, silent)))?;
     }
     Ok(())
+}
+
+/// Table rows made and rendered on one thread per deriver, [`CHUNK`] nodes at a time, while
+/// this thread hands out the chunks and writes their lines in order. Lines are written a
+/// batch (a chunk per thread) at a time, and a row that fails stops the output before its
+/// batch, wherever the failing row lies in it.
+fn write_in_parallel<'s>(
+    nodes: impl Iterator<Item = Node<'s>>,
+    derivers: &mut [Deriver],
+    row_of: &(dyn Fn(&Node<'s>, Option<&mut Deriver>) -> Result<Row> + Sync),
+    layout: &TableLayout,
+    out: &mut dyn Write,
+) -> Result<()> {
+    type Made = Result<Vec<String>>;
+    let workers = derivers.len();
+    // Chunks handed out and not written yet: a slow chunk holds up at most this many.
+    let limit = 4 * workers;
+    std::thread::scope(|scope| -> Result<()> {
+        // Made here, so that any way out of this closure closes them and the threads end.
+        let (jobs, taken) = crossbeam_channel::bounded::<(usize, Vec<Node<'s>>)>(limit);
+        let (made, finished) = crossbeam_channel::unbounded::<(usize, Made)>();
+        for d in derivers.iter_mut() {
+            let (taken, made) = (taken.clone(), made.clone());
+            scope.spawn(move || {
+                for (index, chunk) in taken {
+                    let lines = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        chunk
+                            .iter()
+                            .map(|n| row_of(n, Some(&mut *d)))
+                            .collect::<Result<Vec<Row>>>()
+                            .map(|rows| layout.render(&rows, index == 0))
+                    }))
+                    .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread making table rows failed")));
+                    if made.send((index, lines)).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop((taken, made));
+        let mut nodes = nodes.peekable();
+        let (mut sent, mut written) = (0, 0);
+        let mut waiting = std::collections::BTreeMap::<usize, Made>::new();
+        loop {
+            while sent - written < limit && nodes.peek().is_some() {
+                let chunk: Vec<Node<'s>> = nodes.by_ref().take(CHUNK).collect();
+                if jobs.send((sent, chunk)).is_err() {
+                    return Err(anyhow::anyhow!("a thread making table rows failed"));
+                }
+                sent += 1;
+            }
+            let all_sent = nodes.peek().is_none();
+            // Every batch made by now, in order (the last may be short). Until the nodes run
+            // out, `limit` chunks are out after the hand-out above and whole batches leave,
+            // so what stays out is a whole number of batches: if one is not written, a chunk
+            // of it is still being made, and the wait below ends.
+            loop {
+                let end = (written + workers).min(sent);
+                let whole = end == written + workers || all_sent;
+                if end == written || !whole || (written..end).any(|i| !waiting.contains_key(&i)) {
+                    break;
+                }
+                let mut batch = Vec::with_capacity(end - written);
+                for i in written..end {
+                    match waiting.remove(&i) {
+                        Some(Ok(lines)) => batch.push(lines),
+                        Some(Err(e)) => return Err(e),
+                        None => unreachable!("every chunk of the batch was checked above"),
+                    }
+                }
+                for line in batch.iter().flatten() {
+                    writeln!(out, "{line}")?;
+                }
+                written = end;
+            }
+            if written == sent {
+                if !all_sent {
+                    // Everything handed out is written: hand out more before waiting.
+                    continue;
+                }
+                if sent == 0 {
+                    for line in layout.render(&[], true) {
+                        writeln!(out, "{line}")?;
+                    }
+                }
+                return Ok(());
+            }
+            match finished.recv() {
+                Ok((index, lines)) => {
+                    waiting.insert(index, lines);
+                }
+                Err(_) => return Err(anyhow::anyhow!("a thread making table rows failed")),
+            }
+        }
+    })
 }
 
 /// Threads that make table rows: as many as the scan would parse on, at most 2 (one more
