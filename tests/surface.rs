@@ -557,3 +557,44 @@ fn the_table_is_the_same_on_one_thread_and_on_two() {
         assert_eq!(table("2", columns), one, "COLUMNS={columns}");
     }
 }
+
+#[test]
+fn a_slow_first_chunk_of_rows_does_not_stall_the_table() {
+    // The first 256 rows preview 100 KB messages, the 3,000 after them short ones: the rows
+    // after the first chunk are all made while it is, and the output must still go on (it
+    // once waited for rows nobody was making).
+    let dir = tempfile::tempdir().unwrap();
+    let mut log = String::from(
+        r#"{"type":"session","version":3,"id":"slow","createdAt":1790000000000,"cwd":"/work","isSeeded":false,"delegationDepth":0}"#,
+    );
+    log.push('\n');
+    let big = "word ".repeat(20_000);
+    for seq in 0..3256u64 {
+        let text = if seq < 256 { big.as_str() } else { "short" };
+        log.push_str(&format!(
+            r#"{{"type":"user/message","seq":{seq},"time":{seq},"data":{{"id":"u{seq}","role":"user","content":[{{"type":"text","text":"{seq} {text}"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+        ));
+        log.push('\n');
+    }
+    let path = dir.path().join("slow.jsonl");
+    std::fs::write(&path, log).unwrap();
+    let out = dshs()
+        .args(["surface"])
+        .arg(&path)
+        .env("DSHS_THREADS", "2")
+        .timeout(std::time::Duration::from_secs(60))
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let table = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        table.lines().count(),
+        2 + 3256 + 1,
+        "header, rule, rows, summary"
+    );
+    assert!(
+        table.contains(" 3255 │ user/message"),
+        "{}",
+        &table[table.len() - 500..]
+    );
+}
