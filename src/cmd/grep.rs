@@ -352,9 +352,13 @@ fn search_target(
         };
         // When the first match ends the search, so does the first candidate line that holds
         // one: the fold reads no further than that unless it must (lines after it are all
-        // candidates).
+        // candidates). Each kept line is confirmed here once, not again below.
+        let ends_early = query.ends_at_first_match();
+        let confirmed = std::cell::Cell::new(false);
         let enough = |lines: &[(u64, Vec<u8>)]| {
-            query.ends_at_first_match() && confirm(query, version.get(), lines)
+            let found = ends_early && confirm(query, version.get(), lines);
+            confirmed.set(confirmed.get() || found);
+            found
         };
         let mut kept = prefilter::Kept::with_budget(CONFIRM_BYTES);
         let raw = prefilter::raw_pass(
@@ -370,7 +374,12 @@ fn search_target(
             Ok(Some(Candidates::None)) => return Found::Nothing,
             // Candidate lines, but none whose decoded text matches: nothing to fold for.
             Ok(Some(c @ Candidates::Lines { .. }))
-                if !kept.overflowed && !confirm(query, version.get(), &kept.lines) =>
+                if !kept.overflowed
+                    && !(if ends_early {
+                        confirmed.get()
+                    } else {
+                        confirm(query, version.get(), &kept.lines)
+                    }) =>
             {
                 drop(c);
                 return Found::Nothing;

@@ -439,8 +439,9 @@ impl Kept {
 }
 
 /// [`candidate_lines`], also keeping the candidate lines in `kept` (while its budget lasts).
-/// `enough` is shown the lines kept from each block: when it says yes, the pass stops after
-/// that block, and the lines after it count as candidates (`-l` needs one match only).
+/// `enough` is shown the lines kept from each block, each line once while the budget lasts:
+/// when it says yes, the pass stops after that block, and the lines after it count as
+/// candidates (`-l` needs one match only).
 pub fn raw_pass(
     reader: &mut dyn Read,
     filter: Option<&LinePrefilter>,
@@ -499,11 +500,7 @@ pub fn raw_pass(
                 }
                 let held = kept.lines.len();
                 kept.keep(base, &buf[..usable], &offsets[first..]);
-                if !kept.overflowed
-                    && kept.lines.len() > held
-                    && !at_end
-                    && enough(&kept.lines[held..])
-                {
+                if !kept.overflowed && kept.lines.len() > held && enough(&kept.lines[held..]) {
                     return Ok(Some(Candidates::Lines {
                         offsets,
                         end: base + usable as u64,
