@@ -9,15 +9,9 @@
 # second dshs binary timed in the same rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=${1:-/work/bench-data/grep-root}
-runs=${RUNS:-3}
-bin=${BIN:-./target/release/dshs}
-[ -n "${BIN:-}" ] || cargo build --release --quiet --bin dshs
-[ -d "$root/plain" ] || benches/grep-root.sh "$root"
-command -v rg > /dev/null || { echo "ripgrep (rg) is needed: apt-get install ripgrep"; exit 2; }
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
-settle_root() { find "$1" -type f -exec cat {} + > /dev/null; }
+grep_bench_setup "${1:-}" 3
 echo "machine: $(nproc) vCPU, load $(cut -d' ' -f1-3 /proc/loadavg); rg: $(rg --version | head -n 1)"
 for sub in plain zstd; do
   dir=$root/$sub

@@ -11,16 +11,10 @@
 # zstd process per file); SETTLE=0 skips reading the files once before each timed command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-root=${1:-/work/bench-data/grep-root}
-runs=${RUNS:-5}
-bin=${BIN:-./target/release/dshs}
-[ -n "${BIN:-}" ] || cargo build --release --quiet --bin dshs
-[ -d "$root/plain" ] || benches/grep-root.sh "$root"
-command -v rg > /dev/null || { echo "ripgrep (rg) is needed: apt-get install ripgrep"; exit 2; }
 
 # shellcheck source=benches/lib.sh
 source benches/lib.sh
-settle_root() { if [ "${SETTLE:-1}" != 0 ]; then find "$1" -type f -exec cat {} + > /dev/null; fi; }
+grep_bench_setup "${1:-}" 5
 secs() { read -r s _ < <(measure "$@"); echo "$s"; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "-" }'; }
 
