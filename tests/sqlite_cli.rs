@@ -39,6 +39,10 @@ struct Run {
     stderr: String,
 }
 
+/// The compaction the store tests make of `open-turn.repaired.db`'s session (summary and
+/// target added by each).
+const COMPACT_4_65: [&str; 5] = ["compact", "--start", "4", "--end", "65"];
+
 fn run(args: &[&str]) -> Run {
     let out = dshs().args(args).output().expect("run dshs");
     Run {
@@ -704,16 +708,8 @@ fn another_open_connection_makes_repair_and_compact_refuse_with_exit_3() {
         })
         .collect();
     let compact = || {
-        run(&[
-            "compact",
-            "--start",
-            "4",
-            "--end",
-            "65",
-            "--summary",
-            "s",
-            &format!("{}#open-before-turn-end", arg(&path)),
-        ])
+        let named = format!("{}#open-before-turn-end", arg(&path));
+        run(&[&COMPACT_4_65[..], &["--summary", "s", &named]].concat())
     };
     // Refused as a live owner's session.
     let refused = |r: &Run| {
@@ -798,15 +794,8 @@ fn concurrent_writers_on_a_store_never_lose_a_reported_success() {
         let named = format!("{}#open-before-turn-end", arg(&path));
         let spawn = |summary: &str| {
             std::process::Command::new(assert_cmd::cargo::cargo_bin("dshs"))
-                .args([
-                    "compact",
-                    "--start",
-                    "4",
-                    "--end",
-                    "65",
-                    "--summary",
-                    summary,
-                ])
+                .args(COMPACT_4_65)
+                .args(["--summary", summary])
                 .arg(&named)
                 .stdout(std::process::Stdio::null())
                 .stderr(std::process::Stdio::piped())

@@ -549,32 +549,21 @@ mod tests {
         }
         let far = log.len() as u64;
         log.extend_from_slice(b"needle two\n");
-        let mut whole = Kept::with_budget(1 << 20);
-        let all = raw_pass(
-            &mut &log[..],
-            Some(&f),
-            100,
-            |_| true,
-            &mut whole,
-            |_| false,
-        );
+        type Enough<'e> = &'e mut dyn FnMut(&[(u64, Vec<u8>)]) -> bool;
+        let pass = |kept: &mut Kept, enough: Enough<'_>| {
+            raw_pass(&mut &log[..], Some(&f), 100, |_| true, kept, enough)
+        };
+        let all = pass(&mut Kept::with_budget(1 << 20), &mut |_| false);
         let Ok(Some(Candidates::Lines { offsets, end })) = all else {
             panic!("{all:?}")
         };
         assert_eq!((offsets, end), (vec![19, far], log.len() as u64));
         let mut shown = Vec::new();
         let mut kept = Kept::with_budget(1 << 20);
-        let early = raw_pass(
-            &mut &log[..],
-            Some(&f),
-            100,
-            |_| true,
-            &mut kept,
-            |lines| {
-                shown.extend(lines.iter().map(|(o, _)| *o));
-                true
-            },
-        );
+        let early = pass(&mut kept, &mut |lines| {
+            shown.extend(lines.iter().map(|(o, _)| *o));
+            true
+        });
         let Ok(Some(c @ Candidates::Lines { .. })) = early else {
             panic!("{early:?}")
         };
