@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Write};
 
 use anyhow::{Context, Result};
 
-use dshs::log::derive::{self, DeriveError, Deriver, MessageError};
+use dshs::log::derive::{DeriveError, Deriver, MessageError};
 use dshs::log::surface::{EntryOp, Node};
 
 use crate::cli::{SurfaceArgs, SurfaceFormat};
@@ -14,7 +14,7 @@ use crate::render::escape;
 use crate::render::human::{Painter, plural};
 use crate::render::surface::{
     NodeList, Preview, ReplacementList, Row, SurfaceDocument, TableLayout, clip_width,
-    preview_cell, width_of,
+    preview_text, width_of,
 };
 
 use super::Env;
@@ -86,9 +86,14 @@ fn terminal_width() -> usize {
 
 fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     let surface = &f.state.surface;
-    let op_text = |n: &Node| match (n.op, surface.replaced_range(n.seq)) {
-        (EntryOp::Replace, Some((s, e))) => format!("replace {s}..{e}"),
-        (op, _) => op.as_str().to_owned(),
+    // Looked up for replacing nodes only: most nodes are appended.
+    let replaced = |n: &Node| match n.op {
+        EntryOp::Replace => surface.replaced_range(n.seq),
+        _ => None,
+    };
+    let op_text = |n: &Node| match replaced(n) {
+        Some((s, e)) => format!("replace {s}..{e}"),
+        None => n.op.as_str().to_owned(),
     };
     let role_text = |n: &Node| {
         n.role
@@ -99,9 +104,9 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     for n in surface.iter() {
         max_seq = max_seq.max(n.seq);
         max_role = max_role.max(n.role.map_or(1, |r| width_of(&escape(r))));
-        max_op = max_op.max(match (n.op, surface.replaced_range(n.seq)) {
-            (EntryOp::Replace, Some((s, e))) => "replace ..".len() + digits(s) + digits(e),
-            (op, _) => op.as_str().len(),
+        max_op = max_op.max(match replaced(&n) {
+            Some((s, e)) => "replace ..".len() + digits(s) + digits(e),
+            None => n.op.as_str().len(),
         });
         silent += usize::from(!n.derives);
     }
@@ -281,25 +286,18 @@ fn preview_of(
         return Ok(Preview::NoMessage);
     }
     let Some(deriver) = deriver else {
-        return Ok(Preview::Text(String::new()));
+        return Ok(Preview::Text(String::new(), 0));
     };
-    let bytes = match deriver.message(n) {
-        Ok(b) => b,
+    // Ask the core for a little more than fits, so a cut shows as `…`.
+    let text = match deriver.preview(n, width + 1) {
+        Ok(text) => text,
         Err(DeriveError::Message {
             source: MessageError::Missing(_),
             ..
         }) => return Ok(Preview::Missing),
         Err(e) => return Err(super::fold::reread_failure(name, n, &e)),
     };
-    // Ask the core for a little more than fits, so a cut shows as `…`.
-    let text = derive::preview_bytes(&bytes, width + 1).map_err(|e| {
-        let e = DeriveError::Message {
-            seq: n.seq,
-            source: e,
-        };
-        super::fold::reread_failure(name, n, &e)
-    })?;
-    Ok(Preview::Text(preview_cell(&text, width)))
+    Ok(preview_text(&text, width))
 }
 
 /// `FILE: v4, 5 surface nodes after seq 26, replace generation 1`, plus what was left out.

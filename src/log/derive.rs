@@ -7,9 +7,10 @@
 //! `1e2`) and escapes (`\u00e9`) come out exactly as stored.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 use std::fmt;
 use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -50,7 +51,7 @@ pub fn message_path(kind: SurfaceKind) -> &'static [&'static str] {
 pub fn message_span(line: &[u8], kind: SurfaceKind) -> Result<Range<usize>, MessageError> {
     let path = message_path(kind);
     // The common line needs no parser: a skim finds the same span for less.
-    let skimmed = Skim { b: line, i: 0 }.line(path);
+    let skimmed = Skim { b: line, i: 0 }.line(path, &mut Skim::span);
     // Bytes that are not UTF-8 only trouble the parser where it must read text (a key, the
     // raw message itself); only then is the same-length copy needed.
     let found = match skimmed.map(Ok).unwrap_or_else(|| locate(line, path)) {
@@ -77,11 +78,32 @@ struct Skim<'a> {
 }
 
 impl<'a> Skim<'a> {
-    fn line(mut self, path: &[&str]) -> Option<Option<Range<usize>>> {
+    /// What `at` reads of the value at `path` in the line's object, `Some(None)` when the
+    /// line has none there.
+    fn line<T>(
+        mut self,
+        path: &[&str],
+        at: &mut impl FnMut(&mut Self, u32) -> Option<T>,
+    ) -> Option<Option<T>> {
         self.ws();
-        let found = self.object(path, 1)?;
+        let found = self.object(path, 1, at)?;
         self.ws();
         (self.i == self.b.len()).then_some(found)
+    }
+
+    /// What `at` reads of a value that is all of `self.b`, but for whitespace around it.
+    fn whole<T>(mut self, at: impl FnOnce(&mut Self, u32) -> Option<T>) -> Option<T> {
+        self.ws();
+        let found = at(&mut self, 1)?;
+        self.ws();
+        (self.i == self.b.len()).then_some(found)
+    }
+
+    /// Past one value: its span.
+    fn span(&mut self, depth: u32) -> Option<Range<usize>> {
+        let start = self.i;
+        self.value(depth)?;
+        Some(start..self.i)
     }
 
     fn peek(&self) -> Option<u8> {
@@ -94,8 +116,14 @@ impl<'a> Skim<'a> {
         }
     }
 
-    /// At `{`: the span of the value at `path` in this object (the last duplicate wins).
-    fn object(&mut self, path: &[&str], depth: u32) -> Option<Option<Range<usize>>> {
+    /// At `{`: what `at` reads of the value at `path` in this object (the last duplicate
+    /// wins).
+    fn object<T>(
+        &mut self,
+        path: &[&str],
+        depth: u32,
+        at: &mut impl FnMut(&mut Self, u32) -> Option<T>,
+    ) -> Option<Option<T>> {
         if self.peek() != Some(b'{') || depth > SKIM_DEPTH {
             return None;
         }
@@ -115,14 +143,12 @@ impl<'a> Skim<'a> {
             }
             self.i += 1;
             self.ws();
-            let start = self.i;
             match path.split_first() {
                 Some((want, rest)) if key == want.as_bytes() => {
                     if rest.is_empty() {
-                        self.value(depth)?;
-                        found = Some(start..self.i);
+                        found = Some(at(self, depth)?);
                     } else if self.peek() == Some(b'{') {
-                        found = self.object(rest, depth + 1)?;
+                        found = self.object(rest, depth + 1, at)?;
                     } else {
                         self.value(depth)?;
                         found = None;
@@ -388,8 +414,10 @@ pub struct Deriver {
     next: u64,
     path: PathBuf,
     jump: Option<File>,
-    /// Bytes `[jump_at, jump_at + jump_buf.len())` of the file, as last read for an excursion.
+    /// Bytes `[jump_at, jump_at + jump_len)` of the file, as last read for an excursion, at
+    /// the start of a buffer kept at its size (so it is not cleared for every excursion).
     jump_buf: Vec<u8>,
+    jump_len: usize,
     jump_at: u64,
     /// Excursions in a row that went forward: past a few, the sequential reader follows them.
     forward: u32,
@@ -411,6 +439,7 @@ impl Deriver {
             path: path.to_path_buf(),
             jump: None,
             jump_buf: Vec::new(),
+            jump_len: 0,
             jump_at: 0,
             forward: 0,
         })
@@ -430,6 +459,26 @@ impl Deriver {
         let span =
             message_span(line, node.kind).map_err(|source| DeriveError::Message { seq, source })?;
         Ok(Cow::Borrowed(&line[span]))
+    }
+
+    /// [`preview_bytes`] of the message `node` derives, read in the same skim that finds it
+    /// in its line where it can be.
+    pub fn preview(&mut self, node: &Node<'_>, max_chars: usize) -> Result<String, DeriveError> {
+        let seq = node.seq;
+        let failed = |source| DeriveError::Message { seq, source };
+        if let Some(legacy) = node.legacy_message() {
+            return preview_bytes(legacy.as_bytes(), max_chars).map_err(failed);
+        }
+        let path = message_path(node.kind);
+        let line = self
+            .line_at(node.pos.byte)
+            .map_err(|source| DeriveError::Io { seq, source })?;
+        let quick = Skim { b: line, i: 0 }.line(path, &mut Skim::message);
+        if let Some(text) = quick.flatten().and_then(|b| quick_preview(&b, max_chars)) {
+            return Ok(text);
+        }
+        let span = message_span(line, node.kind).map_err(failed)?;
+        preview_bytes(&line[span], max_chars).map_err(failed)
     }
 
     /// The line starting at `byte`, without its `\n`.
@@ -453,33 +502,35 @@ impl Deriver {
         let held = byte
             .checked_sub(self.jump_at)
             .and_then(|off| usize::try_from(off).ok())
-            .filter(|&off| off < self.jump_buf.len());
+            .filter(|&off| off < self.jump_len);
         let off = match held {
-            Some(off) if self.jump_buf[off..].contains(&b'\n') => off,
+            Some(off) if self.jump_buf[off..self.jump_len].contains(&b'\n') => off,
             _ => {
                 let file = match &mut self.jump {
                     Some(f) => f,
                     None => self.jump.insert(File::open(&self.path)?),
                 };
-                file.seek(SeekFrom::Start(byte))?;
-                self.jump_buf.clear();
-                if self.jump_buf.capacity() > 16 * 1024 * 1024 {
-                    self.jump_buf.shrink_to(JUMP_READ);
+                if self.jump_buf.len() > 16 * 1024 * 1024 {
+                    self.jump_buf = Vec::new();
                 }
                 self.jump_at = byte;
+                self.jump_len = 0;
                 loop {
-                    let start = self.jump_buf.len();
-                    self.jump_buf.resize(start + JUMP_READ, 0);
-                    let n = file.read(&mut self.jump_buf[start..])?;
-                    self.jump_buf.truncate(start + n);
-                    if n == 0 || self.jump_buf[start..].contains(&b'\n') {
+                    let start = self.jump_len;
+                    if start == self.jump_buf.len() {
+                        self.jump_buf.resize(start + JUMP_READ, 0);
+                    }
+                    let end = self.jump_buf.len().min(start + JUMP_READ);
+                    let n = read_at(file, &mut self.jump_buf[start..end], byte + start as u64)?;
+                    self.jump_len = start + n;
+                    if n == 0 || self.jump_buf[start..start + n].contains(&b'\n') {
                         break;
                     }
                 }
                 0
             }
         };
-        let rest = &self.jump_buf[off..];
+        let rest = &self.jump_buf[off..self.jump_len];
         Ok(match rest.iter().position(|&b| b == b'\n') {
             Some(end) => &rest[..end],
             None => rest,
@@ -487,35 +538,171 @@ impl Deriver {
     }
 }
 
-/// The parts of a content block a preview reads.
-#[derive(Debug, Default, serde::Deserialize)]
-struct Block<'a> {
-    #[serde(rename = "type", borrow, default)]
-    ty: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    name: Option<Cow<'a, str>>,
-    #[serde(borrow, default)]
-    arguments: Option<Cow<'a, str>>,
-    #[serde(rename = "toolName", borrow, default)]
-    tool_name: Option<Cow<'a, str>>,
-    /// A v0–v3 `tool-result` block's own content blocks.
-    #[serde(borrow, default)]
-    content: Option<Vec<Block<'a>>>,
+/// Bytes of `file` from `offset` on, in one call where the platform has one.
+fn read_at(file: &mut File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(file, buf, offset)
+    }
+    #[cfg(not(unix))]
+    {
+        use std::io::{Read, Seek, SeekFrom};
+        file.seek(SeekFrom::Start(offset))?;
+        file.read(buf)
+    }
 }
 
-/// A message as far as a preview reads it.
-#[derive(Debug, Default, serde::Deserialize)]
-struct Blocks<'a> {
-    #[serde(borrow, default)]
+/// A string a preview reads: decoded (from a tree), or as stored (the bytes between the
+/// quotes, escapes and all), decoded only as far as the preview shows it.
+#[derive(Debug, Clone, Copy)]
+enum Text<'a> {
+    Decoded(&'a str),
+    Stored(&'a [u8]),
+}
+
+impl<'a> Text<'a> {
+    /// Its characters; a stored string that turns out not to decode (a bad escape, a lone
+    /// surrogate, bytes that are not UTF-8) ends early and sets `bad`.
+    fn chars<'s>(&self, bad: &'s Cell<bool>) -> Chars<'a, 's> {
+        match *self {
+            Text::Decoded(s) => Chars::Decoded(s.chars()),
+            Text::Stored(b) => Chars::Stored { b, i: 0, bad },
+        }
+    }
+
+    /// The whole string's bytes, for short ones (a block's type); `None` (and `bad`) when a
+    /// stored string with escapes does not decode. Compared with ASCII names only, so bytes
+    /// that are not UTF-8 need no check: they match none, as their lossy decoding would not.
+    fn bytes(&self, bad: &Cell<bool>) -> Option<Cow<'a, [u8]>> {
+        match *self {
+            Text::Decoded(s) => Some(Cow::Borrowed(s.as_bytes())),
+            Text::Stored(b) if !b.contains(&b'\\') => Some(Cow::Borrowed(b)),
+            Text::Stored(_) => {
+                let s: String = self.chars(bad).collect();
+                (!bad.get()).then_some(Cow::Owned(s.into_bytes()))
+            }
+        }
+    }
+}
+
+enum Chars<'a, 's> {
+    Decoded(std::str::Chars<'a>),
+    Stored {
+        b: &'a [u8],
+        i: usize,
+        bad: &'s Cell<bool>,
+    },
+}
+
+impl Iterator for Chars<'_, '_> {
+    type Item = char;
+
+    #[inline]
+    fn next(&mut self) -> Option<char> {
+        let (b, i, bad) = match self {
+            Chars::Decoded(c) => return c.next(),
+            Chars::Stored { b, i, bad } => (*b, i, *bad),
+        };
+        // Most of a preview is printable ASCII.
+        if let Some(&c) = b.get(*i)
+            && (0x20..0x7f).contains(&c)
+            && c != b'\\'
+        {
+            *i += 1;
+            return Some(char::from(c));
+        }
+        let decoded = decode_one(b, *i);
+        match decoded {
+            Some((c, len)) => {
+                *i += len;
+                Some(c)
+            }
+            None => {
+                if *i < b.len() {
+                    bad.set(true);
+                    *i = b.len();
+                }
+                None
+            }
+        }
+    }
+}
+
+/// The character of a JSON string's stored bytes at `i`, and how many bytes it took;
+/// `None` at the end or where the bytes are not what JSON allows.
+fn decode_one(b: &[u8], i: usize) -> Option<(char, usize)> {
+    let c = *b.get(i)?;
+    match c {
+        b'\\' => {
+            let simple = match *b.get(i + 1)? {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => {
+                    let hi = hex4(b, i + 2)?;
+                    if (0xdc00..0xe000).contains(&hi) {
+                        return None;
+                    }
+                    if !(0xd800..0xdc00).contains(&hi) {
+                        return Some((char::from_u32(hi)?, 6));
+                    }
+                    if b.get(i + 6..i + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let lo = hex4(b, i + 8)?;
+                    if !(0xdc00..0xe000).contains(&lo) {
+                        return None;
+                    }
+                    let c = char::from_u32(0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00))?;
+                    return Some((c, 12));
+                }
+                _ => return None,
+            };
+            Some((simple, 2))
+        }
+        0..0x20 => None,
+        0x20..0x80 => Some((char::from(c), 1)),
+        _ => {
+            let len = match c {
+                0xc2..=0xdf => 2,
+                0xe0..=0xef => 3,
+                0xf0..=0xf4 => 4,
+                _ => return None,
+            };
+            let s = std::str::from_utf8(b.get(i..i + len)?).ok()?;
+            Some((s.chars().next()?, len))
+        }
+    }
+}
+
+fn hex4(b: &[u8], at: usize) -> Option<u32> {
+    let digits = b.get(at..at + 4)?;
+    digits
+        .iter()
+        .try_fold(0u32, |n, &d| Some(n << 4 | char::from(d).to_digit(16)?))
+}
+
+/// The parts of a content block a preview reads.
+#[derive(Debug, Default)]
+struct Block<'a> {
+    ty: Option<Text<'a>>,
+    text: Option<Text<'a>>,
+    name: Option<Text<'a>>,
+    arguments: Option<Text<'a>>,
+    tool_name: Option<Text<'a>>,
+    /// A v0–v3 `tool-result` block's own content blocks.
     content: Option<Vec<Block<'a>>>,
 }
 
 impl<'a> Block<'a> {
     /// The same view taken from a parsed tree (any shape: what is not a string is absent).
     fn from_json(b: &'a Json<'_>) -> Self {
-        let s = |k: &str| b.get(k).and_then(Json::as_str).map(Cow::Borrowed);
+        let s = |k: &str| b.get(k).and_then(Json::as_str).map(Text::Decoded);
         Block {
             ty: s("type"),
             text: s("text"),
@@ -530,6 +717,143 @@ impl<'a> Block<'a> {
     }
 }
 
+/// The quick read of a message for its preview: what [`Block::from_json`] takes from the
+/// tree, for the common message only (an object whose `content` and blocks hold strings,
+/// nulls and arrays of objects where a preview looks, keys without escapes). `None`
+/// whenever it cannot tell, and the tree decides. Strings are kept as stored: the pass that
+/// folded the line has parsed all of it.
+impl<'a> Skim<'a> {
+    /// At a message: its content blocks.
+    fn message(&mut self, depth: u32) -> Option<Vec<Block<'a>>> {
+        let mut content = None;
+        // A later duplicate overwrites: the last wins, as in the tree.
+        self.members(depth, |s, key| {
+            if key != b"content" {
+                return s.value(depth);
+            }
+            content = s.blocks(depth)?;
+            Some(())
+        })?;
+        Some(content.unwrap_or_default())
+    }
+
+    /// At the value of a `content`: `null`, or an array of blocks.
+    fn blocks(&mut self, depth: u32) -> Option<Option<Vec<Block<'a>>>> {
+        if self.peek() != Some(b'[') {
+            return self.null().then_some(None);
+        }
+        if depth + 1 > SKIM_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        let mut blocks = Vec::new();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(Some(blocks));
+        }
+        loop {
+            self.ws();
+            blocks.push(self.block(depth + 1)?);
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(Some(blocks));
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// At a block (an object).
+    fn block(&mut self, depth: u32) -> Option<Block<'a>> {
+        let mut block = Block::default();
+        // A later duplicate overwrites: the last wins, as in the tree.
+        self.members(depth, |s, key| {
+            let field = match key {
+                b"type" => &mut block.ty,
+                b"text" => &mut block.text,
+                b"name" => &mut block.name,
+                b"arguments" => &mut block.arguments,
+                b"toolName" => &mut block.tool_name,
+                b"content" => {
+                    block.content = s.blocks(depth)?;
+                    return Some(());
+                }
+                _ => return s.value(depth),
+            };
+            *field = s.text()?;
+            Some(())
+        })?;
+        Some(block)
+    }
+
+    /// At `{`: each member's key, with the skim at its value for `member` to pass.
+    fn members(
+        &mut self,
+        depth: u32,
+        mut member: impl FnMut(&mut Self, &'a [u8]) -> Option<()>,
+    ) -> Option<()> {
+        if self.peek() != Some(b'{') || depth + 1 > SKIM_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let key = self.key()?;
+            self.ws();
+            if self.peek() != Some(b':') {
+                return None;
+            }
+            self.i += 1;
+            self.ws();
+            member(self, key)?;
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// At a string or `null`: the string as stored.
+    fn text(&mut self) -> Option<Option<Text<'a>>> {
+        if self.peek() != Some(b'"') {
+            return self.null().then_some(None);
+        }
+        let start = self.i + 1;
+        self.string()?;
+        Some(Some(Text::Stored(&self.b[start..self.i - 1])))
+    }
+
+    /// Past a `null`, if that is what is here.
+    fn null(&mut self) -> bool {
+        let rest = &self.b[self.i.min(self.b.len())..];
+        let ends = |c: Option<&u8>| {
+            matches!(
+                c,
+                None | Some(b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r')
+            )
+        };
+        if rest.starts_with(b"null") && ends(rest.get(4)) {
+            self.i += 4;
+            return true;
+        }
+        false
+    }
+}
+
 /// A one-line preview of a message for people: its text blocks, then tool calls, tool
 /// results and attachments, then reasoning, with whitespace runs collapsed to one space, at
 /// most `max_chars` characters (`…` when cut). Not escaped: renderers escape.
@@ -541,59 +865,74 @@ pub fn preview(message: &Json<'_>, max_chars: usize) -> String {
         .iter()
         .map(Block::from_json)
         .collect();
-    preview_blocks(&blocks, max_chars)
+    // Decoded strings never go bad.
+    preview_blocks(&blocks, max_chars, &Cell::new(false))
 }
 
 /// [`preview`] of a stored message's bytes. Reads only the fields a preview needs, without
 /// building a tree; falls back to the full parse (lossy UTF-8, last-wins keys) whenever the
 /// quick read does not apply (duplicate keys, odd field types, invalid UTF-8).
 pub fn preview_bytes(message: &[u8], max_chars: usize) -> Result<String, MessageError> {
-    if let Ok(quick) = serde_json::from_slice::<Blocks<'_>>(message) {
-        return Ok(preview_blocks(
-            quick.content.as_deref().unwrap_or_default(),
-            max_chars,
-        ));
+    let quick = Skim { b: message, i: 0 }.whole(Skim::message);
+    if let Some(text) = quick.and_then(|blocks| quick_preview(&blocks, max_chars)) {
+        return Ok(text);
     }
     let text = String::from_utf8_lossy(message);
     let tree = super::json::parse(text.as_bytes()).map_err(MessageError::NotJson)?;
     Ok(preview(&tree, max_chars))
 }
 
-fn preview_blocks(blocks: &[Block<'_>], max_chars: usize) -> String {
+/// The preview of blocks read quickly, unless a string in what it shows does not decode.
+fn quick_preview(blocks: &[Block<'_>], max_chars: usize) -> Option<String> {
+    let bad = Cell::new(false);
+    let text = preview_blocks(blocks, max_chars, &bad);
+    (!bad.get()).then_some(text)
+}
+
+fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> String {
     let mut out = Preview::new(max_chars);
+    let none = Text::Decoded("");
+    let unnamed = Text::Decoded("?");
     // Text first, then calls, results and attachments, then reasoning; stop when full.
     for pass in 0..3 {
         for b in blocks {
-            if out.full() {
+            if out.full() || bad.get() {
                 return out.finish();
             }
-            let text = b.text.as_deref();
-            match (pass, b.ty.as_deref()) {
-                (0, Some("text")) => out.push_text(text.unwrap_or_default()),
-                (2, Some("reasoning")) => {
-                    if let Some(t) = text {
-                        out.push_text("(reasoning)");
-                        out.push_text(t);
+            let ty = b.ty.and_then(|t| t.bytes(bad));
+            match (pass, ty.as_deref()) {
+                (0, Some(b"text")) => out.push_text(b.text.unwrap_or(none), bad),
+                (2, Some(b"reasoning")) => {
+                    if let Some(t) = b.text {
+                        out.push("(reasoning)".chars());
+                        out.push_text(t, bad);
                     }
                 }
-                (1, Some("tool-call")) => {
-                    let name = b.name.as_deref().unwrap_or("?");
-                    out.push_text(&format!("→ {name}("));
+                (1, Some(b"tool-call")) => {
+                    let name = b.name.unwrap_or(unnamed);
+                    out.push("→ ".chars().chain(name.chars(bad)).chain("(".chars()));
                     out.glue();
-                    out.push_text(b.arguments.as_deref().unwrap_or_default());
+                    out.push_text(b.arguments.unwrap_or(none), bad);
                     out.glue();
-                    out.push_text(")");
+                    out.push(")".chars());
                 }
                 // v0–v3: the result's own content blocks hold the text.
-                (1, Some("tool-result")) => {
+                (1, Some(b"tool-result")) => {
                     if let Some(inner) = &b.content {
-                        out.push_text(&preview_blocks(inner, max_chars));
+                        let inner = preview_blocks(inner, max_chars, bad);
+                        out.push_text(Text::Decoded(&inner), bad);
                     }
                 }
-                (1, Some(kind @ ("image" | "file"))) => out.push_text(&format!("[{kind}]")),
-                (1, Some(kind @ ("tool-addition" | "tool-removal"))) => {
-                    let name = b.tool_name.as_deref().unwrap_or("?");
-                    out.push_text(&format!("[{kind} {name}]"));
+                (1, Some(b"image")) => out.push("[image]".chars()),
+                (1, Some(b"file")) => out.push("[file]".chars()),
+                (1, Some(kind @ (b"tool-addition" | b"tool-removal"))) => {
+                    let name = b.tool_name.unwrap_or(unnamed);
+                    let open = if kind == b"tool-addition" {
+                        "[tool-addition "
+                    } else {
+                        "[tool-removal "
+                    };
+                    out.push(open.chars().chain(name.chars(bad)).chain("]".chars()));
                 }
                 _ => {}
             }
@@ -615,7 +954,8 @@ struct Preview {
 impl Preview {
     fn new(max: usize) -> Self {
         Preview {
-            text: String::new(),
+            // Room for the usual preview, all ASCII, and the ellipsis.
+            text: String::with_capacity(max.saturating_add(3).min(1024)),
             chars: 0,
             max,
             cut: false,
@@ -631,19 +971,84 @@ impl Preview {
         self.cut
     }
 
-    fn push_text(&mut self, t: &str) {
-        for word in t.split_whitespace() {
-            if self.cut {
+    /// The words of one text (split at whitespace), read only until the budget is spent.
+    #[inline]
+    fn push(&mut self, text: impl Iterator<Item = char>) {
+        let mut in_word = false;
+        for c in text {
+            if c.is_whitespace() {
+                in_word = false;
+                continue;
+            }
+            self.word_start(&mut in_word);
+            if !self.push_char(c) {
                 return;
             }
-            if !self.text.is_empty() && !std::mem::take(&mut self.glued) {
-                self.push_char(' ');
+        }
+    }
+
+    /// [`Preview::push`] of one string; runs of printable ASCII in a stored one are copied a
+    /// run at a time.
+    fn push_text(&mut self, text: Text<'_>, bad: &Cell<bool>) {
+        let (b, decoded) = match text {
+            Text::Stored(b) => (b, None),
+            Text::Decoded(s) => (s.as_bytes(), Some(s)),
+        };
+        // A backslash starts an escape only in a stored string.
+        let plain = |c: &u8| (0x21..0x7f).contains(c) && (*c != b'\\' || decoded.is_some());
+        let mut in_word = false;
+        let mut i = 0;
+        while i < b.len() && !self.cut {
+            if b[i] == b' ' {
+                in_word = false;
+                i += 1;
+                continue;
             }
-            for c in word.chars() {
-                if !self.push_char(c) {
+            let run = b[i..].iter().position(|c| !plain(c)).unwrap_or(b.len() - i);
+            if run == 0 {
+                let next = match decoded {
+                    // `i` is at a character: only whole characters and ASCII runs are passed.
+                    Some(s) => s
+                        .get(i..)
+                        .and_then(|r| r.chars().next())
+                        .map(|c| (c, c.len_utf8())),
+                    None => decode_one(b, i),
+                };
+                let Some((c, len)) = next else {
+                    bad.set(true);
                     return;
+                };
+                i += len;
+                if c.is_whitespace() {
+                    in_word = false;
+                } else {
+                    self.word_start(&mut in_word);
+                    self.push_char(c);
                 }
+                continue;
             }
+            self.word_start(&mut in_word);
+            // One character a byte.
+            let fits = run.min(self.max.saturating_sub(self.chars));
+            if let Ok(ascii) = std::str::from_utf8(&b[i..i + fits]) {
+                self.text.push_str(ascii);
+            }
+            self.chars += fits;
+            if fits < run {
+                self.cut = true;
+            }
+            i += run;
+        }
+    }
+
+    /// Before a character: the space that ends the last word when this one starts a word.
+    #[inline]
+    fn word_start(&mut self, in_word: &mut bool) {
+        if !std::mem::replace(in_word, true)
+            && !self.text.is_empty()
+            && !std::mem::take(&mut self.glued)
+        {
+            self.push_char(' ');
         }
     }
 

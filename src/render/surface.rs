@@ -74,11 +74,21 @@ impl Serialize for ReplacementList<'_> {
 
 /// What the preview column shows for a node.
 pub enum Preview {
-    Text(String),
+    /// Escaped text, and how many columns it takes.
+    Text(String, usize),
     /// The node keeps its place but derives no message (§12.1).
     NoMessage,
     /// The stored event has no message object where §12.1 looks.
     Missing,
+}
+
+#[cfg(test)]
+impl Preview {
+    /// Text already escaped and clipped.
+    pub fn text(text: String) -> Self {
+        let width = width_of(&text);
+        Preview::Text(text, width)
+    }
 }
 
 /// One table row, its texts already escaped.
@@ -153,7 +163,7 @@ impl TableLayout {
         ];
         let mut lines = Vec::with_capacity(rows.len() + 2);
         if header {
-            lines.push(plain_line(&HEADERS, &widths, false)?);
+            lines.push(plain_line(&HEADERS.map(|h| (h, h.len())), &widths, false)?);
             let rule: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
             lines.push(rule.join("┼").trim_end().to_owned());
         }
@@ -161,11 +171,17 @@ impl TableLayout {
             let seq = r.seq.to_string();
             let role = clip_width(&r.role, MAX_ROLE);
             let preview = match &r.preview {
-                Preview::Text(t) => t.as_str(),
-                Preview::NoMessage => NO_MESSAGE,
-                Preview::Missing => NO_OBJECT,
+                Preview::Text(t, w) => (t.as_str(), *w),
+                Preview::NoMessage => (NO_MESSAGE, NO_MESSAGE.len()),
+                Preview::Missing => (NO_OBJECT, NO_OBJECT.len()),
             };
-            let cells = [seq.as_str(), r.kind.type_name(), &role, &r.op, preview];
+            let cells = [
+                (seq.as_str(), seq.len()),
+                (r.kind.type_name(), r.kind.type_name().len()),
+                (&role, width_of(&role)),
+                (&r.op, width_of(&r.op)),
+                preview,
+            ];
             lines.push(plain_line(&cells, &widths, true)?);
         }
         Some(lines)
@@ -203,7 +219,7 @@ impl TableLayout {
                 SurfaceKind::Developer => Color::Yellow,
             };
             let (preview, dim) = match &r.preview {
-                Preview::Text(t) => (t.clone(), false),
+                Preview::Text(t, _) => (t.clone(), false),
                 Preview::NoMessage => (NO_MESSAGE.to_owned(), true),
                 Preview::Missing => (NO_OBJECT.to_owned(), true),
             };
@@ -239,10 +255,9 @@ const NO_OBJECT: &str = "(no message object)";
 
 /// One line of cells padded to their columns (one space each side, the first cell of a row
 /// aligned right), joined by `│`, trailing spaces cut; `None` when a cell does not fit.
-fn plain_line(cells: &[&str], widths: &[usize; 5], first_right: bool) -> Option<String> {
+fn plain_line(cells: &[(&str, usize)], widths: &[usize; 5], first_right: bool) -> Option<String> {
     let mut line = String::with_capacity(widths.iter().sum::<usize>() + 20);
-    for (i, (text, w)) in cells.iter().zip(widths).enumerate() {
-        let used = width_of(text);
+    for (i, (&(text, used), w)) in cells.iter().zip(widths).enumerate() {
         if used > *w || text.contains('\n') {
             return None;
         }
@@ -281,14 +296,14 @@ fn col(w: usize) -> u16 {
 /// Display width of text as a terminal shows it.
 pub fn width_of(text: &str) -> usize {
     // Printable ASCII takes one column a byte (most previews): no table lookups.
-    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    let Some(ascii) = text.bytes().position(|b| !(0x20..0x7f).contains(&b)) else {
         return text.len();
-    }
+    };
     // Among printable ASCII, Latin-1 letters and signs, the preview's `…` and `→` and CJK
     // ideographs no sequence rule applies: such text is as wide as its characters (a test
     // checks every pair).
-    let mut width = 0;
-    for c in text.chars() {
+    let mut width = ascii;
+    for c in text[ascii..].chars() {
         width += match c {
             ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => 1,
             '\u{4e00}'..='\u{9fff}' => 2,
@@ -300,8 +315,36 @@ pub fn width_of(text: &str) -> usize {
 
 /// At most `max` terminal columns of `text`, with `…` when cut.
 pub fn clip_width(text: &str, max: usize) -> String {
-    if width_of(text) <= max {
-        return text.to_owned();
+    clip_measured(text, max).0
+}
+
+/// [`clip_width`], and how many columns the result takes.
+fn clip_measured(text: &str, max: usize) -> (String, usize) {
+    // Text of the characters `width_of` counts one by one (the usual preview) is measured
+    // and clipped in one pass.
+    let (mut used, mut keep) = (0, None);
+    for (i, c) in text.char_indices() {
+        let w = match c {
+            ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => 1,
+            '\u{4e00}'..='\u{9fff}' => 2,
+            _ => return clip_any(text, max),
+        };
+        if keep.is_none() && used + w + 1 > max {
+            keep = Some((i, used));
+        }
+        used += w;
+    }
+    match keep {
+        Some((end, kept)) if used > max => (format!("{}…", &text[..end]), kept + 1),
+        _ => (text.to_owned(), used),
+    }
+}
+
+/// [`clip_measured`] of any text.
+fn clip_any(text: &str, max: usize) -> (String, usize) {
+    let width = width_of(text);
+    if width <= max {
+        return (text.to_owned(), width);
     }
     let mut out = String::new();
     let mut used = 0;
@@ -318,12 +361,15 @@ pub fn clip_width(text: &str, max: usize) -> String {
         used += w;
     }
     out.push('…');
-    out
+    // Measured again: a sequence can take fewer columns than its characters one by one.
+    let width = width_of(&out);
+    (out, width)
 }
 
 /// A preview made one safe line: escaped, clipped to the column.
-pub fn preview_cell(text: &str, max: usize) -> String {
-    clip_width(&escape(text), max)
+pub fn preview_text(text: &str, max: usize) -> Preview {
+    let (text, width) = clip_measured(&escape(text), max);
+    Preview::Text(text, width)
 }
 
 #[cfg(test)]
@@ -339,6 +385,28 @@ mod tests {
         assert!(width_of(&clip_width("日本語テキスト", 6)) <= 6);
         for t in ["plain text ~!", "tab\there", "é", "\u{7f}x", ""] {
             assert_eq!(width_of(t), UnicodeWidthStr::width(t), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn one_pass_clipping_is_the_general_clipping() {
+        let texts = [
+            "",
+            "a",
+            "plain text of some length here",
+            "café naïve → résumé…",
+            "日本語テキスト and ascii",
+            "mixed 日本 é x",
+            "e\u{301}te\u{301} combining",
+            "👩\u{200d}💻 emoji",
+            "tab\there",
+        ];
+        for t in texts {
+            for max in 0..40 {
+                let got = clip_measured(t, max);
+                assert_eq!(got, clip_any(t, max), "{t:?} at {max}");
+                assert_eq!(got.1, width_of(&got.0), "{t:?} at {max}");
+            }
         }
     }
 
@@ -378,7 +446,15 @@ mod tests {
 
     #[test]
     fn previews_are_escaped_before_clipping() {
-        assert_eq!(preview_cell("a\u{1b}[31mb", 40), "a\\u{1b}[31mb");
+        let Preview::Text(text, width) = preview_text("a\u{1b}[31mb", 40) else {
+            panic!("a text preview");
+        };
+        assert_eq!(text, "a\\u{1b}[31mb");
+        assert_eq!(width, width_of(&text));
+        let Preview::Text(text, width) = preview_text("日本語テキスト", 7) else {
+            panic!("a text preview");
+        };
+        assert_eq!((text.as_str(), width), ("日本語…", 7));
     }
 
     #[test]
@@ -400,8 +476,8 @@ mod tests {
             let mut rows = Vec::new();
             for (i, t) in texts.iter().enumerate() {
                 for (j, preview) in [
-                    Preview::Text(preview_cell(t, layout.preview_width())),
-                    Preview::Text((*t).to_owned()),
+                    preview_text(t, layout.preview_width()),
+                    Preview::text((*t).to_owned()),
                     Preview::NoMessage,
                     Preview::Missing,
                 ]
@@ -439,7 +515,7 @@ mod tests {
             role: "user".into(),
             op: "append".into(),
             replaced: false,
-            preview: Preview::Text(preview_cell(preview, layout.preview_width())),
+            preview: preview_text(preview, layout.preview_width()),
         };
         let first = layout.render(&[row(2, "hello"), row(120, &"x".repeat(200))], true);
         let second = layout.render(&[row(7, &"y".repeat(200))], false);

@@ -260,11 +260,161 @@ fn the_skim_finds_what_the_parser_finds() {
                 other => other,
             }
             .ok();
-            if let Some(found) = (Skim { b: line, i: 0 }).line(path) {
+            if let Some(found) = (Skim { b: line, i: 0 }).line(path, &mut Skim::span) {
                 skimmed += 1;
                 assert_eq!(Some(found), by_parser, "{}", String::from_utf8_lossy(line));
             }
         }
     }
     assert!(skimmed > 1000, "{skimmed} lines skimmed");
+}
+
+/// The preview as the tree gives it, from the message `message_span` finds (the reference
+/// the quick read must agree with).
+fn tree_preview(line: &[u8], kind: SurfaceKind, max: usize) -> Option<String> {
+    let span = message_span(line, kind).ok()?;
+    let text = String::from_utf8_lossy(&line[span]);
+    Some(preview(&json::parse(text.as_bytes()).ok()?, max))
+}
+
+/// The quick read of a whole line, where it applies.
+fn quick_line_preview(line: &[u8], kind: SurfaceKind, max: usize) -> Option<String> {
+    let blocks = Skim { b: line, i: 0 }.line(message_path(kind), &mut Skim::message)??;
+    quick_preview(&blocks, max)
+}
+
+#[test]
+fn the_quick_preview_is_the_tree_s_preview() {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("testdata")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                let bytes = std::fs::read(&p).unwrap();
+                lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+            }
+        }
+    }
+    let message = |m: &str| format!(r#"{{"type":"assistant/message","data":{{"message":{m}}}}}"#);
+    let crafted = [
+        // Escapes, decoded only as far as shown: `\n`, `\"`, `\u00e9`, a surrogate pair.
+        r#"{"content":[{"type":"text","text":"a\nb \"q\" caf\u00e9 \ud83d\ude00 \/ \\ \t\r\f\b end"}]}"#,
+        // Whitespace other than ASCII spaces collapses too.
+        "{\"content\":[{\"type\":\"text\",\"text\":\"a\u{a0}b\u{3000}c\u{2028}d \\u00a0 e\"}]}",
+        // Order: text, then calls, results and attachments, then reasoning.
+        r#"{"content":[{"type":"reasoning","text":"why"},{"type":"tool-call","name":"sh","arguments":"{\"c\":\"ls -l\"}"},{"type":"text","text":"said"},{"type":"image"},{"type":"file"},{"type":"tool-addition","toolName":"grep"},{"type":"tool-removal"}]}"#,
+        // A v0–v3 tool result's own blocks, nested, and an unnamed call with no arguments.
+        r#"{"content":[{"type":"tool-result","content":[{"type":"text","text":"out\nput"},{"type":"tool-result","content":[{"type":"text","text":"deep"}]}]},{"type":"tool-call"}]}"#,
+        // Nulls are absent; an escaped type is decoded.
+        r#"{"content":[{"type":"text","text":null},{"type":"t\u0065xt","text":"x","name":null,"content":null}]}"#,
+        r#"{"content":null,"role":"user"}"#,
+        r#"{"role":"user"}"#,
+        r#"{"content":[]}"#,
+        // Duplicates: the last wins.
+        r#"{"content":[{"type":"text","text":"first","text":null,"text":"third"}]}"#,
+        // What the quick read leaves to the tree: odd types and shapes.
+        r#"{"content":[{"type":"text","text":"first","text":"second"}]}"#,
+        r#"{"content":[{"type":"text","text":"a"}],"content":[{"type":"text","text":"b"}]}"#,
+        r#"{"content":[{"type":"text","text":7},{"type":"text","text":"ok"}]}"#,
+        r#"{"content":[["text","array"],{"type":"text","text":"ok"}]}"#,
+        r#"{"content":"none"}"#,
+        r#"{"content":[{"type":"tool-result","content":"odd"}]}"#,
+        r#"{"c\u006fntent":[{"type":"text","text":"escaped key"}]}"#,
+        r#"["content"]"#,
+        r#""a string""#,
+        // A lone surrogate, shown and not shown.
+        r#"{"content":[{"type":"text","text":"x \udc00 y"}]}"#,
+        r#"{"content":[{"type":"text","text":"x y z w v u t s r q p o n m l k j i h \ud800"}]}"#,
+    ];
+    for m in crafted {
+        lines.push(message(m).into_bytes());
+    }
+    // Bytes that are not UTF-8, inside what is shown and past it.
+    for tail in [
+        &b"x\xff y"[..],
+        b"abcdefghijklmnopqrstuvwxyz abcdefghij \xfe",
+    ] {
+        let mut l =
+            br#"{"type":"user/message","data":{"content":[{"type":"text","text":""#.to_vec();
+        l.extend_from_slice(tail);
+        l.extend_from_slice(br#""}]}}"#);
+        lines.push(l);
+    }
+    let (mut quick, mut compared) = (0, 0);
+    for line in &lines {
+        for kind in [SurfaceKind::User, SurfaceKind::Assistant] {
+            let reference = tree_preview(line, kind, 1000);
+            for max in [0, 1, 5, 17, 40, 1000] {
+                let reference = tree_preview(line, kind, max);
+                let Some(got) = quick_line_preview(line, kind, max) else {
+                    continue;
+                };
+                quick += 1;
+                assert_eq!(
+                    Some(&got),
+                    reference.as_ref(),
+                    "max {max}: {}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+            // Whatever path it takes, the message's preview is the tree's.
+            if let Ok(span) = message_span(line, kind) {
+                compared += 1;
+                assert_eq!(
+                    preview_bytes(&line[span], 1000).ok(),
+                    reference,
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+    }
+    assert!(quick > 5000, "the quick read was taken {quick} times");
+    assert!(compared > 1000, "{compared} messages compared");
+}
+
+#[test]
+fn the_quick_preview_leaves_odd_messages_to_the_tree() {
+    for m in [
+        r#"{"content":[{"type":"text","text":7}]}"#,
+        r#"{"content":[["text","array"]]}"#,
+        r#"{"content":{"type":"text"}}"#,
+        r#"{"c\u006fntent":[]}"#,
+        r#"{"content":[{"type":"text","text":"x \udc00 y"}]}"#,
+    ] {
+        let blocks = Skim {
+            b: m.as_bytes(),
+            i: 0,
+        }
+        .whole(Skim::message);
+        assert!(blocks.and_then(|b| quick_preview(&b, 100)).is_none(), "{m}");
+    }
+    // The array-shaped block the struct reader once took positionally is no text.
+    assert_eq!(
+        preview_bytes(br#"{"content":[["text","array"]]}"#, 100).unwrap(),
+        ""
+    );
+}
+
+#[test]
+fn escapes_and_unicode_spaces_preview_as_decoded_text() {
+    let cases = [
+        (
+            r#"{"content":[{"type":"text","text":"a\nb \"q\" caf\u00e9 \ud83d\ude00 \/ \\ end"}]}"#,
+            "a b \"q\" café 😀 / \\ end",
+        ),
+        (
+            "{\"content\":[{\"type\":\"text\",\"text\":\"a\u{a0}b\u{3000}c\u{2028}d \\u00a0 e\"}]}",
+            "a b c d e",
+        ),
+    ];
+    for (m, want) in cases {
+        let line = format!(r#"{{"type":"assistant/message","data":{{"message":{m}}}}}"#);
+        let quick = quick_line_preview(line.as_bytes(), SurfaceKind::Assistant, 100);
+        assert_eq!(quick.as_deref(), Some(want), "{m}");
+        assert_eq!(preview_bytes(m.as_bytes(), 100).unwrap(), want, "{m}");
+    }
 }
