@@ -63,9 +63,12 @@ fn dshs_bin() -> PathBuf {
 
 /// `dshs ARGS... FILE`, interrupted as asked.
 fn run_interrupted(args: &[&str], path: &Path, how: Interrupt) -> Output {
+    // A killed run cannot remove its temporary copies: they go to a directory removed here.
+    let tmp = tempfile::tempdir().expect("tempdir");
     let mut cmd = Command::new(dshs_bin());
     cmd.args(args)
         .arg(path)
+        .env("TMPDIR", tmp.path())
         .env_remove("DSHS_TEST_FAULT")
         .env_remove("DSHS_KNOWN_TYPES")
         .env("DSHS_TEST_MINT", MINT)

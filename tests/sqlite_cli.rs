@@ -763,8 +763,12 @@ fn a_repair_killed_at_any_point_of_its_transaction_leaves_the_session_untouched_
     ] {
         let (_dir, path) = copy_of("torn-packed-tail.db");
         let named = format!("{}#{id}", arg(&path));
+        // The killed run cannot remove its copy of the logical log: it goes where this
+        // test removes it.
+        let tmp = tempfile::tempdir().expect("tempdir");
         let out = dshs()
             .args(["repair", &named])
+            .env("TMPDIR", tmp.path())
             .env("DSHS_TEST_FAULT", format!("kill:{point}"))
             .output()
             .expect("run");

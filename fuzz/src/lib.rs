@@ -415,6 +415,7 @@ pub fn compact_target(data: &[u8]) {
     let s = scan::scan(&log[..], None, &opts, &mut Vec::new(), &mut lookout).expect("memory");
     // The deriver reads messages back from a file: one per fuzzing process.
     let path = std::env::temp_dir().join(format!("dshs-fuzz-compact-{}.jsonl", std::process::id()));
+    let _removed = RemovedOnDrop(path.clone());
     std::fs::write(&path, &log[..]).expect("temp file");
     let mut deriver = Deriver::open(&path).expect("temp file");
     let minted = Minted {
@@ -440,4 +441,13 @@ pub fn compact_target(data: &[u8]) {
     let cs = c.state.as_ref().expect("folded");
     assert!(!cs.compaction.is_active());
     assert_eq!(cs.surface.seqs(), plan.expected_surface);
+}
+
+/// A temporary file removed when this goes out of scope, a failed check included.
+struct RemovedOnDrop(std::path::PathBuf);
+
+impl Drop for RemovedOnDrop {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
