@@ -943,7 +943,8 @@ fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> S
 
 /// Accumulates words separated by single spaces, up to a character budget.
 struct Preview {
-    text: String,
+    /// UTF-8: whole characters and runs of printable ASCII are pushed.
+    text: Vec<u8>,
     chars: usize,
     max: usize,
     cut: bool,
@@ -955,7 +956,7 @@ impl Preview {
     fn new(max: usize) -> Self {
         Preview {
             // Room for the usual preview, all ASCII, and the ellipsis.
-            text: String::with_capacity(max.saturating_add(3).min(1024)),
+            text: Vec::with_capacity(max.saturating_add(3).min(1024)),
             chars: 0,
             max,
             cut: false,
@@ -1030,9 +1031,7 @@ impl Preview {
             self.word_start(&mut in_word);
             // One character a byte.
             let fits = run.min(self.max.saturating_sub(self.chars));
-            if let Ok(ascii) = std::str::from_utf8(&b[i..i + fits]) {
-                self.text.push_str(ascii);
-            }
+            self.text.extend_from_slice(&b[i..i + fits]);
             self.chars += fits;
             if fits < run {
                 self.cut = true;
@@ -1057,19 +1056,23 @@ impl Preview {
             self.cut = true;
             return false;
         }
-        self.text.push(c);
+        self.text
+            .extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
         self.chars += 1;
         true
     }
 
-    fn finish(mut self) -> String {
+    fn finish(self) -> String {
+        // Whole characters and runs of ASCII only, so always UTF-8.
+        let mut text = String::from_utf8(self.text)
+            .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
         if self.cut {
             // Make room for the ellipsis within the budget.
-            self.text.pop();
-            self.text.truncate(self.text.trim_end().len());
-            self.text.push('…');
+            text.pop();
+            text.truncate(text.trim_end().len());
+            text.push('…');
         }
-        self.text
+        text
     }
 }
 
