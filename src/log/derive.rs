@@ -124,48 +124,24 @@ impl<'a> Skim<'a> {
         depth: u32,
         at: &mut impl FnMut(&mut Self, u32) -> Option<T>,
     ) -> Option<Option<T>> {
-        if self.peek() != Some(b'{') || depth > SKIM_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
         let mut found = None;
-        if self.peek() == Some(b'}') {
-            self.i += 1;
-            return Some(None);
-        }
-        loop {
-            self.ws();
-            let key = self.key()?;
-            self.ws();
-            if self.peek() != Some(b':') {
-                return None;
-            }
-            self.i += 1;
-            self.ws();
+        self.members(depth - 1, |s, key| {
             match path.split_first() {
                 Some((want, rest)) if key == want.as_bytes() => {
                     if rest.is_empty() {
-                        found = Some(at(self, depth)?);
-                    } else if self.peek() == Some(b'{') {
-                        found = self.object(rest, depth + 1, at)?;
+                        found = Some(at(s, depth)?);
+                    } else if s.peek() == Some(b'{') {
+                        found = s.object(rest, depth + 1, at)?;
                     } else {
-                        self.value(depth)?;
+                        s.value(depth)?;
                         found = None;
                     }
                 }
-                _ => self.value(depth)?,
+                _ => s.value(depth)?,
             }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Some(found);
-                }
-                _ => return None,
-            }
-        }
+            Some(())
+        })?;
+        Some(found)
     }
 
     /// At a key: its bytes, when it has no escape.
@@ -790,7 +766,8 @@ impl<'a> Skim<'a> {
         Some(block)
     }
 
-    /// At `{`: each member's key, with the skim at its value for `member` to pass.
+    /// At `{` (an object nested in one at `depth`): each member's key, with the skim at its
+    /// value for `member` to pass.
     fn members(
         &mut self,
         depth: u32,

@@ -210,8 +210,8 @@ fn lines_come_back_whatever_the_order_they_are_asked_in() {
     }
 }
 
-#[test]
-fn the_skim_finds_what_the_parser_finds() {
+/// Every line of every plain log under `testdata/`.
+fn testdata_lines() -> Vec<Vec<u8>> {
     let mut lines: Vec<Vec<u8>> = Vec::new();
     let mut dirs = vec![std::path::PathBuf::from("testdata")];
     while let Some(dir) = dirs.pop() {
@@ -225,6 +225,12 @@ fn the_skim_finds_what_the_parser_finds() {
             }
         }
     }
+    lines
+}
+
+#[test]
+fn the_skim_finds_what_the_parser_finds() {
+    let mut lines = testdata_lines();
     lines.extend(
         [
             r#"{"data":{"message":{"a":1}},"data":{"message":[1,{"b":"}"}]}}"#,
@@ -285,19 +291,7 @@ fn quick_line_preview(line: &[u8], kind: SurfaceKind, max: usize) -> Option<Stri
 
 #[test]
 fn the_quick_preview_is_the_tree_s_preview() {
-    let mut lines: Vec<Vec<u8>> = Vec::new();
-    let mut dirs = vec![std::path::PathBuf::from("testdata")];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                let bytes = std::fs::read(&p).unwrap();
-                lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
-            }
-        }
-    }
+    let mut lines = testdata_lines();
     let message = |m: &str| format!(r#"{{"type":"assistant/message","data":{{"message":{m}}}}}"#);
     let crafted = [
         // Escapes, decoded only as far as shown: `\n`, `\"`, `\u00e9`, a surrogate pair.
