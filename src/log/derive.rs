@@ -537,15 +537,6 @@ enum Text<'a> {
 }
 
 impl<'a> Text<'a> {
-    /// Its characters; a stored string that turns out not to decode (a bad escape, a lone
-    /// surrogate, bytes that are not UTF-8) ends early and sets `bad`.
-    fn chars<'s>(&self, bad: &'s Cell<bool>) -> Chars<'a, 's> {
-        match *self {
-            Text::Decoded(s) => Chars::Decoded(s.chars()),
-            Text::Stored(b) => Chars::Stored { b, i: 0, bad },
-        }
-    }
-
     /// The whole string's bytes, for short ones (a block's type); `None` (and `bad`) when a
     /// stored string with escapes does not decode. Compared with ASCII names only, so bytes
     /// that are not UTF-8 need no check: they match none, as their lossy decoding would not.
@@ -553,52 +544,18 @@ impl<'a> Text<'a> {
         match *self {
             Text::Decoded(s) => Some(Cow::Borrowed(s.as_bytes())),
             Text::Stored(b) if !b.contains(&b'\\') => Some(Cow::Borrowed(b)),
-            Text::Stored(_) => {
-                let s: String = self.chars(bad).collect();
-                (!bad.get()).then_some(Cow::Owned(s.into_bytes()))
-            }
-        }
-    }
-}
-
-enum Chars<'a, 's> {
-    Decoded(std::str::Chars<'a>),
-    Stored {
-        b: &'a [u8],
-        i: usize,
-        bad: &'s Cell<bool>,
-    },
-}
-
-impl Iterator for Chars<'_, '_> {
-    type Item = char;
-
-    #[inline]
-    fn next(&mut self) -> Option<char> {
-        let (b, i, bad) = match self {
-            Chars::Decoded(c) => return c.next(),
-            Chars::Stored { b, i, bad } => (*b, i, *bad),
-        };
-        // Most of a preview is printable ASCII.
-        if let Some(&c) = b.get(*i)
-            && (0x20..0x7f).contains(&c)
-            && c != b'\\'
-        {
-            *i += 1;
-            return Some(char::from(c));
-        }
-        let decoded = decode_one(b, *i);
-        match decoded {
-            Some((c, len)) => {
-                *i += len;
-                Some(c)
-            }
-            None => {
-                if *i < b.len() {
-                    bad.set(true);
-                    *i = b.len();
+            Text::Stored(b) => {
+                let mut s = String::new();
+                let mut i = 0;
+                while i < b.len() {
+                    let Some((c, len)) = decode_one(b, i) else {
+                        bad.set(true);
+                        return None;
+                    };
+                    s.push(c);
+                    i += len;
                 }
-                None
+                Some(Cow::Owned(s.into_bytes()))
             }
         }
     }
@@ -878,30 +835,30 @@ fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> S
             }
             let ty = b.ty.and_then(|t| t.bytes(bad));
             match (pass, ty.as_deref()) {
-                (0, Some(b"text")) => out.push_text(b.text.unwrap_or(none), bad),
+                (0, Some(b"text")) => out.push_text(&[b.text.unwrap_or(none)], bad),
                 (2, Some(b"reasoning")) => {
                     if let Some(t) = b.text {
-                        out.push("(reasoning)".chars());
-                        out.push_text(t, bad);
+                        out.push_text(&[Text::Decoded("(reasoning)")], bad);
+                        out.push_text(&[t], bad);
                     }
                 }
                 (1, Some(b"tool-call")) => {
                     let name = b.name.unwrap_or(unnamed);
-                    out.push("→ ".chars().chain(name.chars(bad)).chain("(".chars()));
+                    out.push_text(&[Text::Decoded("→ "), name, Text::Decoded("(")], bad);
                     out.glue();
-                    out.push_text(b.arguments.unwrap_or(none), bad);
+                    out.push_text(&[b.arguments.unwrap_or(none)], bad);
                     out.glue();
-                    out.push(")".chars());
+                    out.push_text(&[Text::Decoded(")")], bad);
                 }
                 // v0–v3: the result's own content blocks hold the text.
                 (1, Some(b"tool-result")) => {
                     if let Some(inner) = &b.content {
                         let inner = preview_blocks(inner, max_chars, bad);
-                        out.push_text(Text::Decoded(&inner), bad);
+                        out.push_text(&[Text::Decoded(&inner)], bad);
                     }
                 }
-                (1, Some(b"image")) => out.push("[image]".chars()),
-                (1, Some(b"file")) => out.push("[file]".chars()),
+                (1, Some(b"image")) => out.push_text(&[Text::Decoded("[image]")], bad),
+                (1, Some(b"file")) => out.push_text(&[Text::Decoded("[file]")], bad),
                 (1, Some(kind @ (b"tool-addition" | b"tool-removal"))) => {
                     let name = b.tool_name.unwrap_or(unnamed);
                     let open = if kind == b"tool-addition" {
@@ -909,7 +866,7 @@ fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> S
                     } else {
                         "[tool-removal "
                     };
-                    out.push(open.chars().chain(name.chars(bad)).chain("]".chars()));
+                    out.push_text(&[Text::Decoded(open), name, Text::Decoded("]")], bad);
                 }
                 _ => {}
             }
@@ -949,36 +906,30 @@ impl Preview {
         self.cut
     }
 
-    /// The words of one text (split at whitespace), read only until the budget is spent.
-    #[inline]
-    fn push(&mut self, text: impl Iterator<Item = char>) {
+    /// The words of one text (split at whitespace), read only until the budget is spent;
+    /// the text is `pieces` one after another (a word may run across them). Runs of printable
+    /// ASCII are copied a run at a time.
+    fn push_text(&mut self, pieces: &[Text<'_>], bad: &Cell<bool>) {
         let mut in_word = false;
-        for c in text {
-            if c.is_whitespace() {
-                in_word = false;
-                continue;
-            }
-            self.word_start(&mut in_word);
-            if !self.push_char(c) {
+        for &text in pieces {
+            if bad.get() {
                 return;
             }
+            self.push_piece(text, &mut in_word, bad);
         }
     }
 
-    /// [`Preview::push`] of one string; runs of printable ASCII in a stored one are copied a
-    /// run at a time.
-    fn push_text(&mut self, text: Text<'_>, bad: &Cell<bool>) {
+    fn push_piece(&mut self, text: Text<'_>, in_word: &mut bool, bad: &Cell<bool>) {
         let (b, decoded) = match text {
             Text::Stored(b) => (b, None),
             Text::Decoded(s) => (s.as_bytes(), Some(s)),
         };
         // A backslash starts an escape only in a stored string.
         let plain = |c: &u8| (0x21..0x7f).contains(c) && (*c != b'\\' || decoded.is_some());
-        let mut in_word = false;
         let mut i = 0;
         while i < b.len() && !self.cut {
             if b[i] == b' ' {
-                in_word = false;
+                *in_word = false;
                 i += 1;
                 continue;
             }
@@ -998,14 +949,14 @@ impl Preview {
                 };
                 i += len;
                 if c.is_whitespace() {
-                    in_word = false;
+                    *in_word = false;
                 } else {
-                    self.word_start(&mut in_word);
+                    self.word_start(in_word);
                     self.push_char(c);
                 }
                 continue;
             }
-            self.word_start(&mut in_word);
+            self.word_start(in_word);
             // One character a byte.
             let fits = run.min(self.max.saturating_sub(self.chars));
             self.text.extend_from_slice(&b[i..i + fits]);
