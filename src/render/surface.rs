@@ -304,13 +304,22 @@ pub fn width_of(text: &str) -> usize {
     // checks every pair).
     let mut width = ascii;
     for c in text[ascii..].chars() {
-        width += match c {
-            ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => 1,
-            '\u{4e00}'..='\u{9fff}' => 2,
-            _ => return UnicodeWidthStr::width(text),
+        let Some(w) = simple_width(c) else {
+            return UnicodeWidthStr::width(text);
         };
+        width += w;
     }
     width
+}
+
+/// The columns of a character no sequence rule applies to (see [`width_of`]); `None` for
+/// any other.
+fn simple_width(c: char) -> Option<usize> {
+    match c {
+        ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => Some(1),
+        '\u{4e00}'..='\u{9fff}' => Some(2),
+        _ => None,
+    }
 }
 
 /// At most `max` terminal columns of `text`, with `…` when cut.
@@ -324,10 +333,8 @@ fn clip_measured(text: &str, max: usize) -> (String, usize) {
     // and clipped in one pass.
     let (mut used, mut keep) = (0, None);
     for (i, c) in text.char_indices() {
-        let w = match c {
-            ' '..='~' | '\u{a1}'..='\u{ac}' | '\u{ae}'..='\u{ff}' | '…' | '→' => 1,
-            '\u{4e00}'..='\u{9fff}' => 2,
-            _ => return clip_any(text, max),
+        let Some(w) = simple_width(c) else {
+            return clip_any(text, max);
         };
         if keep.is_none() && used + w + 1 > max {
             keep = Some((i, used));
