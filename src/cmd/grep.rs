@@ -369,18 +369,16 @@ fn search_target(
             &mut kept,
             enough,
         );
+        // Under an early end each kept line was confirmed as the pass kept it.
+        let any_match = || match ends_early {
+            true => confirmed.get(),
+            false => confirm(query, version.get(), &kept.lines),
+        };
         match raw {
             Ok(None) => return Found::NotWanted,
             Ok(Some(Candidates::None)) => return Found::Nothing,
             // Candidate lines, but none whose decoded text matches: nothing to fold for.
-            Ok(Some(c @ Candidates::Lines { .. }))
-                if !kept.overflowed
-                    && !(if ends_early {
-                        confirmed.get()
-                    } else {
-                        confirm(query, version.get(), &kept.lines)
-                    }) =>
-            {
+            Ok(Some(c @ Candidates::Lines { .. })) if !kept.overflowed && !any_match() => {
                 drop(c);
                 return Found::Nothing;
             }
