@@ -78,6 +78,14 @@ struct Skim<'a> {
 }
 
 impl<'a> Skim<'a> {
+    /// At byte `at` of `b` (where the fold saw a value start).
+    fn at(b: &'a [u8], at: u32) -> Self {
+        Skim {
+            b,
+            i: usize::try_from(at).unwrap_or(usize::MAX),
+        }
+    }
+
     /// What `at` reads of the value at `path` in the line's object, `Some(None)` when the
     /// line has none there.
     fn line<T>(
@@ -429,11 +437,19 @@ impl Deriver {
             return Ok(Cow::Owned(legacy.as_bytes().to_vec()));
         }
         let seq = node.seq;
+        let depth = message_path(node.kind).len() as u32;
         let line = self
             .line_at(node.pos.byte)
             .map_err(|source| DeriveError::Io { seq, source })?;
-        let span =
-            message_span(line, node.kind).map_err(|source| DeriveError::Message { seq, source })?;
+        // Where the fold saw the message, only the message is skimmed.
+        let span = match node
+            .message_at
+            .and_then(|at| Skim::at(line, at).span(depth))
+        {
+            Some(span) => span,
+            None => message_span(line, node.kind)
+                .map_err(|source| DeriveError::Message { seq, source })?,
+        };
         Ok(Cow::Borrowed(&line[span]))
     }
 
@@ -449,8 +465,13 @@ impl Deriver {
         let line = self
             .line_at(node.pos.byte)
             .map_err(|source| DeriveError::Io { seq, source })?;
-        let quick = Skim { b: line, i: 0 }.line(path, &mut Skim::message);
-        if let Some(text) = quick.flatten().and_then(|b| quick_preview(&b, max_chars)) {
+        // Where the fold saw the message, only the message is skimmed.
+        let quick = match node.message_at {
+            Some(at) => Skim::at(line, at).message(path.len() as u32),
+            None => None,
+        };
+        let quick = quick.or_else(|| Skim { b: line, i: 0 }.line(path, &mut Skim::message)?);
+        if let Some(text) = quick.and_then(|b| quick_preview(&b, max_chars)) {
             return Ok(text);
         }
         let span = message_span(line, node.kind).map_err(failed)?;

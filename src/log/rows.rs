@@ -35,6 +35,10 @@ pub struct Event<'a> {
     /// A `tool/result`'s [`result_digest`], computed
     /// when the line was decoded (formats 1 on); None: computed when the fold needs it.
     pub result_digest: Option<u64>,
+    /// The stored line the event was parsed from, when the parser read exactly its bytes
+    /// (not a lossy copy, not a packed row's member): offsets of values in it are then
+    /// offsets in the file's line (see [`Event::offset_in_line`]).
+    pub line: Option<&'a str>,
 }
 
 impl<'a> Event<'a> {
@@ -52,6 +56,21 @@ impl<'a> Event<'a> {
         } else {
             self.data.get("message")
         }
+    }
+
+    /// Where the object `value` (a part of this event's tree) starts in the stored line, when
+    /// that can be told from the tree: its first key is borrowed from the line. `None` for
+    /// anything else (an empty object, an escaped first key, no stored line).
+    pub fn offset_in_line(&self, value: &Json<'a>) -> Option<usize> {
+        let line = self.line?;
+        let (Cow::Borrowed(key), _) = value.as_obj()?.first()? else {
+            return None;
+        };
+        let key_at = (key.as_ptr() as usize).checked_sub(line.as_ptr() as usize)?;
+        // Before the key's text: its quote, whitespace, and the object's `{`.
+        let before = line.as_bytes().get(..key_at)?.strip_suffix(b"\"")?;
+        let open = before.trim_ascii_end().len().checked_sub(1)?;
+        (before[open] == b'{').then_some(open)
     }
 
     /// The `tool-call` content blocks of the event's message, in order (an assistant
@@ -158,7 +177,7 @@ const ENVELOPE_KEYS: [&str; 7] = [
 /// scanner decodes lossily first and calls [`decode_str`]).
 pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
     match std::str::from_utf8(text) {
-        Ok(s) => decode_str(s, pos, dialect),
+        Ok(s) => decode_in(s, pos, dialect, None, None, true),
         Err(e) => Row::Bad(BadRow {
             kind: BadKind::Unparsable,
             why: format!("invalid UTF-8: {e}"),
@@ -172,11 +191,12 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    decode_in(text, pos, dialect, None, None)
+    decode_in(text, pos, dialect, None, None, false)
 }
 
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
-/// (the scan's hot path: see [`json::List`]).
+/// (the scan's hot path: see [`json::List`]). `stored`: `text` is the stored line itself, not
+/// a lossy copy of it (see [`Event::line`]).
 // Inlined where a row is stored, so its ~250 bytes are built there rather than returned
 // through memory and copied.
 #[inline(always)]
@@ -186,6 +206,7 @@ pub fn decode_in<'a>(
     dialect: &Dialect,
     arena: Option<&'a json::Arena>,
     scratch: Option<&mut json::Scratch<'a>>,
+    stored: bool,
 ) -> Row<'a> {
     // An empty line is unparsable JSON (§3.2): said without asking a parser (a crash tail or
     // a decompression bomb may hold billions of them).
@@ -278,6 +299,9 @@ pub fn decode_in<'a>(
         });
     }
     let mut event = envelope(&value, slots, seq, pos);
+    if let Ok(ev) = &mut event {
+        ev.line = stored.then_some(text);
+    }
     // A tool result's digest is taken here, where the audit tells whether any key repeats
     // (and, in the pipeline, on a parsing thread), not in the fold. Not for v0, whose
     // legacy normalization may still rewrite the event.
@@ -419,6 +443,7 @@ fn envelope<'a>(
         packed: false,
         normalized: false,
         result_digest: None,
+        line: None,
     })
 }
 
@@ -521,6 +546,7 @@ impl<'a> Packed<'a> {
                     packed: true,
                     normalized: false,
                     result_digest: None,
+                    line: None,
                 }),
                 is_turn_end: false,
                 class: None,
@@ -873,7 +899,8 @@ mod tests {
 
     /// Every event's data, as text, decoded with or without an arena.
     fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
-        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena, None) {
+        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena, None, true)
+        {
             Row::Events(evs, _) => evs.into_vec(),
             Row::Packed(p, _) => p.members().collect(),
             Row::Bad(_) => panic!("bad row: {line}"),

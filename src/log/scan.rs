@@ -722,7 +722,14 @@ pub fn scan_framed(
             let end = line.byte + line.bytes.len() as u64 + 1;
             let (text, utf8_ok) = line_text(line.bytes);
             let mut scratch = spare.recycle();
-            let mut row = rows::decode_in(&text, pos, dialect, Some(&arena), Some(&mut scratch));
+            let mut row = rows::decode_in(
+                &text,
+                pos,
+                dialect,
+                Some(&arena),
+                Some(&mut scratch),
+                utf8_ok,
+            );
             let stop = pass.line(pos, end, line.bytes, utf8_ok, &mut row);
             drop(row);
             spare = scratch.recycle();
@@ -1024,7 +1031,8 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     byte: raw.0,
                 };
                 let (text, utf8_ok) = line_text(raw.1);
-                let mut row = rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena), None);
+                let mut row =
+                    rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena), None, utf8_ok);
                 let expected = self.state.surface.next_seq();
                 let (bad, _) = classify_row(
                     &row,

@@ -19,6 +19,7 @@ use std::io::{self, Read, Write};
 use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
+use super::derive::message_path;
 use super::dialect::{Dialect, SurfaceKind};
 use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
@@ -60,6 +61,9 @@ pub struct Node<'a> {
     pub role: Option<&'a str>,
     /// Where the event's line starts (for fetching the message when it is emitted).
     pub pos: Pos,
+    /// Where the message object starts in that line, when the fold could tell (its first key
+    /// unescaped, the line UTF-8, not a v0 legacy rewrite); `None`: find it in the line.
+    pub message_at: Option<u32>,
     /// Whether the node derives a message (§12.1): false for an assistant, system or
     /// developer message with empty content.
     pub derives: bool,
@@ -99,6 +103,7 @@ pub struct NewNode {
     pub kind: SurfaceKind,
     pub op: EntryOp,
     pub pos: Pos,
+    pub message_at: Option<u32>,
     pub derives: bool,
     pub tool_calls: u32,
     pub result_shape: u64,
@@ -338,6 +343,7 @@ struct Slots {
     creator: Vec<u64>,
     /// The line number, or `u32::MAX` when it does not fit (see `SurfaceManager::long_lines`).
     line: Vec<u32>,
+    /// The line's start and, where known, the message's offset in it (see [`pack_byte`]).
     byte: Vec<u64>,
     /// `tool_calls` of an assistant message, `result_shape` of a tool result.
     extra: Vec<u64>,
@@ -345,6 +351,38 @@ struct Slots {
     /// `creator` of every 64th label: a seq is looked up in this (small, so cached) index
     /// first, then among 64 creators, instead of across the whole array.
     every64: Vec<u64>,
+}
+
+/// A node's message offset rides in the top bits of its line's start: set when known, then the
+/// offset (23 bits) above the start (40 bits, a TiB). Anything larger is kept as the bare
+/// start (the message is then found in the line), so no node needs more room.
+const MESSAGE_AT: u64 = 1 << 63;
+const BYTE_BITS: u32 = 40;
+const AT_BITS: u32 = 23;
+
+fn pack_byte(byte: u64, message_at: Option<u32>) -> u64 {
+    match message_at {
+        Some(at) if byte >> BYTE_BITS == 0 && at >> AT_BITS == 0 => {
+            MESSAGE_AT | u64::from(at) << BYTE_BITS | byte
+        }
+        _ => byte,
+    }
+}
+
+fn unpack_byte(packed: u64) -> (u64, Option<u32>) {
+    if packed & MESSAGE_AT == 0 {
+        return (packed, None);
+    }
+    let at = (packed >> BYTE_BITS) & ((1 << AT_BITS) - 1);
+    (packed & ((1 << BYTE_BITS) - 1), u32::try_from(at).ok())
+}
+
+/// The message object a node of `kind` derives, in the event's `data` (the path of
+/// [`message_path`], last duplicates winning as in `JSON.parse`).
+fn message_of<'v, 'a>(data: &'v Json<'a>, kind: SurfaceKind) -> Option<&'v Json<'a>> {
+    message_path(kind)[1..]
+        .iter()
+        .try_fold(data, |v, key| v.get(key))
 }
 
 impl Slots {
@@ -366,7 +404,7 @@ impl Slots {
 
     fn set(&mut self, l: usize, node: &NewNode, meta: u16) {
         self.line[l] = u32::try_from(node.pos.line).unwrap_or(u32::MAX);
-        self.byte[l] = node.pos.byte;
+        self.byte[l] = pack_byte(node.pos.byte, node.message_at);
         self.extra[l] = match node.kind {
             SurfaceKind::Assistant => u64::from(node.tool_calls),
             SurfaceKind::ToolResult => node.result_shape,
@@ -735,6 +773,7 @@ impl SurfaceManager {
         let meta = self.slots.meta[l];
         let kind = KINDS[usize::from((meta >> KIND_SHIFT) & 7).min(KINDS.len() - 1)];
         let extra = self.slots.extra[l];
+        let (byte, message_at) = unpack_byte(self.slots.byte[l]);
         let role = match (meta >> ROLE_SHIFT) & 7 {
             0 => None,
             ROLE_OTHER => self.odd_roles.get(&(l as u32)).map(|r| &**r),
@@ -758,8 +797,9 @@ impl SurfaceManager {
                         .unwrap_or(u64::from(u32::MAX)),
                     line => u64::from(line),
                 },
-                byte: self.slots.byte[l],
+                byte,
             },
+            message_at,
             derives: meta & DERIVES != 0,
             tool_calls: if kind == SurfaceKind::Assistant {
                 u32::try_from(extra).unwrap_or(u32::MAX)
@@ -1352,6 +1392,13 @@ impl SurfaceManager {
             },
             role: role_code(message.and_then(|m| m.get("role")).and_then(Json::as_str)),
             pos: ev.pos,
+            message_at: if ev.normalized {
+                None
+            } else {
+                message_of(&ev.data, kind)
+                    .and_then(|m| ev.offset_in_line(m))
+                    .and_then(|at| u32::try_from(at).ok())
+            },
             derives,
             tool_calls,
             result_shape,

@@ -554,6 +554,7 @@ mod tests {
             packed: false,
             normalized: false,
             result_digest: None,
+            line: None,
         }
     }
 

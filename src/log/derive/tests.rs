@@ -412,3 +412,162 @@ fn escapes_and_unicode_spaces_preview_as_decoded_text() {
         assert_eq!(preview_bytes(m.as_bytes(), 100).unwrap(), want, "{m}");
     }
 }
+
+/// The surface of the log at `path`, folded on `threads` threads in small blocks.
+fn folded(path: &std::path::Path, threads: usize) -> Option<crate::log::scan::FoldState> {
+    use crate::log::scan::{ScanOptions, scan};
+    let reader = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let opts = ScanOptions {
+        threads,
+        block_bytes: 4096,
+        ..ScanOptions::default()
+    };
+    let mut findings: Vec<crate::log::finding::Finding> = Vec::new();
+    scan(reader, Some(path), &opts, &mut findings, &mut ())
+        .unwrap()
+        .state
+}
+
+/// Where the fold saw a message start is where `message_span` finds it, and reading from
+/// there derives and previews exactly what reading the whole line does.
+fn check_message_offsets(path: &std::path::Path, threads: usize) -> (usize, usize) {
+    let Some(state) = folded(path, threads) else {
+        return (0, 0);
+    };
+    let mut d = Deriver::open(path).unwrap();
+    let (mut known, mut nodes) = (0, 0);
+    for node in state.surface.iter() {
+        if !node.derives || node.legacy_message().is_some() {
+            continue;
+        }
+        nodes += 1;
+        let line = d.line_at(node.pos.byte).unwrap().to_vec();
+        let span = message_span(&line, node.kind);
+        let mut whole = node;
+        whole.message_at = None;
+        if let Some(at) = node.message_at {
+            known += 1;
+            let span = span.as_ref().expect("a message where the fold saw one");
+            assert_eq!(
+                at as usize,
+                span.start,
+                "{} seq {}",
+                path.display(),
+                node.seq
+            );
+        }
+        let message = |d: &mut Deriver, n: &Node| d.message(n).map(|m| m.into_owned()).ok();
+        assert_eq!(message(&mut d, &node), message(&mut d, &whole));
+        for max in [0, 7, 60] {
+            assert_eq!(
+                d.preview(&node, max).ok(),
+                d.preview(&whole, max).ok(),
+                "{} seq {} at {max}",
+                path.display(),
+                node.seq
+            );
+        }
+    }
+    (known, nodes)
+}
+
+#[test]
+fn the_fold_tells_where_each_message_starts() {
+    let mut logs = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("testdata")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                logs.push(p);
+            }
+        }
+    }
+    let (mut known, mut nodes) = (0, 0);
+    for log in &logs {
+        for threads in [1, 2] {
+            let (k, n) = check_message_offsets(log, threads);
+            known += k;
+            nodes += n;
+        }
+    }
+    // Most messages are where the fold can tell (the rest: v0 rewrites, escaped keys, lines
+    // that are not UTF-8).
+    assert!(
+        known * 10 > nodes * 9,
+        "{known} of {nodes} messages located"
+    );
+}
+
+#[test]
+fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
+    use std::io::Write as _;
+    let header = r#"{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
+    let user = |seq: u64, data: &str| {
+        format!(
+            r#"{{"type":"user/message","seq":{seq},"time":0,"data":{data},"surfaceOp":"append"}}"#
+        )
+    };
+    let content = r#""content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}"#;
+    let lines = [
+        (
+            user(1, &format!(r#"{{ "id":"a","role":"user",{content}}}"#)),
+            true,
+        ),
+        // An escaped first key: the tree no longer knows where the key was.
+        (
+            user(3, &format!(r#"{{"\u0069d":"b","role":"user",{content}}}"#)),
+            false,
+        ),
+        // `data` twice: the last wins, as in JSON.parse.
+        (
+            format!(
+                r#"{{"type":"user/message","seq":5,"time":0,"data":{{"id":"x"}},"data":{{"id":"c","role":"user",{content}}},"surfaceOp":"append"}}"#
+            ),
+            true,
+        ),
+        // A byte that is not UTF-8 (inside a text): the parser read a lossy copy.
+        (
+            user(
+                7,
+                &format!(
+                    r#"{{"id":"d","role":"user","content":[{{"type":"text","text":"h\xffi"}}],"source":{{"kind":"user"}}}}"#
+                ),
+            ),
+            false,
+        ),
+    ];
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    writeln!(file, "{header}").unwrap();
+    let mut seq = 0;
+    for (line, _) in &lines {
+        writeln!(
+            file,
+            r#"{{"type":"turn/start","seq":{seq},"time":0,"data":{{"turn":{}}}}}"#,
+            seq / 2 + 1
+        )
+        .unwrap();
+        let bytes = line.replace(r"\xff", "\u{1}");
+        let mut bytes = bytes.into_bytes();
+        for b in bytes.iter_mut().filter(|b| **b == 1) {
+            *b = 0xff;
+        }
+        file.write_all(&bytes).unwrap();
+        file.write_all(b"\n").unwrap();
+        seq += 2;
+    }
+    file.flush().unwrap();
+    for threads in [1, 2] {
+        let state = folded(file.path(), threads).expect("a fold");
+        let located: Vec<bool> = state
+            .surface
+            .iter()
+            .map(|n| n.message_at.is_some())
+            .collect();
+        let want: Vec<bool> = lines.iter().map(|(_, at)| *at).collect();
+        assert_eq!(located, want, "on {threads} thread(s)");
+        assert_eq!(check_message_offsets(file.path(), threads), (2, 4));
+    }
+}

@@ -263,6 +263,7 @@ impl<'a> Rows<'a> {
                         dialect,
                         Some(&text.arena),
                         Some(&mut self.scratch),
+                        utf8,
                     ),
                 }),
             });

@@ -339,6 +339,7 @@ fn owned(ev: Event<'_>) -> Event<'static> {
         packed: ev.packed,
         normalized: ev.normalized,
         result_digest: ev.result_digest,
+        line: None,
     }
 }
 
@@ -365,6 +366,7 @@ fn raw_event(line: &str) -> Event<'static> {
         packed: false,
         normalized: false,
         result_digest: None,
+        line: None,
     }
 }
 
@@ -1985,4 +1987,23 @@ fn the_spooled_history_reads_back_and_forks_cleanly() {
         a.spool.as_ref().unwrap(),
         b.spool.as_ref().unwrap()
     ));
+}
+
+#[test]
+fn a_message_offset_rides_with_the_line_start_only_where_both_fit() {
+    for (byte, at) in [
+        (0, Some(0)),
+        (12_345, Some(17)),
+        ((1 << 40) - 1, Some((1 << 23) - 1)),
+        (99, None),
+    ] {
+        assert_eq!(unpack_byte(pack_byte(byte, at)), (byte, at));
+    }
+    // Too far into the file, or into the line: the start alone, the message found in the line.
+    assert_eq!(unpack_byte(pack_byte(1 << 40, Some(5))), (1 << 40, None));
+    assert_eq!(unpack_byte(pack_byte(7, Some(1 << 23))), (7, None));
+    assert_eq!(
+        unpack_byte(pack_byte(u64::MAX >> 1, Some(5))),
+        (u64::MAX >> 1, None)
+    );
 }
