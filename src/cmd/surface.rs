@@ -147,9 +147,7 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
                 .iter()
                 .map(|n| row_of(n, derivers.first_mut()))
                 .collect::<Result<Vec<Row>>>()?;
-            for line in layout.render(&rows, header) {
-                writeln!(out, "{line}")?;
-            }
+            write_lines(out, &layout.render(&rows, header))?;
             header = false;
         }
     }
@@ -230,9 +228,7 @@ fn write_in_parallel<'s>(
                         None => unreachable!("every chunk of the batch was checked above"),
                     }
                 }
-                for line in batch.iter().flatten() {
-                    writeln!(out, "{line}")?;
-                }
+                write_lines(out, batch.iter().flatten())?;
                 written = end;
             }
             if written == sent {
@@ -241,9 +237,7 @@ fn write_in_parallel<'s>(
                     continue;
                 }
                 if sent == 0 {
-                    for line in layout.render(&[], true) {
-                        writeln!(out, "{line}")?;
-                    }
+                    write_lines(out, &layout.render(&[], true))?;
                 }
                 return Ok(());
             }
@@ -255,6 +249,18 @@ fn write_in_parallel<'s>(
             }
         }
     })
+}
+
+/// Table lines, each ended by a newline (written as bytes: a format per line cost more).
+fn write_lines<'l>(
+    out: &mut dyn Write,
+    lines: impl IntoIterator<Item = &'l String>,
+) -> std::io::Result<()> {
+    for line in lines {
+        out.write_all(line.as_bytes())?;
+        out.write_all(b"\n")?;
+    }
+    Ok(())
 }
 
 /// Threads that make table rows: as many as the scan would parse on, at most 2 (one more

@@ -330,9 +330,18 @@ pub fn clip_width(text: &str, max: usize) -> String {
 /// [`clip_width`], and how many columns the result takes.
 fn clip_measured(text: &str, max: usize) -> (String, usize) {
     // Text of the characters `width_of` counts one by one (the usual preview) is measured
-    // and clipped in one pass.
-    let (mut used, mut keep) = (0, None);
-    for (i, c) in text.char_indices() {
+    // and clipped in one pass. `keep` is where the first character that does not fit with
+    // the `…` starts, and the columns before it; in a run of printable ASCII that is byte
+    // `max - 1`, found without decoding.
+    let ascii = text
+        .bytes()
+        .position(|b| !(0x20..0x7f).contains(&b))
+        .unwrap_or(text.len());
+    let first = max.saturating_sub(1);
+    let mut keep = (first < ascii).then_some((first, first));
+    let mut used = ascii;
+    for (i, c) in text[ascii..].char_indices() {
+        let i = ascii + i;
         let Some(w) = simple_width(c) else {
             return clip_any(text, max);
         };
@@ -342,7 +351,12 @@ fn clip_measured(text: &str, max: usize) -> (String, usize) {
         used += w;
     }
     match keep {
-        Some((end, kept)) if used > max => (format!("{}…", &text[..end]), kept + 1),
+        Some((end, kept)) if used > max => {
+            let mut cut = String::with_capacity(end + '…'.len_utf8());
+            cut.push_str(&text[..end]);
+            cut.push('…');
+            (cut, kept + 1)
+        }
         _ => (text.to_owned(), used),
     }
 }
@@ -407,6 +421,7 @@ mod tests {
             "e\u{301}te\u{301} combining",
             "👩\u{200d}💻 emoji",
             "tab\there",
+            "a run of printable ascii before 日本語 and é",
         ];
         for t in texts {
             for max in 0..40 {
