@@ -954,7 +954,19 @@ impl Preview {
                 i += 1;
                 continue;
             }
-            let run = b[i..].iter().position(|c| !plain(c)).unwrap_or(b.len() - i);
+            // A run of words of printable ASCII with single spaces between them is copied as
+            // it is: those spaces are the ones the words would get.
+            let mut end = i;
+            while end < b.len() {
+                if plain(&b[end]) {
+                    end += 1;
+                } else if b[end] == b' ' && b.get(end + 1).is_some_and(plain) {
+                    end += 2;
+                } else {
+                    break;
+                }
+            }
+            let run = end - i;
             if run == 0 {
                 let next = match decoded {
                     // `i` is at a character: only whole characters and ASCII runs are passed.
@@ -978,7 +990,7 @@ impl Preview {
                 continue;
             }
             self.word_start(in_word);
-            // One character a byte.
+            // One character a byte (spaces included).
             let fits = run.min(self.max.saturating_sub(self.chars));
             self.text.extend_from_slice(&b[i..i + fits]);
             self.chars += fits;

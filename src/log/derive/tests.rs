@@ -571,3 +571,44 @@ fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
         assert_eq!(check_message_offsets(file.path(), threads), (2, 4));
     }
 }
+
+/// A preview's text by its definition: words split at whitespace, joined by single spaces,
+/// cut to `max` characters with `…` (which takes the last one, trailing spaces dropped).
+fn words_clipped(text: &str, max: usize) -> String {
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if words.chars().count() <= max {
+        return words;
+    }
+    let mut kept: String = words.chars().take(max).collect();
+    kept.pop();
+    kept.truncate(kept.trim_end().len());
+    kept.push('…');
+    kept
+}
+
+#[test]
+fn previews_are_the_words_joined_by_single_spaces_then_cut() {
+    let texts = [
+        "plain words of ascii text",
+        "  leading and  double  spaces   and trailing  ",
+        "tabs\tand\nnewlines\r\nbetween words",
+        "a b c d e f g h i j k l m n o p",
+        "unicode\u{a0}spaces\u{3000}and 日本語 words é",
+        "x",
+        "",
+    ];
+    for text in texts {
+        let stored = serde_json::to_string(text).unwrap();
+        let message = format!(r#"{{"content":[{{"type":"text","text":{stored}}}]}}"#);
+        let tree = json::parse(message.as_bytes()).unwrap();
+        for max in 0..40 {
+            let want = words_clipped(text, max);
+            assert_eq!(
+                preview_bytes(message.as_bytes(), max).unwrap(),
+                want,
+                "{text:?} at {max}"
+            );
+            assert_eq!(preview(&tree, max), want, "{text:?} at {max} (tree)");
+        }
+    }
+}
