@@ -411,8 +411,8 @@ pub struct Deriver {
 const AHEAD: u64 = 1 << 20;
 /// Excursions in a row, each ahead of the last, after which the sequential reader moves.
 const FOLLOW: u32 = 8;
-/// What an excursion reads at a time.
-const JUMP_READ: usize = 8 * 1024;
+/// What an excursion reads first (most lines a surface jumps to are shorter).
+const JUMP_READ: usize = 2 * 1024;
 
 impl Deriver {
     /// Derive from the plaintext log at `path` (a spooled copy for standard input).
@@ -514,10 +514,12 @@ impl Deriver {
                 self.jump_len = 0;
                 loop {
                     let start = self.jump_len;
+                    // A line longer than the first read is read in doubling steps.
+                    let step = JUMP_READ.max(start);
                     if start == self.jump_buf.len() {
-                        self.jump_buf.resize(start + JUMP_READ, 0);
+                        self.jump_buf.resize(start + step, 0);
                     }
-                    let end = self.jump_buf.len().min(start + JUMP_READ);
+                    let end = self.jump_buf.len().min(start + step);
                     let n = read_at(file, &mut self.jump_buf[start..end], byte + start as u64)?;
                     self.jump_len = start + n;
                     if n == 0 || self.jump_buf[start..start + n].contains(&b'\n') {
