@@ -303,7 +303,7 @@ fn preview_of(
         }) => return Ok(Preview::Missing),
         Err(e) => return Err(super::fold::reread_failure(name, n, &e)),
     };
-    Ok(preview_text(&text, width))
+    Ok(preview_text(text, width))
 }
 
 /// `FILE: v4, 5 surface nodes after seq 26, replace generation 1`, plus what was left out.

@@ -1,6 +1,8 @@
 //! `dshs surface` output: the JSON document of CLI.md, and a table for people whose columns
 //! are fixed up front so it can be printed in chunks (memory does not follow the surface).
 
+use std::borrow::Cow;
+
 use comfy_table::{Attribute, Cell, CellAlignment, Color, ColumnConstraint, Table, Width};
 use serde::ser::SerializeSeq;
 use serde::{Serialize, Serializer};
@@ -169,7 +171,7 @@ impl TableLayout {
         }
         for r in rows {
             let seq = r.seq.to_string();
-            let role = clip_width(&r.role, MAX_ROLE);
+            let (role, role_width) = clip_measured(&r.role, MAX_ROLE);
             let preview = match &r.preview {
                 Preview::Text(t, w) => (t.as_str(), *w),
                 Preview::NoMessage => (NO_MESSAGE, NO_MESSAGE.len()),
@@ -178,7 +180,7 @@ impl TableLayout {
             let cells = [
                 (seq.as_str(), seq.len()),
                 (r.kind.type_name(), r.kind.type_name().len()),
-                (&role, width_of(&role)),
+                (&role, role_width),
                 (&r.op, width_of(&r.op)),
                 preview,
             ];
@@ -324,11 +326,11 @@ fn simple_width(c: char) -> Option<usize> {
 
 /// At most `max` terminal columns of `text`, with `…` when cut.
 pub fn clip_width(text: &str, max: usize) -> String {
-    clip_measured(text, max).0
+    clip_measured(text, max).0.into_owned()
 }
 
-/// [`clip_width`], and how many columns the result takes.
-fn clip_measured(text: &str, max: usize) -> (String, usize) {
+/// [`clip_width`] (the text itself when it fits), and how many columns the result takes.
+fn clip_measured(text: &str, max: usize) -> (Cow<'_, str>, usize) {
     // Text of the characters `width_of` counts one by one (the usual preview) is measured
     // and clipped in one pass. `keep` is where the first character that does not fit with
     // the `…` starts, and the columns before it; in a run of printable ASCII that is byte
@@ -355,17 +357,17 @@ fn clip_measured(text: &str, max: usize) -> (String, usize) {
             let mut cut = String::with_capacity(end + '…'.len_utf8());
             cut.push_str(&text[..end]);
             cut.push('…');
-            (cut, kept + 1)
+            (Cow::Owned(cut), kept + 1)
         }
-        _ => (text.to_owned(), used),
+        _ => (Cow::Borrowed(text), used),
     }
 }
 
 /// [`clip_measured`] of any text.
-fn clip_any(text: &str, max: usize) -> (String, usize) {
+fn clip_any(text: &str, max: usize) -> (Cow<'_, str>, usize) {
     let width = width_of(text);
     if width <= max {
-        return (text.to_owned(), width);
+        return (Cow::Borrowed(text), width);
     }
     let mut out = String::new();
     let mut used = 0;
@@ -384,13 +386,19 @@ fn clip_any(text: &str, max: usize) -> (String, usize) {
     out.push('…');
     // Measured again: a sequence can take fewer columns than its characters one by one.
     let width = width_of(&out);
-    (out, width)
+    (Cow::Owned(out), width)
 }
 
-/// A preview made one safe line: escaped, clipped to the column.
-pub fn preview_text(text: &str, max: usize) -> Preview {
-    let (text, width) = clip_measured(&escape(text), max);
-    Preview::Text(text, width)
+/// A preview made one safe line: escaped, clipped to the column (the text itself, not a
+/// copy, when it needs neither).
+pub fn preview_text(text: String, max: usize) -> Preview {
+    let escaped = escape(&text);
+    let (clipped, width) = clip_measured(&escaped, max);
+    let changed = match (&escaped, clipped) {
+        (Cow::Borrowed(_), Cow::Borrowed(_)) => None,
+        (_, clipped) => Some(clipped.into_owned()),
+    };
+    Preview::Text(changed.unwrap_or(text), width)
 }
 
 #[cfg(test)]
@@ -468,12 +476,12 @@ mod tests {
 
     #[test]
     fn previews_are_escaped_before_clipping() {
-        let Preview::Text(text, width) = preview_text("a\u{1b}[31mb", 40) else {
+        let Preview::Text(text, width) = preview_text("a\u{1b}[31mb".to_owned(), 40) else {
             panic!("a text preview");
         };
         assert_eq!(text, "a\\u{1b}[31mb");
         assert_eq!(width, width_of(&text));
-        let Preview::Text(text, width) = preview_text("日本語テキスト", 7) else {
+        let Preview::Text(text, width) = preview_text("日本語テキスト".to_owned(), 7) else {
             panic!("a text preview");
         };
         assert_eq!((text.as_str(), width), ("日本語…", 7));
@@ -498,7 +506,7 @@ mod tests {
             let mut rows = Vec::new();
             for (i, t) in texts.iter().enumerate() {
                 for (j, preview) in [
-                    preview_text(t, layout.preview_width()),
+                    preview_text(t.to_string(), layout.preview_width()),
                     Preview::text((*t).to_owned()),
                     Preview::NoMessage,
                     Preview::Missing,
@@ -537,7 +545,7 @@ mod tests {
             role: "user".into(),
             op: "append".into(),
             replaced: false,
-            preview: preview_text(preview, layout.preview_width()),
+            preview: preview_text(preview.to_owned(), layout.preview_width()),
         };
         let first = layout.render(&[row(2, "hello"), row(120, &"x".repeat(200))], true);
         let second = layout.render(&[row(7, &"y".repeat(200))], false);
