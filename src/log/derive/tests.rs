@@ -504,59 +504,57 @@ fn the_fold_tells_where_each_message_starts() {
 #[test]
 fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
     use std::io::Write as _;
-    let header = r#"{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
-    let user = |seq: u64, data: &str| {
-        format!(
-            r#"{{"type":"user/message","seq":{seq},"time":0,"data":{data},"surfaceOp":"append"}}"#
-        )
+    // `data` as given, bytes that are not UTF-8 included.
+    let user = |seq: u64, data: &[u8]| {
+        let mut line =
+            format!(r#"{{"type":"user/message","seq":{seq},"time":0,"data":"#).into_bytes();
+        line.extend_from_slice(data);
+        line.extend_from_slice(br#","surfaceOp":"append"}"#);
+        line
     };
     let content = r#""content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}"#;
-    let lines = [
+    // Each line, and whether the fold can tell where its message starts.
+    let lines: [(Vec<u8>, bool); 4] = [
         (
-            user(1, &format!(r#"{{ "id":"a","role":"user",{content}}}"#)),
+            user(1, format!(r#"{{ "id":"a","role":"user",{content}}}"#).as_bytes()),
             true,
         ),
         // An escaped first key: the tree no longer knows where the key was.
         (
-            user(3, &format!(r#"{{"\u0069d":"b","role":"user",{content}}}"#)),
+            user(2, format!(r#"{{"\u0069d":"b","role":"user",{content}}}"#).as_bytes()),
             false,
         ),
         // `data` twice: the last wins, as in JSON.parse.
         (
             format!(
-                r#"{{"type":"user/message","seq":5,"time":0,"data":{{"id":"x"}},"data":{{"id":"c","role":"user",{content}}},"surfaceOp":"append"}}"#
-            ),
+                r#"{{"type":"user/message","seq":3,"time":0,"data":{{"id":"x"}},"data":{{"id":"c","role":"user",{content}}},"surfaceOp":"append"}}"#
+            )
+            .into_bytes(),
             true,
         ),
         // A byte that is not UTF-8 (inside a text): the parser read a lossy copy.
         (
             user(
-                7,
-                &format!(
-                    r#"{{"id":"d","role":"user","content":[{{"type":"text","text":"h\xffi"}}],"source":{{"kind":"user"}}}}"#
-                ),
+                4,
+                b"{\"id\":\"d\",\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"h\xffi\"}],\"source\":{\"kind\":\"user\"}}",
             ),
             false,
         ),
     ];
     let mut file = tempfile::NamedTempFile::new().unwrap();
-    writeln!(file, "{header}").unwrap();
-    let mut seq = 0;
+    writeln!(
+        file,
+        r#"{{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}}"#
+    )
+    .unwrap();
+    writeln!(
+        file,
+        r#"{{"type":"turn/start","seq":0,"time":0,"data":{{"turn":1}}}}"#
+    )
+    .unwrap();
     for (line, _) in &lines {
-        writeln!(
-            file,
-            r#"{{"type":"turn/start","seq":{seq},"time":0,"data":{{"turn":{}}}}}"#,
-            seq / 2 + 1
-        )
-        .unwrap();
-        let bytes = line.replace(r"\xff", "\u{1}");
-        let mut bytes = bytes.into_bytes();
-        for b in bytes.iter_mut().filter(|b| **b == 1) {
-            *b = 0xff;
-        }
-        file.write_all(&bytes).unwrap();
+        file.write_all(line).unwrap();
         file.write_all(b"\n").unwrap();
-        seq += 2;
     }
     file.flush().unwrap();
     for threads in [1, 2] {
