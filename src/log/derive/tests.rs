@@ -210,9 +210,9 @@ fn lines_come_back_whatever_the_order_they_are_asked_in() {
     }
 }
 
-/// Every line of every plain log under `testdata/`.
-fn testdata_lines() -> Vec<Vec<u8>> {
-    let mut lines: Vec<Vec<u8>> = Vec::new();
+/// Every plain log under `testdata/`.
+fn testdata_logs() -> Vec<std::path::PathBuf> {
+    let mut logs = Vec::new();
     let mut dirs = vec![std::path::PathBuf::from("testdata")];
     while let Some(dir) = dirs.pop() {
         for e in std::fs::read_dir(&dir).unwrap() {
@@ -220,10 +220,19 @@ fn testdata_lines() -> Vec<Vec<u8>> {
             if p.is_dir() {
                 dirs.push(p);
             } else if p.extension().is_some_and(|x| x == "jsonl") {
-                let bytes = std::fs::read(&p).unwrap();
-                lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
+                logs.push(p);
             }
         }
+    }
+    logs
+}
+
+/// Every line of every plain log under `testdata/`.
+fn testdata_lines() -> Vec<Vec<u8>> {
+    let mut lines: Vec<Vec<u8>> = Vec::new();
+    for log in testdata_logs() {
+        let bytes = std::fs::read(&log).unwrap();
+        lines.extend(bytes.split(|&b| b == b'\n').map(<[u8]>::to_vec));
     }
     lines
 }
@@ -473,20 +482,8 @@ fn check_message_offsets(path: &std::path::Path, threads: usize) -> (usize, usiz
 
 #[test]
 fn the_fold_tells_where_each_message_starts() {
-    let mut logs = Vec::new();
-    let mut dirs = vec![std::path::PathBuf::from("testdata")];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                logs.push(p);
-            }
-        }
-    }
     let (mut known, mut nodes) = (0, 0);
-    for log in &logs {
+    for log in &testdata_logs() {
         for threads in [1, 2] {
             let (k, n) = check_message_offsets(log, threads);
             known += k;
