@@ -589,38 +589,7 @@ impl<'a> Text<'a> {
 fn decode_one(b: &[u8], i: usize) -> Option<(char, usize)> {
     let c = *b.get(i)?;
     match c {
-        b'\\' => {
-            let simple = match *b.get(i + 1)? {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                b'u' => {
-                    let hi = hex4(b, i + 2)?;
-                    if (0xdc00..0xe000).contains(&hi) {
-                        return None;
-                    }
-                    if !(0xd800..0xdc00).contains(&hi) {
-                        return Some((char::from_u32(hi)?, 6));
-                    }
-                    if b.get(i + 6..i + 8)? != b"\\u" {
-                        return None;
-                    }
-                    let lo = hex4(b, i + 8)?;
-                    if !(0xdc00..0xe000).contains(&lo) {
-                        return None;
-                    }
-                    let c = char::from_u32(0x10000 + ((hi - 0xd800) << 10) + (lo - 0xdc00))?;
-                    return Some((c, 12));
-                }
-                _ => return None,
-            };
-            Some((simple, 2))
-        }
+        b'\\' => super::json::escaped_char(b, i).map(|(c, end)| (c, end - i)),
         0..0x20 => None,
         0x20..0x80 => Some((char::from(c), 1)),
         _ => {
@@ -634,13 +603,6 @@ fn decode_one(b: &[u8], i: usize) -> Option<(char, usize)> {
             Some((s.chars().next()?, len))
         }
     }
-}
-
-fn hex4(b: &[u8], at: usize) -> Option<u32> {
-    let digits = b.get(at..at + 4)?;
-    digits
-        .iter()
-        .try_fold(0u32, |n, &d| Some(n << 4 | char::from(d).to_digit(16)?))
 }
 
 /// The parts of a content block a preview reads.

@@ -693,6 +693,30 @@ fn escape_end(s: &[u8], j: usize) -> Option<usize> {
     }
 }
 
+/// At a backslash: the character a valid escape stands for, and the index just past it
+/// (`None` where [`escape_end`] finds none: an invalid escape or a lone surrogate).
+pub(crate) fn escaped_char(s: &[u8], j: usize) -> Option<(char, usize)> {
+    let end = escape_end(s, j)?;
+    let c = match s[j + 1] {
+        b'b' => '\u{8}',
+        b'f' => '\u{c}',
+        b'n' => '\n',
+        b'r' => '\r',
+        b't' => '\t',
+        b'u' => {
+            let unit = hex4(s, j + 2)?;
+            if (0xD800..0xDC00).contains(&unit) {
+                char::from_u32(0x10000 + ((unit - 0xD800) << 10) + (hex4(s, j + 8)? - 0xDC00))?
+            } else {
+                char::from_u32(unit)?
+            }
+        }
+        // `"`, `\` and `/` stand for themselves.
+        other => char::from(other),
+    };
+    Some((c, end))
+}
+
 /// What [`unescape_into`] writes to.
 pub(super) trait Text {
     fn push_str(&mut self, s: &str);
