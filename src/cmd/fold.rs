@@ -156,6 +156,9 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
 struct Markers(u64);
 
 impl dshs::log::scan::Observer for Markers {
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
     fn event(&mut self, info: &dshs::log::scan::EventInfo<'_, '_>, _: &FoldState) {
         if info.event.surface_op.is_some() {
             self.0 += 1;

@@ -92,6 +92,9 @@ struct Activity {
 }
 
 impl Observer for Activity {
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
         if info.event.ty == "turn/start" {
             self.turns += 1;

@@ -127,6 +127,9 @@ impl Lookout {
 }
 
 impl Observer for Lookout {
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
         // Rows after a bad row: a log with any is refused before the lookout is asked.
         if info.speculative {

@@ -522,7 +522,7 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
 
 /// Parse text that is already known to be UTF-8 (no second validation pass).
 pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
-    match fast::parse(text, None, None) {
+    match fast::parse(text, None, None, Shape::Full) {
         Some((v, _)) => Ok(v),
         None => parse_careful(text),
     }
@@ -531,7 +531,22 @@ pub fn parse_str(text: &str) -> Result<Json<'_>, String> {
 /// [`parse_str`] and [`audit`] in one walk over the line (the common case); the careful
 /// path and a separate audit for lines the fast parser leaves to serde_json.
 pub fn parse_audited(text: &str) -> Result<(Json<'_>, Audit), String> {
-    parse_audited_in(text, None, None)
+    parse_audited_in(text, None, None, Shape::Full)
+}
+
+/// What a parsed line's tree holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shape {
+    /// Every value.
+    #[default]
+    Full,
+    /// Every value but the arrays inside the records of `data.stream` (the provider chunks'
+    /// `dt`, `texts` and `args`), which are parsed and audited, then left out: a member holds
+    /// an empty array in their place. For passes whose readers never look inside a chunk
+    /// record; on a format-3 log those arrays are most of the values, and of the memory the
+    /// trees of the lines in flight take. The careful path (serde_json) always builds the
+    /// whole tree.
+    Lean,
 }
 
 /// [`parse_audited`] with the tree's lists and unescaped strings in `arena` (see [`List`]),
@@ -541,8 +556,9 @@ pub fn parse_audited_in<'a>(
     text: &'a str,
     arena: Option<&'a Arena>,
     scratch: Option<&mut Scratch<'a>>,
+    shape: Shape,
 ) -> Result<(Json<'a>, Audit), String> {
-    match fast::parse(text, arena, scratch) {
+    match fast::parse(text, arena, scratch, shape) {
         Some(parsed) => Ok(parsed),
         None => parse_careful(text).map(|v| {
             let a = audit(&v);

@@ -12,7 +12,7 @@ use super::finding::Pos;
 use super::idset::SeqSet;
 use super::vocab::TypeClass;
 
-use super::json::{self, Json, MAX_SAFE, Seg};
+use super::json::{self, Json, MAX_SAFE, Seg, Shape};
 
 /// One event, envelope taken apart. `data` and the surface metadata stay JSON trees.
 #[derive(Debug, Clone)]
@@ -177,7 +177,7 @@ const ENVELOPE_KEYS: [&str; 7] = [
 /// scanner decodes lossily first and calls [`decode_str`]).
 pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
     match std::str::from_utf8(text) {
-        Ok(s) => decode_in(s, pos, dialect, None, None, true),
+        Ok(s) => decode_in(s, pos, dialect, None, None, true, Shape::Full),
         Err(e) => Row::Bad(BadRow {
             kind: BadKind::Unparsable,
             why: format!("invalid UTF-8: {e}"),
@@ -191,12 +191,13 @@ pub fn decode<'a>(text: &'a [u8], pos: Pos, dialect: &Dialect) -> Row<'a> {
 
 /// Decode one complete line (already UTF-8, lossily if need be).
 pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
-    decode_in(text, pos, dialect, None, None, false)
+    decode_in(text, pos, dialect, None, None, false, Shape::Full)
 }
 
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
 /// (the scan's hot path: see [`json::List`]). `stored`: `text` is the stored line itself, not
-/// a lossy copy of it (see [`Event::line`]).
+/// a lossy copy of it (see [`Event::line`]). `shape`: the whole tree, or a lean one for a
+/// pass whose readers never look inside `data.stream`'s records ([`json::Shape`]).
 // Inlined where a row is stored, so its ~250 bytes are built there rather than returned
 // through memory and copied.
 #[inline(always)]
@@ -207,13 +208,14 @@ pub fn decode_in<'a>(
     arena: Option<&'a json::Arena>,
     scratch: Option<&mut json::Scratch<'a>>,
     stored: bool,
+    shape: Shape,
 ) -> Row<'a> {
     // An empty line is unparsable JSON (§3.2): said without asking a parser (a crash tail or
     // a decompression bomb may hold billions of them).
     let parsed = if text.is_empty() {
         Err("empty line (not valid JSON)".to_owned())
     } else {
-        json::parse_audited_in(text, arena, scratch)
+        json::parse_audited_in(text, arena, scratch, shape)
     };
     let (value, audit) = match parsed {
         Ok(parsed) => parsed,
@@ -899,12 +901,12 @@ mod tests {
 
     /// Every event's data, as text, decoded with or without an arena.
     fn event_texts(line: &str, arena: Option<&json::Arena>) -> Vec<String> {
-        let evs: Vec<Candidate<'_>> = match decode_in(line, pos(), &DIALECTS[0], arena, None, true)
-        {
-            Row::Events(evs, _) => evs.into_vec(),
-            Row::Packed(p, _) => p.members().collect(),
-            Row::Bad(_) => panic!("bad row: {line}"),
-        };
+        let evs: Vec<Candidate<'_>> =
+            match decode_in(line, pos(), &DIALECTS[0], arena, None, true, Shape::Full) {
+                Row::Events(evs, _) => evs.into_vec(),
+                Row::Packed(p, _) => p.members().collect(),
+                Row::Bad(_) => panic!("bad row: {line}"),
+            };
         evs.iter()
             .map(|c| {
                 let e = c.event.as_ref().unwrap();

@@ -21,7 +21,7 @@ use super::event::Kind;
 use super::finding::{Finding, Pos, Reporter, Sink};
 use super::header::{self, Header, HeaderVerdict};
 use super::input::{self, Framing, LineReader, ZstdEnd};
-use super::json::Json;
+use super::json::{Json, Shape};
 use super::legacy::{self, Legacy};
 use super::lifecycle::Lifecycle;
 use super::payload;
@@ -211,6 +211,13 @@ pub trait Observer: Send {
     fn done(&self) -> bool {
         false
     }
+    /// Whether [`Observer::event`] reads inside the records of an event's `data.stream` (a
+    /// provider chunk's `texts`, `dt` or `args`). When not, the pass builds lean trees that
+    /// leave those arrays out ([`Shape::Lean`]): most of a format-3 log's values, and of the
+    /// memory of the lines in flight.
+    fn reads_stream_records(&self) -> bool {
+        true
+    }
 }
 
 impl Observer for () {
@@ -219,6 +226,9 @@ impl Observer for () {
     }
     fn inert(&self) -> bool {
         true
+    }
+    fn reads_stream_records(&self) -> bool {
+        false
     }
 }
 
@@ -237,6 +247,9 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     }
     fn speculation_ended(&mut self, committed: bool) {
         (**self).speculation_ended(committed);
+    }
+    fn reads_stream_records(&self) -> bool {
+        (**self).reads_stream_records()
     }
     fn inert(&self) -> bool {
         (**self).inert()
@@ -550,6 +563,9 @@ struct Ctx<O> {
     /// the fold goes on, so the summary still describes the whole log.
     draft: Option<Finding>,
     muted: bool,
+    /// Lean trees when the observer never reads inside `data.stream`'s records (the checks
+    /// read only their `type` and `chunk`).
+    shape: Shape,
     observer: O,
 }
 
@@ -666,6 +682,11 @@ pub fn scan_framed(
         stop_after: opts.stop_after,
         draft: None,
         muted: false,
+        shape: if observer.reads_stream_records() {
+            Shape::Full
+        } else {
+            Shape::Lean
+        },
         observer,
     };
     let mut pass = Pass {
@@ -729,6 +750,7 @@ pub fn scan_framed(
                 Some(&arena),
                 Some(&mut scratch),
                 utf8_ok,
+                pass.ctx.shape,
             );
             let stop = pass.line(pos, end, line.bytes, utf8_ok, &mut row);
             drop(row);
@@ -1031,8 +1053,15 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     byte: raw.0,
                 };
                 let (text, utf8_ok) = line_text(raw.1);
-                let mut row =
-                    rows::decode_in(&text, pos, self.ctx.dialect, Some(&arena), None, utf8_ok);
+                let mut row = rows::decode_in(
+                    &text,
+                    pos,
+                    self.ctx.dialect,
+                    Some(&arena),
+                    None,
+                    utf8_ok,
+                    self.ctx.shape,
+                );
                 let expected = self.state.surface.next_seq();
                 let (bad, _) = classify_row(
                     &row,

@@ -52,6 +52,9 @@ pub struct Counter {
 }
 
 impl Observer for Counter {
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
         let c = &mut self.counts;
         let ev = info.event;

@@ -9,3 +9,21 @@ pub fn replace_keys(v: usize) -> (&'static str, &'static str) {
         ("startSeq", "endSeq")
     }
 }
+
+/// Every plain log under `testdata/`.
+pub fn testdata_logs() -> Vec<std::path::PathBuf> {
+    let mut logs = Vec::new();
+    let mut dirs = vec![std::path::PathBuf::from("testdata")];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "jsonl") {
+                logs.push(p);
+            }
+        }
+    }
+    logs.sort();
+    logs
+}

@@ -1,5 +1,6 @@
 use super::*;
 use crate::log::json;
+use crate::log::test_support::testdata_logs;
 
 fn cut(line: &str, kind: SurfaceKind) -> Result<String, MessageError> {
     message_bytes(line.as_bytes(), kind).map(|b| String::from_utf8(b.to_vec()).unwrap())
@@ -208,23 +209,6 @@ fn lines_come_back_whatever_the_order_they_are_asked_in() {
         let got = d.line_at(starts[i]).unwrap();
         assert_eq!(got, lines[i].as_bytes(), "line {i}");
     }
-}
-
-/// Every plain log under `testdata/`.
-fn testdata_logs() -> Vec<std::path::PathBuf> {
-    let mut logs = Vec::new();
-    let mut dirs = vec![std::path::PathBuf::from("testdata")];
-    while let Some(dir) = dirs.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                dirs.push(p);
-            } else if p.extension().is_some_and(|x| x == "jsonl") {
-                logs.push(p);
-            }
-        }
-    }
-    logs
 }
 
 /// Every line of every plain log under `testdata/`.

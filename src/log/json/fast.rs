@@ -16,7 +16,9 @@ use std::borrow::Cow;
 
 use bumpalo::Bump;
 
-use super::{Arena, Audit, JStr, Json, List, Member, Members, Num, Scratch, first_duplicate};
+use super::{
+    Arena, Audit, JStr, Json, List, Member, Members, Num, Scratch, Shape, first_duplicate,
+};
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -24,10 +26,16 @@ const MAX_DEPTH: u32 = 100;
 /// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.
 /// With an arena, every list goes into it, and an escaped string is unescaped into it when
 /// first read (see [`List`]); without, the tree owns its lists and unescaped strings.
+///
+/// A lean tree ([`Shape::Lean`]) leaves out the arrays inside the records of `data.stream`
+/// (the `dt`, `texts` and `args` of each provider chunk, most of an assistant message's
+/// values): they are parsed and audited like the rest of the line, then dropped, and the
+/// member holds an empty array.
 pub(super) fn parse<'a>(
     text: &'a str,
     arena: Option<&'a Arena>,
     mut scratch: Option<&mut Scratch<'a>>,
+    shape: Shape,
 ) -> Option<(Json<'a>, Audit)> {
     let (members, items) = match scratch.as_deref_mut() {
         Some(s) => (std::mem::take(&mut s.members), std::mem::take(&mut s.items)),
@@ -42,6 +50,8 @@ pub(super) fn parse<'a>(
         audit: Audit::default(),
         objects: 0,
         duplicate_in: u64::MAX,
+        lean: shape == Shape::Lean,
+        path: Path::Outside,
         members,
         items,
     };
@@ -73,6 +83,10 @@ struct Parser<'a> {
     objects: u64,
     /// The pre-order index of the object whose duplicate key is in `audit`.
     duplicate_in: u64,
+    /// A lean tree is asked for: see [`parse`].
+    lean: bool,
+    /// For a lean tree, how far along `data.stream` the value being parsed lies.
+    path: Path,
     /// Scratch stacks: the members (items) of the open objects (arrays), moved into one
     /// exactly sized Vec when the container closes (one allocation, no regrowth).
     members: Members<'a>,
@@ -311,54 +325,86 @@ impl<'a> Parser<'a> {
     /// Any value but a plain string or an integer, into the member at `slot`.
     #[inline(never)]
     fn member_other(&mut self, slot: usize) -> Option<()> {
-        self.other(
-            #[inline(always)]
-            |p, v| p.set_member(slot, v),
-        )
+        // The path runs through containers only, and every container value comes here: the
+        // members of the top-level object are at depth 1, of `data` at 2, of a record at 4.
+        let into = match (self.path, self.depth) {
+            _ if !self.lean => None,
+            (Path::Outside, 1) if self.members[slot].0 == "data" => Some(Path::Data),
+            (Path::Data, 2) if self.members[slot].0 == "stream" => Some(Path::Stream),
+            (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
+            _ => None,
+        };
+        match into {
+            None => self.other(
+                #[inline(always)]
+                |p, v| p.set_member(slot, v),
+            ),
+            Some(into) => self.along(into, |p, v| p.set_member(slot, v)),
+        }
     }
 
     /// Any value but a plain string or an integer, pushed as an item.
     #[inline(never)]
     fn item_other(&mut self) -> Option<()> {
+        if self.lean && self.path == Path::Stream && self.depth == 3 {
+            return self.along(Path::Record, |p, v| push(&mut p.items, || v));
+        }
         self.other(
             #[inline(always)]
             |p, v| push(&mut p.items, || v),
         )
     }
 
+    /// A value one step further along `data.stream` (lean trees).
+    fn along(&mut self, into: Path, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        let was = std::mem::replace(&mut self.path, into);
+        let done = self.other(put);
+        self.path = was;
+        done
+    }
+
+    /// A closed container's items (or members) from `base` up: moved into the tree, or,
+    /// inside an array a lean tree leaves out, dropped (an empty list in their place).
+    #[inline(always)]
+    fn close<T>(
+        arena: Option<&'a Bump>,
+        stack: &mut Vec<T>,
+        base: usize,
+        discard: bool,
+    ) -> List<'a, T> {
+        match arena {
+            _ if discard => {
+                stack.truncate(base);
+                List::Arena(&[])
+            }
+            Some(arena) => List::Arena(move_into(arena, stack, base)),
+            None => List::Owned(stack.split_off(base)),
+        }
+    }
+
     /// A value of a container, stored by `put`: each kind is built where it is stored.
     #[inline(always)]
     fn other(&mut self, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
         match self.peek()? {
+            b'"' if self.path == Path::Dropped => {
+                self.skip_string()?;
+                put(self, Json::Null);
+            }
             b'"' => {
                 let v = self.string()?;
                 put(self, Json::Str(v));
             }
             b'{' => {
                 let base = self.object()?;
-                match self.arena {
-                    Some(arena) => {
-                        let list = move_into(arena, &mut self.members, base);
-                        put(self, Json::Obj(List::Arena(list)));
-                    }
-                    None => {
-                        let list = self.members.split_off(base);
-                        put(self, Json::Obj(List::Owned(list)));
-                    }
-                }
+                let discard = self.path == Path::Dropped;
+                let list = Self::close(self.arena, &mut self.members, base, discard);
+                put(self, Json::Obj(list));
             }
             b'[' => {
                 let base = self.array()?;
-                match self.arena {
-                    Some(arena) => {
-                        let list = move_into(arena, &mut self.items, base);
-                        put(self, Json::Arr(List::Arena(list)));
-                    }
-                    None => {
-                        let list = self.items.split_off(base);
-                        put(self, Json::Arr(List::Owned(list)));
-                    }
-                }
+                let discard = self.path == Path::Dropped;
+                let list = Self::close(self.arena, &mut self.items, base, discard);
+                put(self, Json::Arr(list));
             }
             b't' if self.literal(b"true") => put(self, Json::Bool(true)),
             b'f' if self.literal(b"false") => put(self, Json::Bool(false)),
@@ -401,38 +447,26 @@ impl<'a> Parser<'a> {
     /// reads it (most big strings are never read).
     #[inline(never)]
     fn escaped(&mut self, start: usize, j: usize) -> Option<JStr<'a>> {
-        // Sixty-four bytes at a time while they last (most escaped strings are long tool
-        // outputs with an escape every few dozen bytes); the rest, and any `\u` escape,
-        // one escape at a time.
-        let mut j = match escaped_windows(self.s, j) {
-            Windows::End(end) => {
-                self.i = end + 1;
-                let raw = self.between_quotes(start, end);
-                return Some(match self.arena {
-                    Some(arena) => JStr::escaped_in(raw, arena),
-                    None => JStr::escaped(raw),
-                });
-            }
-            Windows::Invalid => return None,
-            Windows::Rest(at) => at,
-        };
-        loop {
-            match self.s.get(j)? {
-                b'"' => {
-                    self.i = j + 1;
-                    let raw = self.between_quotes(start, j);
-                    return Some(match self.arena {
-                        Some(arena) => JStr::escaped_in(raw, arena),
-                        None => JStr::escaped(raw),
-                    });
-                }
-                b'\\' => {
-                    j = escape_end(self.s, j)?;
-                    j = scan(self.s, j);
-                }
-                _ => return None,
-            }
-        }
+        let end = escaped_end(self.s, j)?;
+        self.i = end + 1;
+        let raw = self.between_quotes(start, end);
+        Some(match self.arena {
+            Some(arena) => JStr::escaped_in(raw, arena),
+            None => JStr::escaped(raw),
+        })
+    }
+
+    /// At an opening quote: past the string, its escapes checked (a string left out of a lean
+    /// tree: nothing is kept of it).
+    #[inline(never)]
+    fn skip_string(&mut self) -> Option<()> {
+        let j = scan(self.s, self.i + 1);
+        self.i = match self.s.get(j)? {
+            b'"' => j,
+            b'\\' => escaped_end(self.s, j)?,
+            _ => return None,
+        } + 1;
+        Some(())
     }
 
     /// At a number. Plain integers of at most 18 digits (nearly all of a log's numbers) are
@@ -545,6 +579,42 @@ fn move_into<'a, T>(arena: &'a Bump, stack: &mut Vec<T>, from: usize) -> &'a [T]
         std::ptr::copy_nonoverlapping(stack.as_ptr().add(from), to.as_ptr(), n);
         stack.set_len(from);
         std::slice::from_raw_parts(to.as_ptr(), n)
+    }
+}
+
+/// How far along `data.stream` a value of a lean tree lies.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Path {
+    Outside,
+    /// In the top-level object's `data`.
+    Data,
+    /// In `data.stream`.
+    Stream,
+    /// In one of its records.
+    Record,
+    /// In an array of a record: left out of the tree.
+    Dropped,
+}
+
+/// The closing quote of a string body with an escape at `j`, every escape before it valid.
+/// Sixty-four bytes at a time while they last (most escaped strings are long tool outputs with
+/// an escape every few dozen bytes); the rest, and any `\u` escape, one escape at a time.
+#[inline(always)]
+fn escaped_end(s: &[u8], j: usize) -> Option<usize> {
+    let mut j = match escaped_windows(s, j) {
+        Windows::End(end) => return Some(end),
+        Windows::Invalid => return None,
+        Windows::Rest(at) => at,
+    };
+    loop {
+        match s.get(j)? {
+            b'"' => return Some(j),
+            b'\\' => {
+                j = escape_end(s, j)?;
+                j = scan(s, j);
+            }
+            _ => return None,
+        }
     }
 }
 
@@ -834,23 +904,29 @@ fn scan(s: &[u8], mut j: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{audit, parse_careful};
+    use super::super::{List, audit, parse_careful};
+    use super::{Json, Shape};
     use proptest::prelude::*;
 
     /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
     /// member order, number kinds, and the audit).
     fn agrees(text: &str) {
-        if let Some((fast, fast_audit)) = super::parse(text, None, None) {
+        if let Some((fast, fast_audit)) = super::parse(text, None, None, Shape::Full) {
             let careful = parse_careful(text).expect("fast path accepted what serde refuses");
             assert_eq!(format!("{fast:?}"), format!("{careful:?}"), "{text}");
             assert_eq!(fast_audit, audit(&careful), "{text}");
         }
         // In an arena: the same tree and audit, and nothing in it owns memory.
         let arena = super::super::Arena::default();
-        let in_arena = super::parse(text, Some(&arena), Some(&mut super::Scratch::default()));
+        let in_arena = super::parse(
+            text,
+            Some(&arena),
+            Some(&mut super::Scratch::default()),
+            Shape::Full,
+        );
         assert_eq!(
             format!("{in_arena:?}"),
-            format!("{:?}", super::parse(text, None, None)),
+            format!("{:?}", super::parse(text, None, None, Shape::Full)),
             "{text}"
         );
         if let Some((v, _)) = &in_arena {
@@ -875,7 +951,7 @@ mod tests {
         ];
         for t in accepted {
             assert!(
-                super::parse(t, None, None).is_some(),
+                super::parse(t, None, None, Shape::Full).is_some(),
                 "fast path should read {t}"
             );
             agrees(t);
@@ -900,12 +976,12 @@ mod tests {
         ];
         for t in refused {
             assert!(
-                super::parse(t, None, None).is_none(),
+                super::parse(t, None, None, Shape::Full).is_none(),
                 "fast path should leave {t:?}"
             );
         }
         let deep = "[".repeat(200) + &"]".repeat(200);
-        assert!(super::parse(&deep, None, None).is_none());
+        assert!(super::parse(&deep, None, None, Shape::Full).is_none());
         let ok_deep = "[".repeat(50) + &"]".repeat(50);
         agrees(&ok_deep);
     }
@@ -976,8 +1052,14 @@ mod tests {
         let arena = super::super::Arena::default();
         let mut out = Vec::new();
         for v in [
-            super::parse(line, None, None).map(|(v, _)| v),
-            super::parse(line, Some(&arena), Some(&mut super::Scratch::default())).map(|(v, _)| v),
+            super::parse(line, None, None, Shape::Full).map(|(v, _)| v),
+            super::parse(
+                line,
+                Some(&arena),
+                Some(&mut super::Scratch::default()),
+                Shape::Full,
+            )
+            .map(|(v, _)| v),
             parse_careful(line).ok(),
         ]
         .into_iter()
@@ -1021,7 +1103,108 @@ mod tests {
         }
     }
 
+    /// What a lean tree of `full` holds, written over the tree rather than the parse: every
+    /// array that is a member of an object in the `stream` array of the `data` object of the
+    /// top-level object (each of repeated keys alike) emptied.
+    fn lean_of(mut full: Json<'_>) -> Json<'_> {
+        let members = |v: &mut Json<'_>, key: &str, each: &mut dyn FnMut(&mut Json<'_>)| {
+            if let Json::Obj(list) = v {
+                for (k, v) in list.to_mut() {
+                    if k == key {
+                        each(v);
+                    }
+                }
+            }
+        };
+        members(&mut full, "data", &mut |data| {
+            members(data, "stream", &mut |stream| {
+                if let Json::Arr(records) = stream {
+                    for record in records.to_mut() {
+                        if let Json::Obj(list) = record {
+                            for (_, v) in list.to_mut() {
+                                if let Json::Arr(_) = v {
+                                    *v = Json::Arr(List::Owned(Vec::new()));
+                                }
+                            }
+                        }
+                    }
+                }
+            })
+        });
+        full
+    }
+
+    /// A lean parse (in an arena and not) is the full parse with `lean_of` applied, and its
+    /// audit is the full parse's: the arrays left out are still read and audited.
+    fn lean_agrees(text: &str) {
+        let Some((full, full_audit)) = super::parse(text, None, None, Shape::Full) else {
+            return;
+        };
+        let expected = lean_of(full);
+        let arena = super::super::Arena::default();
+        for (lean, lean_audit) in [
+            super::parse(text, None, None, Shape::Lean),
+            super::parse(
+                text,
+                Some(&arena),
+                Some(&mut Default::default()),
+                Shape::Lean,
+            ),
+        ]
+        .into_iter()
+        .map(|parsed| parsed.expect("the lean parse reads what the full one does"))
+        {
+            assert!(lean == expected, "{text}:\n{lean:?}\n!= {expected:?}");
+            assert_eq!(lean_audit, full_audit, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_lean_tree_leaves_out_only_the_arrays_of_stream_records() {
+        let line = r#"{"type":"assistant/message","seq":3,"stream":[{"dt":[1]}],"data":{"turn":1,"message":{"content":[{"type":"text","text":"hi"}],"stream":[{"dt":[2]}]},"stream":[{"type":"chunk","time":5,"chunk":{"type":"block-end","block":{"type":"tool-result","content":[1]}}},{"type":"text-chunks","time0":6,"index":0,"dt":[0,-0,3],"texts":["a\nb","c",["d"],{"k":1,"k":2}]},{"type":"tool-call-chunks","args":["{\"x\"",":1}"],"dt":[1,1]},[[1]],"s"],"usage":{"in":[1,2]}}}"#;
+        let arena = super::super::Arena::default();
+        let (lean, audit) = super::parse(
+            line,
+            Some(&arena),
+            Some(&mut Default::default()),
+            Shape::Lean,
+        )
+        .expect("parsed");
+        let expected = r#"{"type":"assistant/message","seq":3,"stream":[{"dt":[1]}],"data":{"turn":1,"message":{"content":[{"type":"text","text":"hi"}],"stream":[{"dt":[2]}]},"stream":[{"type":"chunk","time":5,"chunk":{"type":"block-end","block":{"type":"tool-result","content":[1]}}},{"type":"text-chunks","time0":6,"index":0,"dt":[],"texts":[]},{"type":"tool-call-chunks","args":[],"dt":[]},[[1]],"s"],"usage":{"in":[1,2]}}}"#;
+        let (want, _) = super::parse(expected, None, None, Shape::Full).expect("parsed");
+        assert!(lean == want, "{lean:?}");
+        // A `-0` and a repeated key inside the arrays left out are still reported.
+        assert!(audit.negative_zero);
+        assert_eq!(audit.duplicate_key.as_deref(), Some("k"));
+        lean_agrees(line);
+        // Only in the top-level object's `data`: elsewhere a `stream` is kept whole.
+        for kept in [
+            r#"{"x":{"stream":[{"dt":[1]}]}}"#,
+            r#"[{"data":{"stream":[{"dt":[1]}]}}]"#,
+            r#"{"data":[{"stream":[{"dt":[1]}]}]}"#,
+            r#"{"data":{"x":{"stream":[{"dt":[1]}]}}}"#,
+        ] {
+            let (full, _) = super::parse(kept, None, None, Shape::Full).expect("parsed");
+            let (lean, _) = super::parse(kept, None, None, Shape::Lean).expect("parsed");
+            assert!(lean == full, "{kept}");
+        }
+        // Repeated `data` and `stream` keys, and escaped ones, are each followed.
+        lean_agrees(
+            r#"{"data":{"stream":[{"a":[1]}],"stream":[{"b":[2]}]},"data":{"str\u0065am":[{"c":[3]}]}}"#,
+        );
+    }
+
     proptest! {
+        #[test]
+        fn a_lean_tree_is_the_full_tree_without_the_arrays_of_stream_records(
+            a in json_text(),
+            b in json_text(),
+            c in json_text(),
+        ) {
+            lean_agrees(&format!(r#"{{"type":"x","data":{{"turn":1,"stream":[{{"type":"chunk","dt":{a},"texts":{b}}},{c}]}},"stream":{c}}}"#));
+            lean_agrees(&format!(r#"{{"data":{{"stream":{a}}},"x":{b}}}"#));
+        }
+
         #[test]
         fn escape_windows_end_strings_where_one_escape_at_a_time_does(
             pieces in prop::collection::vec(

@@ -34,7 +34,7 @@ use crate::log::dialect::Dialect;
 use crate::log::finding::{Finding, Pos, Sink};
 use crate::log::input::LineReader;
 use crate::log::input::chunks::{Chunks, Taken};
-use crate::log::json::{Arena, Scratch};
+use crate::log::json::{Arena, Scratch, Shape};
 use crate::log::rows::{self, Row};
 use crate::log::vocab::Vocabulary;
 
@@ -139,8 +139,8 @@ impl Batch {
 
     /// Parse up to [`ROWS_PER_STEP`] more lines (fewer if `stop` says so after a line); true
     /// when the text is all parsed.
-    fn parse(&mut self, dialect: &Dialect, vocab: &Vocabulary, stop: impl Fn() -> bool) -> bool {
-        self.with_dependent_mut(|text, rows| rows.parse(text, dialect, vocab, stop))
+    fn parse(&mut self, how: &Parse<'_>, stop: impl Fn() -> bool) -> bool {
+        self.with_dependent_mut(|text, rows| rows.parse(text, how, stop))
     }
 
     fn parsed_all(&self) -> bool {
@@ -207,13 +207,12 @@ impl<'a> Rows<'a> {
     /// Split and parse lines of `text` from where the last call stopped: at most
     /// [`ROWS_PER_STEP`] held at once, stopping early after a line when `stop` says so; true
     /// when the text is all parsed.
-    fn parse(
-        &mut self,
-        text: &'a Text,
-        dialect: &Dialect,
-        vocab: &Vocabulary,
-        stop: impl Fn() -> bool,
-    ) -> bool {
+    fn parse(&mut self, text: &'a Text, how: &Parse<'_>, stop: impl Fn() -> bool) -> bool {
+        let Parse {
+            dialect,
+            vocab,
+            shape,
+        } = *how;
         let bytes = text.text();
         // The rest of the text checked at once (a line at a time, the check's set-up cost more
         // than the check): text of whole lines is UTF-8 exactly when each of its lines is, since
@@ -264,6 +263,7 @@ impl<'a> Rows<'a> {
                         Some(&text.arena),
                         Some(&mut self.scratch),
                         utf8,
+                        shape,
                     ),
                 }),
             });
@@ -295,6 +295,14 @@ impl<'a> Rows<'a> {
         }
         self.at >= bytes.len()
     }
+}
+
+/// How the rows of a block are parsed.
+#[derive(Clone, Copy)]
+struct Parse<'s> {
+    dialect: &'s Dialect,
+    vocab: &'s Vocabulary,
+    shape: Shape,
 }
 
 /// Buffers, arenas of folded blocks, kept for the next ones (one thread's).
@@ -376,8 +384,7 @@ struct Threads<'s, 'l, R, P> {
     next: std::sync::atomic::AtomicUsize,
     slots: Vec<Slot<P>>,
     block_size: usize,
-    dialect: &'s Dialect,
-    vocab: &'s Vocabulary,
+    how: Parse<'s>,
     /// Polling for the turn only while every thread has a core of its own.
     spin: bool,
     /// The pass is over: a thread that stepped aside comes back at once (and leaves).
@@ -589,7 +596,7 @@ impl<R: BufRead, O: Observer> Threads<'_, '_, R, Pass<O, Vec<Finding>>> {
                 Some(next) => next,
                 None => self.take(&mut spare),
             };
-            batch.parse(self.dialect, self.vocab, || false);
+            batch.parse(&self.how, || false);
             // While the turn is another thread's, parse the next chunk, up to the end of the
             // line at which the turn comes (positional reads only: from the shared reader the
             // next block would be read under the lock the thread whose turn it is waits for).
@@ -597,7 +604,7 @@ impl<R: BufRead, O: Observer> Threads<'_, '_, R, Pass<O, Vec<Finding>>> {
             if !eof && leaving.is_none() && matches!(self.source, Source::Chunks(_)) && !turn_came()
             {
                 let (next, mut parsing, next_eof) = self.take(&mut spare);
-                parsing.parse(self.dialect, self.vocab, turn_came);
+                parsing.parse(&self.how, turn_came);
                 ahead = Some((next, parsing, next_eof));
             }
             let waiting = Instant::now();
@@ -619,7 +626,7 @@ impl<R: BufRead, O: Observer> Threads<'_, '_, R, Pass<O, Vec<Finding>>> {
                 if batch.parsed_all() {
                     break;
                 }
-                batch.parse(self.dialect, self.vocab, || false);
+                batch.parse(&self.how, || false);
             }
             turn.line_no += batch.with_dependent(|_, rows| rows.no);
             turn.torn = torn.or(turn.torn.take());
@@ -667,6 +674,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     };
     let threads = threads.max(2);
     let dialect = pass.ctx.dialect;
+    let shape = pass.ctx.shape;
     // A copy the parsing threads share while the pass goes round (a few dozen entries).
     let vocab = &pass.ctx.vocab.clone();
     let first_no = lines.next_line_no();
@@ -691,8 +699,11 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
         // Each thread holds at most two blocks that are not folded yet.
         slots: (0..4 * threads).map(|_| bounded(1)).collect(),
         block_size,
-        dialect,
-        vocab,
+        how: Parse {
+            dialect,
+            vocab,
+            shape,
+        },
         spin: threads <= thread::available_parallelism().map_or(1, |n| n.get()),
         done: (Mutex::new(false), Condvar::new()),
         step_aside_every,
@@ -813,13 +824,18 @@ mod tests {
             torn";
         let dialect = Dialect::for_version(3).expect("format 3");
         let vocab = Vocabulary::new(dialect, &Default::default());
+        let how = &Parse {
+            dialect,
+            vocab: &vocab,
+            shape: Shape::Full,
+        };
         for len in [0, 10, text.len() - 4, text.len()] {
             let mut whole = batch_of(text, len);
-            assert!(whole.parse(dialect, &vocab, || false));
+            assert!(whole.parse(how, || false));
             // Stopped after every line, then resumed.
             let mut stepped = batch_of(text, len);
             let mut steps = 0;
-            while !stepped.parse(dialect, &vocab, || true) {
+            while !stepped.parse(how, || true) {
                 steps += 1;
                 assert!(steps <= len, "each step parses a line");
             }
@@ -832,7 +848,7 @@ mod tests {
         // The lines and the stops: one step per line, the torn piece included.
         let mut stepped = batch_of(text, text.len());
         let mut steps = 1;
-        while !stepped.parse(dialect, &vocab, || true) {
+        while !stepped.parse(how, || true) {
             steps += 1;
         }
         assert_eq!(steps, 6);
@@ -842,11 +858,16 @@ mod tests {
     fn a_block_of_many_short_lines_holds_a_bounded_number_of_rows_at_once() {
         let dialect = Dialect::for_version(3).expect("format 3");
         let vocab = Vocabulary::new(dialect, &Default::default());
+        let how = &Parse {
+            dialect,
+            vocab: &vocab,
+            shape: Shape::Full,
+        };
         let text = vec![b'\n'; 3 * ROWS_PER_STEP + 5];
         let mut batch = batch_of(&text, text.len());
         let mut held = Vec::new();
         loop {
-            let done = batch.parse(dialect, &vocab, || false);
+            let done = batch.parse(how, || false);
             held.push(batch.held());
             batch.with_dependent_mut(|_, rows| rows.lines.clear());
             if done {

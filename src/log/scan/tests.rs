@@ -1,6 +1,6 @@
 use super::*;
 use crate::log::finding::Finding;
-use crate::log::test_support::replace_keys;
+use crate::log::test_support::{replace_keys, testdata_logs};
 
 const V3: &str =
     r#"{"type":"session","version":3,"id":"s","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
@@ -651,7 +651,9 @@ impl Observer for EveryEvent {}
 fn outcome(text: &str, opts: &ScanOptions, observer: &mut dyn Observer) -> String {
     let mut findings = Vec::new();
     let s = scan(text.as_bytes(), None, opts, &mut findings, observer).unwrap();
-    let state = s.state.as_ref().unwrap();
+    let Some(state) = s.state.as_ref() else {
+        return format!("{:?}, no fold\n{findings:#?}", s.status());
+    };
     format!(
         "{:?} events {} bytes {} closers {:?} next {} surface {:?}\n{findings:#?}",
         s.status(),
@@ -661,6 +663,159 @@ fn outcome(text: &str, opts: &ScanOptions, observer: &mut dyn Observer) -> Strin
         state.surface.next_seq(),
         state.surface.seqs()
     )
+}
+
+/// `()`, but asking for whole trees ([`Shape::Full`]).
+struct WholeTrees;
+
+impl Observer for WholeTrees {
+    fn wants_each_event(&self) -> bool {
+        false
+    }
+    fn inert(&self) -> bool {
+        true
+    }
+}
+
+#[test]
+fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
+    let logs = testdata_logs();
+    assert!(logs.len() > 100, "{} logs", logs.len());
+    let mut streams = 0;
+    for log in &logs {
+        let bytes = std::fs::read(log).unwrap();
+        streams += usize::from(memchr::memmem::find(&bytes, br#""stream":[{"#).is_some());
+        for threads in [1, 2] {
+            let opts = ScanOptions {
+                threads,
+                block_bytes: 512,
+                ..ScanOptions::default()
+            };
+            let text = String::from_utf8_lossy(&bytes);
+            assert_eq!(
+                outcome(&text, &opts, &mut ()),
+                outcome(&text, &opts, &mut WholeTrees),
+                "{} on {threads} threads",
+                log.display()
+            );
+        }
+    }
+    assert!(streams >= 30, "{streams} logs with stream records");
+}
+
+/// The length of each `texts` array in the stream records of the events it sees.
+struct StreamTexts {
+    reads: bool,
+    lens: Vec<usize>,
+}
+
+impl Observer for StreamTexts {
+    fn event(&mut self, info: &EventInfo<'_, '_>, _: &FoldState) {
+        let records = info.event.data.get("stream").and_then(Json::as_arr);
+        for r in records.unwrap_or_default() {
+            if let Some(texts) = r.get("texts").and_then(Json::as_arr) {
+                self.lens.push(texts.len());
+            }
+        }
+    }
+    fn reads_stream_records(&self) -> bool {
+        self.reads
+    }
+}
+
+#[test]
+fn a_pass_builds_lean_trees_only_for_observers_that_never_read_stream_records() {
+    let message = with(
+        &ev(
+            2,
+            "assistant/message",
+            r#"{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"ab"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0,1],"texts":["a","b"]}]}"#,
+        ),
+        r#""surfaceOp":"append""#,
+    );
+    let step = |seq, ty| ev(seq, ty, r#"{"turn":1,"step":1}"#);
+    let lines = [
+        start(0, 1),
+        step(1, "step/start"),
+        message.clone(),
+        step(3, "step/end"),
+        end(4, 1),
+    ];
+    // A bad row before the turn end: the rows after it are kept aside and replayed.
+    let replayed = [
+        start(0, 1),
+        step(1, "step/start"),
+        "not json".to_owned(),
+        message,
+        step(3, "step/end"),
+        end(4, 1),
+    ];
+    for (text, damaged) in [(log(3, &lines), false), (log(3, &replayed), true)] {
+        for threads in [1, 2] {
+            let opts = ScanOptions {
+                threads,
+                block_bytes: 64,
+                ..ScanOptions::default()
+            };
+            for reads in [true, false] {
+                let mut seen = StreamTexts {
+                    reads,
+                    lens: Vec::new(),
+                };
+                let mut findings = Vec::new();
+                scan(text.as_bytes(), None, &opts, &mut findings, &mut seen).unwrap();
+                let want = if reads { 2 } else { 0 };
+                assert_eq!(seen.lens, [want], "{threads} threads, damaged: {damaged}");
+                assert_eq!(findings.is_empty(), !damaged, "{findings:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn the_stream_checks_read_a_lean_tree_as_a_whole_one() {
+    let message = |stream: &str| {
+        with(
+            &ev(
+                2,
+                "assistant/message",
+                &format!(
+                    r#"{{"turn":1,"step":1,"message":{{"id":"m","role":"assistant","content":[],"source":{{"kind":"model","provider":"p","model":"m"}}}},"stream":{stream}}}"#
+                ),
+            ),
+            r#""surfaceOp":"append""#,
+        )
+    };
+    let step = |seq, ty| ev(seq, ty, r#"{"turn":1,"step":1}"#);
+    for (v, stream, code, says) in [
+        (
+            3,
+            r#"[{"type":"text-chunks","dt":[1],"texts":["a"]},{"type":"nope","dt":[[1]],"texts":[{"type":"text-chunks"}]}]"#,
+            "assistant-stream-missing",
+            "stream record 1 ",
+        ),
+        (
+            4,
+            r#"[{"type":"text-chunks","dt":[1],"texts":["a"]},{"type":"chunk","chunk":{"type":"block-end","index":0,"block":{"type":"tool-result","content":[{"type":"text","text":"x"}]}}}]"#,
+            "retired-tool-result-block",
+            "data.stream[1].chunk",
+        ),
+    ] {
+        let lines = [
+            start(0, 1),
+            step(1, "step/start"),
+            message(stream),
+            step(3, "step/end"),
+            end(4, 1),
+        ];
+        let text = log(v, &lines);
+        let opts = ScanOptions::default();
+        let lean = outcome(&text, &opts, &mut ());
+        assert_eq!(lean, outcome(&text, &opts, &mut WholeTrees));
+        let (_, f) = run_opts(&text, &opts);
+        let hit = f.iter().find(|f| f.code.as_str() == code);
+        assert!(hit.is_some_and(|f| f.message.contains(says)), "v{v}: {f:?}");
+    }
 }
 
 #[test]
