@@ -563,8 +563,8 @@ struct Ctx<O> {
     /// the fold goes on, so the summary still describes the whole log.
     draft: Option<Finding>,
     muted: bool,
-    /// Lean trees when the observer never reads inside `data.stream`'s records (the checks
-    /// read only their `type` and `chunk`).
+    /// Lean trees when the log embeds streams (v2+) and the observer never reads inside
+    /// `data.stream`'s records (the checks read only their `type` and `chunk`).
     shape: Shape,
     observer: O,
 }
@@ -682,10 +682,11 @@ pub fn scan_framed(
         stop_after: opts.stop_after,
         draft: None,
         muted: false,
-        shape: if observer.reads_stream_records() {
-            Shape::Full
-        } else {
+        // Formats without an embedded stream have nothing to leave out.
+        shape: if dialect.embedded_stream && !observer.reads_stream_records() {
             Shape::Lean
+        } else {
+            Shape::Full
         },
         observer,
     };
