@@ -325,22 +325,15 @@ impl<'a> Parser<'a> {
     /// Any value but a plain string or an integer, into the member at `slot`.
     #[inline(never)]
     fn member_other(&mut self, slot: usize) -> Option<()> {
-        // The path runs through containers only, and every container value comes here: the
-        // members of the top-level object are at depth 1, of `data` at 2, of a record at 4.
-        let into = match (self.path, self.depth) {
-            _ if !self.lean => None,
-            (Path::Outside, 1) if self.members[slot].0 == "data" => Some(Path::Data),
-            (Path::Data, 2) if self.members[slot].0 == "stream" => Some(Path::Stream),
-            (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
-            _ => None,
-        };
-        match into {
-            None => self.other(
-                #[inline(always)]
-                |p, v| p.set_member(slot, v),
-            ),
-            Some(into) => self.along(into, |p, v| p.set_member(slot, v)),
+        if self.lean
+            && let Some(into) = self.member_step(slot)
+        {
+            return self.along(into, |p, v| p.set_member(slot, v));
         }
+        self.other(
+            #[inline(always)]
+            |p, v| p.set_member(slot, v),
+        )
     }
 
     /// Any value but a plain string or an integer, pushed as an item.
@@ -355,7 +348,21 @@ impl<'a> Parser<'a> {
         )
     }
 
+    /// For a lean tree: the step along `data.stream` the value of the member at `slot` takes,
+    /// if any. The path runs through containers only, and every container value is parsed
+    /// through [`Self::member_other`]: the members of the top-level object are at depth 1, of
+    /// `data` at 2, of a record at 4.
+    fn member_step(&self, slot: usize) -> Option<Path> {
+        match (self.path, self.depth) {
+            (Path::Outside, 1) if self.members[slot].0 == "data" => Some(Path::Data),
+            (Path::Data, 2) if self.members[slot].0 == "stream" => Some(Path::Stream),
+            (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
+            _ => None,
+        }
+    }
+
     /// A value one step further along `data.stream` (lean trees).
+    #[inline(never)]
     fn along(&mut self, into: Path, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
         let was = std::mem::replace(&mut self.path, into);
         let done = self.other(put);
