@@ -320,10 +320,9 @@ impl Spare {
     }
 
     /// Room for the rows of a block of `len` bytes: half as many again as the last block held
-    /// (blocks of one log vary; a vector that grows moves its rows).
-    /// A row takes ~300 bytes, so rows made room for and never used cost memory: sized for
-    /// the shortest lines (256 bytes each) the vectors of the blocks in flight took 2 MB more
-    /// of the peak on format-3 logs, whose lines average 2 KB.
+    /// (blocks of one log vary, and a vector that grows moves its rows). Rows made room for
+    /// and never used cost memory (a row takes ~300 bytes): sized for the shortest lines, most
+    /// of a block's room went unused where lines run to kilobytes.
     fn lines_hint(&self, len: usize) -> usize {
         match usize::try_from(self.lines) {
             Ok(0) | Err(_) => len / 1024 + 16,
