@@ -685,13 +685,13 @@ fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
     for log in &logs {
         let bytes = std::fs::read(log).unwrap();
         streams += usize::from(memchr::memmem::find(&bytes, br#""stream":[{"#).is_some());
+        let text = String::from_utf8_lossy(&bytes);
         for threads in [1, 2] {
             let opts = ScanOptions {
                 threads,
                 block_bytes: 512,
                 ..ScanOptions::default()
             };
-            let text = String::from_utf8_lossy(&bytes);
             assert_eq!(
                 outcome(&text, &opts, &mut ()),
                 outcome(&text, &opts, &mut WholeTrees),
@@ -723,33 +723,34 @@ impl Observer for StreamTexts {
     }
 }
 
-#[test]
-fn a_pass_builds_lean_trees_only_for_observers_that_never_read_stream_records() {
-    let message = with(
-        &ev(
-            2,
-            "assistant/message",
-            r#"{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"ab"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0,1],"texts":["a","b"]}]}"#,
+/// A turn of one step whose `assistant/message` (seq 2, content `content`) embeds `stream`.
+fn streamed_turn(content: &str, stream: &str) -> Vec<String> {
+    let message = ev(
+        2,
+        "assistant/message",
+        &format!(
+            r#"{{"turn":1,"step":1,"message":{{"id":"m","role":"assistant","content":{content},"source":{{"kind":"model","provider":"p","model":"m"}}}},"stream":{stream}}}"#
         ),
-        r#""surfaceOp":"append""#,
     );
     let step = |seq, ty| ev(seq, ty, r#"{"turn":1,"step":1}"#);
-    let lines = [
+    vec![
         start(0, 1),
         step(1, "step/start"),
-        message.clone(),
+        with(&message, r#""surfaceOp":"append""#),
         step(3, "step/end"),
         end(4, 1),
-    ];
+    ]
+}
+
+#[test]
+fn a_pass_builds_lean_trees_only_for_observers_that_never_read_stream_records() {
+    let lines = streamed_turn(
+        r#"[{"type":"text","text":"ab"}]"#,
+        r#"[{"type":"text-chunks","time0":1,"index":0,"dt":[0,1],"texts":["a","b"]}]"#,
+    );
     // A bad row before the turn end: the rows after it are kept aside and replayed.
-    let replayed = [
-        start(0, 1),
-        step(1, "step/start"),
-        "not json".to_owned(),
-        message,
-        step(3, "step/end"),
-        end(4, 1),
-    ];
+    let mut replayed = lines.clone();
+    replayed.insert(2, "not json".to_owned());
     for (text, damaged) in [(log(3, &lines), false), (log(3, &replayed), true)] {
         for threads in [1, 2] {
             let opts = ScanOptions {
@@ -774,19 +775,6 @@ fn a_pass_builds_lean_trees_only_for_observers_that_never_read_stream_records() 
 
 #[test]
 fn the_stream_checks_read_a_lean_tree_as_a_whole_one() {
-    let message = |stream: &str| {
-        with(
-            &ev(
-                2,
-                "assistant/message",
-                &format!(
-                    r#"{{"turn":1,"step":1,"message":{{"id":"m","role":"assistant","content":[],"source":{{"kind":"model","provider":"p","model":"m"}}}},"stream":{stream}}}"#
-                ),
-            ),
-            r#""surfaceOp":"append""#,
-        )
-    };
-    let step = |seq, ty| ev(seq, ty, r#"{"turn":1,"step":1}"#);
     for (v, stream, code, says) in [
         (
             3,
@@ -801,14 +789,7 @@ fn the_stream_checks_read_a_lean_tree_as_a_whole_one() {
             "data.stream[1].chunk",
         ),
     ] {
-        let lines = [
-            start(0, 1),
-            step(1, "step/start"),
-            message(stream),
-            step(3, "step/end"),
-            end(4, 1),
-        ];
-        let text = log(v, &lines);
+        let text = log(v, &streamed_turn("[]", stream));
         let opts = ScanOptions::default();
         let lean = outcome(&text, &opts, &mut ());
         assert_eq!(lean, outcome(&text, &opts, &mut WholeTrees));
