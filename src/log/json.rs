@@ -547,6 +547,74 @@ pub enum Shape {
     /// trees of the lines in flight take. The careful path (serde_json) always builds the
     /// whole tree.
     Lean,
+    /// Every value but the member arrays of a packed chunk row (§5.2, formats 0 and 1: a
+    /// top-level object whose `type`, read before its `data`, is a packed row's tag): `dt`
+    /// is left out, and of `texts` or `args` only the first item is kept. Each is parsed and
+    /// audited, and what the row's checks need of it is kept in a [`Tally`] instead. For
+    /// passes that fold only a row's first member when the rest follow cleanly; a row whose
+    /// members must each be folded is parsed again whole. The careful path builds the whole
+    /// tree and no tally.
+    LeanPacked,
+}
+
+/// What a [`Shape::LeanPacked`] parse kept of the member arrays of a packed chunk row it left
+/// out (the last of each name in the row's `data`; `None` where it left none out).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub texts: Option<Pieces>,
+    pub args: Option<Pieces>,
+    pub dt: Option<Steps>,
+}
+
+/// A `texts` or `args` array: how many items, and whether each is a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pieces {
+    pub len: usize,
+    pub strings: bool,
+}
+
+impl Pieces {
+    pub fn of(items: &[Json<'_>]) -> Pieces {
+        Pieces {
+            len: items.len(),
+            // The variant, not `as_str`: that would unescape every piece to look at it.
+            strings: items.iter().all(|v| matches!(v, Json::Str(_))),
+        }
+    }
+}
+
+/// A `dt` array, read in order up to its first item that is not a safe integer: the least
+/// and greatest of the running sums so far (0 counts: before the first step) and the last.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Steps {
+    pub len: usize,
+    /// Every item is a safe integer.
+    pub safe: bool,
+    pub low: i128,
+    pub high: i128,
+    pub sum: i128,
+}
+
+impl Steps {
+    pub fn of(items: &[Json<'_>]) -> Steps {
+        let mut steps = Steps {
+            len: items.len(),
+            safe: true,
+            low: 0,
+            high: 0,
+            sum: 0,
+        };
+        for v in items {
+            let Some(d) = v.safe_int() else {
+                steps.safe = false;
+                break;
+            };
+            steps.sum += i128::from(d);
+            steps.low = steps.low.min(steps.sum);
+            steps.high = steps.high.max(steps.sum);
+        }
+        steps
+    }
 }
 
 /// [`parse_audited`] with the tree's lists and unescaped strings in `arena` (see [`List`]),
@@ -558,11 +626,26 @@ pub fn parse_audited_in<'a>(
     scratch: Option<&mut Scratch<'a>>,
     shape: Shape,
 ) -> Result<(Json<'a>, Audit), String> {
-    match fast::parse(text, arena, scratch, shape) {
+    debug_assert!(
+        shape != Shape::LeanPacked,
+        "its tally would be lost: parse_tallied_in"
+    );
+    parse_tallied_in(text, arena, scratch, shape).map(|(v, a, _)| (v, a))
+}
+
+/// [`parse_audited_in`], with the [`Tally`] of a packed row's arrays a
+/// [`Shape::LeanPacked`] tree left out (`None`: the tree left nothing out).
+pub fn parse_tallied_in<'a>(
+    text: &'a str,
+    arena: Option<&'a Arena>,
+    scratch: Option<&mut Scratch<'a>>,
+    shape: Shape,
+) -> Result<(Json<'a>, Audit, Option<Tally>), String> {
+    match fast::parse_tallied(text, arena, scratch, shape) {
         Some(parsed) => Ok(parsed),
         None => parse_careful(text).map(|v| {
             let a = audit(&v);
-            (v, a)
+            (v, a, None)
         }),
     }
 }

@@ -162,7 +162,8 @@ pub enum Row<'a> {
     Bad(BadRow),
 }
 
-const PACKED_TAGS: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
+/// The tags of packed chunk rows (§5.2).
+pub(crate) const PACKED_TAGS: [&str; 3] = ["text-chunks", "reasoning-chunks", "tool-call-chunks"];
 const ENVELOPE_KEYS: [&str; 7] = [
     "type",
     "seq",
@@ -197,7 +198,8 @@ pub fn decode_str<'a>(text: &'a str, pos: Pos, dialect: &Dialect) -> Row<'a> {
 /// [`decode_str`] with the row's JSON lists (and the escaped strings a rule reads) in `arena`
 /// (the scan's hot path: see [`json::List`]). `stored`: `text` is the stored line itself, not
 /// a lossy copy of it (see [`Event::line`]). `shape`: the whole tree, or a lean one for a
-/// pass whose readers never look inside `data.stream`'s records ([`json::Shape`]).
+/// pass whose readers never look inside `data.stream`'s records, or past a packed row's first
+/// member ([`json::Shape`]).
 // Inlined where a row is stored, so its ~250 bytes are built there rather than returned
 // through memory and copied.
 #[inline(always)]
@@ -212,12 +214,21 @@ pub fn decode_in<'a>(
 ) -> Row<'a> {
     // An empty line is unparsable JSON (§3.2): said without asking a parser (a crash tail or
     // a decompression bomb may hold billions of them).
+    let mut scratch = scratch;
     let parsed = if text.is_empty() {
         Err("empty line (not valid JSON)".to_owned())
     } else {
-        json::parse_audited_in(text, arena, scratch, shape)
+        match json::parse_tallied_in(text, arena, scratch.as_deref_mut(), shape) {
+            // A lean packed row is handed on only where its tally is sure to be the row's
+            // (no repeated key: a second `type` or `data` may say otherwise) and an arena
+            // keeps it packed; else the line is read again whole (rare).
+            Ok((_, audit, Some(_))) if audit.duplicate_key.is_some() || arena.is_none() => {
+                json::parse_tallied_in(text, arena, scratch, Shape::Full)
+            }
+            parsed => parsed,
+        }
     };
-    let (value, audit) = match parsed {
+    let (value, audit, tally) = match parsed {
         Ok(parsed) => parsed,
         Err(why) => {
             return Row::Bad(BadRow {
@@ -247,17 +258,16 @@ pub fn decode_in<'a>(
     let owned_type = |v: &Json<'_>| v.get("type").and_then(Json::as_str).map(str::to_owned);
     if let Some(tag) = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t)) {
         let seq0 = value.get("seq0").and_then(Json::safe_uint);
+        let list_key = if tag == "tool-call-chunks" {
+            "args"
+        } else {
+            "texts"
+        };
         let members = value
             .get("data")
-            .and_then(|d| {
-                d.get(if tag == "tool-call-chunks" {
-                    "args"
-                } else {
-                    "texts"
-                })
-            })
+            .and_then(|d| d.get(list_key))
             .and_then(Json::as_arr)
-            .map_or(1, |a| a.len().max(1) as u64);
+            .map_or(1, |a| pieces(list_key, a, tally.as_ref()).len.max(1) as u64);
         if !dialect.packed_rows {
             return Row::Bad(BadRow {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
@@ -271,7 +281,8 @@ pub fn decode_in<'a>(
                 members,
             });
         }
-        return match packed(tag, value, pos) {
+        let lean = tally.map(|t| (t, text));
+        return match packed(tag, value, pos, lean) {
             Ok(p) if arena.is_some() => Row::Packed(p, audit),
             Ok(p) => Row::Events(p.members().collect(), audit),
             Err(why) => Row::Bad(BadRow {
@@ -477,6 +488,9 @@ pub struct Packed<'a> {
     /// The row's `data` (its last occurrence, as JavaScript keeps it).
     data: Json<'a>,
     len: usize,
+    /// The line, when `data` is a lean tree ([`Shape::LeanPacked`]: its arrays hold the
+    /// first member's text only): [`Packed::whole`] reads it again.
+    lean: Option<&'a str>,
 }
 
 impl<'a> Packed<'a> {
@@ -494,8 +508,36 @@ impl<'a> Packed<'a> {
         self.seq0 + self.len as u64 - 1
     }
 
-    /// The members' events, in order, each with its own (owned) `data` tree.
+    /// The first member's event (a lean row has it too; every row has one).
+    pub fn first(&self) -> Option<Candidate<'a>> {
+        self.expand().next()
+    }
+
+    /// Whether `data` is a lean tree: only [`Packed::first`] is there; [`Packed::whole`]
+    /// has every member.
+    pub fn is_lean(&self) -> bool {
+        self.lean.is_some()
+    }
+
+    /// The row read again from its line with a whole tree, when its own is lean. `None`
+    /// where it is whole already, or (never expected) the whole tree does not check out.
+    pub fn whole(&self) -> Option<Packed<'a>> {
+        let line = self.lean?;
+        let (value, _) = json::parse_audited(line).ok()?;
+        let tag = value.get("type").and_then(Json::as_str)?.to_owned();
+        let whole = packed(&tag, value, self.pos, None).ok();
+        debug_assert!(whole.is_some(), "a lean row checks out whole: {line}");
+        whole
+    }
+
+    /// The members' events, in order, each with its own (owned) `data` tree (of a lean row,
+    /// only the first: see [`Packed::whole`]).
     pub fn members(&self) -> impl Iterator<Item = Candidate<'a>> + '_ {
+        debug_assert!(!self.is_lean(), "a lean row holds its first member only");
+        self.expand()
+    }
+
+    fn expand(&self) -> impl Iterator<Item = Candidate<'a>> + '_ {
         let field = |k: &str| self.data.get(k).cloned();
         let (turn, step, index) = (field("turn"), field("step"), field("index"));
         let (id, name) = (field("id"), field("name"));
@@ -557,8 +599,37 @@ impl<'a> Packed<'a> {
     }
 }
 
-/// Check a packed row (§5.2).
-fn packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Packed<'a>, String> {
+/// The last running time of a packed row whose first member is at `time0`, checked as each
+/// step in turn would be (§5.2 rule 6): a step that is not a safe integer, or a running time
+/// past one, is an error, whichever comes first. All running times up to the first step that
+/// is not a safe integer are safe exactly when the least and the greatest are.
+fn running_times(time0: i64, steps: &json::Steps) -> Result<i64, &'static str> {
+    let (t0, safe) = (i128::from(time0), i128::from(MAX_SAFE));
+    if t0 + steps.low < -safe || t0 + steps.high > safe {
+        return Err("a running time is not a safe integer");
+    }
+    if !steps.safe {
+        return Err("data.dt must hold safe integers");
+    }
+    i64::try_from(t0 + steps.sum).map_err(|_| "a running time is not a safe integer")
+}
+
+/// A packed row's `texts` or `args` as the checks read it: from its items, or, where a lean
+/// tree left them out, from the tally the parser kept.
+fn pieces(key: &str, items: &[Json<'_>], tally: Option<&json::Tally>) -> json::Pieces {
+    let kept = tally.and_then(|t| if key == "args" { t.args } else { t.texts });
+    kept.unwrap_or_else(|| json::Pieces::of(items))
+}
+
+/// Check a packed row (§5.2). `lean`: its tree is lean, with the tally of what it left out
+/// and the line it was read from.
+fn packed<'a>(
+    tag: &str,
+    value: Json<'a>,
+    pos: Pos,
+    lean: Option<(json::Tally, &'a str)>,
+) -> Result<Packed<'a>, String> {
+    let tally = lean.as_ref().map(|(t, _)| t);
     let keys = value.keys();
     let mut sorted = keys.clone();
     sorted.sort_unstable();
@@ -613,35 +684,31 @@ fn packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Packed<'a>, String
         }
     }
     let list_key = if tool { "args" } else { "texts" };
-    let pieces = data
+    let len = data
         .get(list_key)
         .and_then(Json::as_arr)
-        .filter(|a| !a.is_empty() && a.iter().all(|p| p.as_str().is_some()))
-        .ok_or_else(|| format!("data.{list_key} must be a non-empty array of strings"))?;
+        .map(|a| pieces(list_key, a, tally))
+        .filter(|p| p.len > 0 && p.strings)
+        .ok_or_else(|| format!("data.{list_key} must be a non-empty array of strings"))?
+        .len;
     let dt = data
         .get("dt")
         .and_then(Json::as_arr)
         .ok_or("data.dt must be an array")?;
-    if dt.len() + 1 != pieces.len() {
+    let steps = tally
+        .and_then(|t| t.dt)
+        .unwrap_or_else(|| json::Steps::of(dt));
+    if steps.len + 1 != len {
         return Err(format!(
-            "data.dt has {} entries but {} members need {}",
-            dt.len(),
-            pieces.len(),
-            pieces.len() - 1
+            "data.dt has {} entries but {len} members need {}",
+            steps.len,
+            len - 1
         ));
     }
-    let len = pieces.len();
     if seq0 + len as u64 - 1 > MAX_SAFE {
         return Err("seq0 + members − 1 is not a safe integer".into());
     }
-    let mut last_time = time0;
-    for d in dt {
-        let step = d.safe_int().ok_or("data.dt must hold safe integers")?;
-        last_time = last_time
-            .checked_add(step)
-            .filter(|v| v.unsigned_abs() <= MAX_SAFE)
-            .ok_or("a running time is not a safe integer")?;
-    }
+    let last_time = running_times(time0, &steps)?;
     let Json::Obj(members) = value else {
         return Err("not an object".into());
     };
@@ -666,6 +733,7 @@ fn packed<'a>(tag: &str, value: Json<'a>, pos: Pos) -> Result<Packed<'a>, String
         delta,
         data,
         len,
+        lean: lean.map(|(_, line)| line),
     })
 }
 
@@ -1034,12 +1102,139 @@ mod tests {
             r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0.5],"texts":["a","b"]}}"#,
             r#"{"type":"text-chunks","seq0":9007199254740991,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0],"texts":["a","b"]}}"#,
             r#"{"type":"text-chunks","seq0":0,"time0":9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}"#,
+            r#"{"type":"text-chunks","seq0":0,"time0":-9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[-1],"texts":["a","b"]}}"#,
+            // Past the limit and back: the running time in between counts.
+            r#"{"type":"text-chunks","seq0":0,"time0":9007199254740991,"data":{"turn":1,"step":1,"index":0,"dt":[1,-1],"texts":["a","b","c"]}}"#,
             r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":5,"dt":[],"args":["a"]}}"#,
             r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"id":"c","name":null,"dt":[],"args":["a"]}}"#,
             r#"{"type":"tool-call-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"args":["a"]}}"#,
         ];
         for c in cases {
             assert!(malformed(c, 0).is_some(), "{c}");
+        }
+    }
+
+    /// A row decoded with `shape` in an arena, as text: a bad row's report, or a packed
+    /// row's fields, its first member and every member of its whole form.
+    fn decoded(line: &str, shape: Shape) -> String {
+        let arena = json::Arena::default();
+        let mut scratch = json::Scratch::default();
+        let row = decode_in(
+            line,
+            pos(),
+            &DIALECTS[0],
+            Some(&arena),
+            Some(&mut scratch),
+            true,
+            shape,
+        );
+        let event = |c: &Candidate<'_>| format!("{:?} {:?}", c.seq, c.event);
+        match row {
+            Row::Bad(b) => format!("bad {:?} {} {:?} {}", b.kind, b.why, b.seq, b.members),
+            Row::Events(evs, audit) => format!(
+                "events {audit:?} {:?}",
+                evs.iter().map(event).collect::<Vec<_>>()
+            ),
+            Row::Packed(p, audit) => {
+                assert_eq!(p.is_lean(), shape == Shape::LeanPacked, "{line}");
+                let whole = p.whole();
+                let whole = whole.as_ref().unwrap_or(&p);
+                format!(
+                    "packed {audit:?} {} {} {} first {}\n{:?}",
+                    p.seq0,
+                    p.last_time,
+                    p.len(),
+                    event(&p.first().expect("a member")),
+                    whole.members().map(|c| event(&c)).collect::<Vec<_>>()
+                )
+            }
+        }
+    }
+
+    #[test]
+    fn a_lean_packed_row_decodes_as_the_whole_row_does() {
+        let max = MAX_SAFE;
+        let rows = [
+            r#"{"type":"text-chunks","seq0":3,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[5,-2],"texts":["a\nb","c","d"]}}"#.to_owned(),
+            r#"{"type":"tool-call-chunks","seq0":3,"time0":10,"data":{"turn":1,"step":1,"index":0,"id":"c","name":"bash","dt":[1],"args":["{","}"]}}"#.to_owned(),
+            // Running times at the edge, and past it before and after a step that is not a
+            // safe integer.
+            format!(r#"{{"type":"text-chunks","seq0":0,"time0":{max},"data":{{"turn":1,"step":1,"index":0,"dt":[-{max},{max},0],"texts":["a","b","c","d"]}}}}"#),
+            format!(r#"{{"type":"text-chunks","seq0":0,"time0":1,"data":{{"turn":1,"step":1,"index":0,"dt":[{max},"x"],"texts":["a","b","c"]}}}}"#),
+            format!(r#"{{"type":"text-chunks","seq0":0,"time0":-1,"data":{{"turn":1,"step":1,"index":0,"dt":["x",-{max}],"texts":["a","b","c"]}}}}"#),
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1.0,-0],"texts":["a","b","c"]}}"#.to_owned(),
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a",1]}}"#.to_owned(),
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":[]}}"#.to_owned(),
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1,2],"texts":["a","b"]}}"#.to_owned(),
+            // A repeated key: read again whole.
+            r#"{"type":"text-chunks","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"],"texts":["c","d"]}}"#.to_owned(),
+            r#"{"type":"text-chunks","type":"x","seq0":0,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[1],"texts":["a","b"]}}"#.to_owned(),
+        ];
+        for row in &rows {
+            assert_eq!(
+                decoded(row, Shape::LeanPacked),
+                decoded(row, Shape::Full),
+                "{row}"
+            );
+        }
+        // The lean form is what a clean row is handed on as.
+        let lean = decoded(&rows[0], Shape::LeanPacked);
+        assert!(
+            lean.starts_with("packed") && lean.contains("seq: 5"),
+            "{lean}"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn running_times_are_checked_as_each_step_in_turn_would_be(
+            time0 in proptest::sample::select(vec![0i64, 7, -7, 1 << 52, MAX_SAFE as i64, -(MAX_SAFE as i64)]),
+            dt in proptest::collection::vec(proptest::sample::select(vec![
+                "0", "1", "-1", "2.5", "\"x\"", "9007199254740991", "-9007199254740991",
+                "4503599627370496", "-4503599627370496", "9007199254740992",
+            ]), 0..8),
+        ) {
+            let text = format!("[{}]", dt.join(","));
+            let items = json::parse(text.as_bytes()).unwrap();
+            let items = items.as_arr().unwrap_or_default();
+            // The rule as written: one step at a time.
+            let mut expected = Ok(time0);
+            for d in items {
+                let Ok(t) = expected else { break };
+                expected = match d.safe_int() {
+                    None => Err("data.dt must hold safe integers"),
+                    Some(d) => t
+                        .checked_add(d)
+                        .filter(|v| v.unsigned_abs() <= MAX_SAFE)
+                        .ok_or("a running time is not a safe integer"),
+                };
+            }
+            proptest::prop_assert_eq!(running_times(time0, &json::Steps::of(items)), expected);
+        }
+
+        #[test]
+        fn lean_packed_rows_decode_as_whole_ones(
+            time0 in proptest::sample::select(vec![0i64, -5, 1 << 52, MAX_SAFE as i64, -(MAX_SAFE as i64)]),
+            dt in proptest::collection::vec(proptest::sample::select(vec![
+                "0", "1", "-1", "-0", "1.0", "2.5", "\"1\"", "null", "[1]",
+                "9007199254740991", "-9007199254740991", "9007199254740992", "4503599627370496",
+            ]), 0..6),
+            texts in proptest::collection::vec(proptest::sample::select(vec![
+                "\"a\"", "\"b\\nc\"", "\"\\u00e9\"", "1", "null", "[\"x\"]", "{}",
+            ]), 0..6),
+            tool in proptest::bool::ANY,
+        ) {
+            let (tag, list, extra) = if tool {
+                ("tool-call-chunks", "args", r#""id":"c","#)
+            } else {
+                ("text-chunks", "texts", "")
+            };
+            let row = format!(
+                r#"{{"type":"{tag}","seq0":7,"time0":{time0},"data":{{"turn":1,"step":1,"index":0,{extra}"dt":[{}],"{list}":[{}]}}}}"#,
+                dt.join(","),
+                texts.join(",")
+            );
+            proptest::prop_assert_eq!(decoded(&row, Shape::LeanPacked), decoded(&row, Shape::Full), "{}", row);
         }
     }
 

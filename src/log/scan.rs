@@ -214,7 +214,9 @@ pub trait Observer: Send {
     /// Whether [`Observer::event`] reads inside the records of an event's `data.stream` (a
     /// provider chunk's `texts`, `dt` or `args`). When not, the pass builds lean trees that
     /// leave those arrays out ([`Shape::Lean`]): most of a format-3 log's values, and of the
-    /// memory of the lines in flight.
+    /// memory of the lines in flight. In formats 0 and 1 the same text is in packed rows:
+    /// an observer that neither reads it nor wants each event gets trees that leave out a
+    /// packed row's arrays ([`Shape::LeanPacked`]), about half of a format-0 log's values.
     fn reads_stream_records(&self) -> bool {
         true
     }
@@ -682,12 +684,7 @@ pub fn scan_framed(
         stop_after: opts.stop_after,
         draft: None,
         muted: false,
-        // Formats without an embedded stream have nothing to leave out.
-        shape: if dialect.embedded_stream && !observer.reads_stream_records() {
-            Shape::Lean
-        } else {
-            Shape::Full
-        },
+        shape: tree_shape(dialect, &observer),
         observer,
     };
     let mut pass = Pass {
@@ -1395,6 +1392,22 @@ impl Sink for Counted<'_> {
     }
 }
 
+/// The trees a pass of `observer` over a log in `dialect` builds. Formats without an
+/// embedded stream have no stream to leave out; formats 0 and 1 have packed rows, whose
+/// members past the first a pass that does not want each event reads only where they do not
+/// follow cleanly (`fold_packed`).
+fn tree_shape(dialect: &Dialect, observer: &impl Observer) -> Shape {
+    if observer.reads_stream_records() {
+        Shape::Full
+    } else if dialect.embedded_stream {
+        Shape::Lean
+    } else if dialect.packed_rows && !observer.wants_each_event() {
+        Shape::LeanPacked
+    } else {
+        Shape::Full
+    }
+}
+
 /// The members of a packed row through the fold. The first is folded like any event. The
 /// others are `assistant/chunk` events identical to it but for their seq, time and text, and
 /// for such an event every rule is a check of what they share (its turn and step against the
@@ -1404,7 +1417,8 @@ impl Sink for Counted<'_> {
 /// observer wants to see each event, when the pass stops inside the row (`--at`), when the
 /// first drew a finding, and in damaged input that went back over seqs already on the
 /// surface (each member is checked for a repeated seq). `packed_members_fold_like_events`
-/// (scan tests) compares both ways over logs that exercise each of these.
+/// (scan tests) compares both ways over logs that exercise each of these. A lean row
+/// ([`Shape::LeanPacked`]) holds its first member only, and is read again whole for the rest.
 fn fold_packed(
     ctx: &mut Ctx<impl Observer>,
     state: &mut FoldState,
@@ -1412,11 +1426,12 @@ fn fold_packed(
     speculative: bool,
     sink: &mut dyn Sink,
 ) {
-    let mut members = packed.members();
     let last = packed.last_seq();
     let stop = ctx.stop_after;
+    // The members folded before the loop below.
+    let mut folded = 0;
     if !ctx.observer.wants_each_event() && stop.is_none_or(|s| last <= s) {
-        let Some(mut first) = members.next() else {
+        let Some(mut first) = packed.first() else {
             return;
         };
         let mut counted = Counted {
@@ -1437,8 +1452,13 @@ fn fold_packed(
             state.events += packed.len() as u64 - 1;
             return;
         }
+        folded = 1;
     }
-    for mut cand in members {
+    // Every member in turn: a lean row's are read again from its line.
+    let whole = packed.whole();
+    let whole = whole.as_ref().unwrap_or(packed);
+    debug_assert!(!whole.is_lean(), "the members of a lean row are read again");
+    for mut cand in whole.members().skip(folded) {
         if let (Some(stop), Some(seq)) = (stop, cand.seq)
             && seq > stop
         {

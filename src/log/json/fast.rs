@@ -17,8 +17,10 @@ use std::borrow::Cow;
 use bumpalo::Bump;
 
 use super::{
-    Arena, Audit, JStr, Json, List, Member, Members, Num, Scratch, Shape, first_duplicate,
+    Arena, Audit, JStr, Json, List, Member, Members, Num, Pieces, Scratch, Shape, Steps, Tally,
+    first_duplicate,
 };
+use crate::log::rows::PACKED_TAGS;
 
 /// Deeper lines go to serde_json (whose limit, 128, produces the error message).
 const MAX_DEPTH: u32 = 100;
@@ -30,13 +32,26 @@ const MAX_DEPTH: u32 = 100;
 /// A lean tree ([`Shape::Lean`]) leaves out the arrays inside the records of `data.stream`
 /// (the `dt`, `texts` and `args` of each provider chunk, most of an assistant message's
 /// values): they are parsed and audited like the rest of the line, then dropped, and the
-/// member holds an empty array.
+/// member holds an empty array. [`Shape::LeanPacked`] does the same to a packed row's member
+/// arrays (see [`parse_tallied`]).
 pub(super) fn parse<'a>(
+    text: &'a str,
+    arena: Option<&'a Arena>,
+    scratch: Option<&mut Scratch<'a>>,
+    shape: Shape,
+) -> Option<(Json<'a>, Audit)> {
+    parse_tallied(text, arena, scratch, shape).map(|(v, a, _)| (v, a))
+}
+
+/// [`parse`], with what a [`Shape::LeanPacked`] tree kept of the packed row's arrays it left
+/// out: `dt` left out whole, and all of `texts` or `args` but the first item (which the
+/// row's first member needs).
+pub(super) fn parse_tallied<'a>(
     text: &'a str,
     arena: Option<&'a Arena>,
     mut scratch: Option<&mut Scratch<'a>>,
     shape: Shape,
-) -> Option<(Json<'a>, Audit)> {
+) -> Option<(Json<'a>, Audit, Option<Tally>)> {
     let (members, items) = match scratch.as_deref_mut() {
         Some(s) => (std::mem::take(&mut s.members), std::mem::take(&mut s.items)),
         None => (Vec::with_capacity(32), Vec::with_capacity(32)),
@@ -50,8 +65,11 @@ pub(super) fn parse<'a>(
         audit: Audit::default(),
         objects: 0,
         duplicate_in: u64::MAX,
-        lean: shape == Shape::Lean,
+        lean: shape != Shape::Full,
+        packed: shape == Shape::LeanPacked,
         path: Path::Outside,
+        tally: Tally::default(),
+        summed_from: 0,
         members,
         items,
     };
@@ -68,7 +86,8 @@ pub(super) fn parse<'a>(
         s.items = items;
     }
     let v = v.filter(|_| whole)?;
-    Some((v, p.audit))
+    let tally = (p.tally != Tally::default()).then_some(p.tally);
+    Some((v, p.audit, tally))
 }
 
 struct Parser<'a> {
@@ -85,8 +104,15 @@ struct Parser<'a> {
     duplicate_in: u64,
     /// A lean tree is asked for: see [`parse`].
     lean: bool,
-    /// For a lean tree, how far along `data.stream` the value being parsed lies.
+    /// The lean tree leaves out a packed row's arrays, not those of `data.stream`.
+    packed: bool,
+    /// For a lean tree, how far along `data.stream` (or a packed row's `data`) the value
+    /// being parsed lies.
     path: Path,
+    /// What the arrays a [`Shape::LeanPacked`] tree left out held.
+    tally: Tally,
+    /// Where on the items stack the array being tallied starts.
+    summed_from: usize,
     /// Scratch stacks: the members (items) of the open objects (arrays), moved into one
     /// exactly sized Vec when the container closes (one allocation, no regrowth).
     members: Members<'a>,
@@ -339,8 +365,13 @@ impl<'a> Parser<'a> {
     /// Any value but a plain string or an integer, pushed as an item.
     #[inline(never)]
     fn item_other(&mut self) -> Option<()> {
-        if self.lean && self.path == Path::Stream && self.depth == 3 {
-            return self.along(Path::Record, |p, v| push(&mut p.items, || v));
+        if self.lean {
+            if self.path == Path::Stream && self.depth == 3 {
+                return self.along(Path::Record, |p, v| push(&mut p.items, || v));
+            }
+            if let Path::Summed(_) = self.path {
+                return self.summed_item();
+            }
         }
         self.other(
             #[inline(always)]
@@ -352,22 +383,94 @@ impl<'a> Parser<'a> {
     /// if any. The path runs through containers only, and every container value is parsed
     /// through [`Self::member_other`]: the members of the top-level object are at depth 1, of
     /// `data` at 2, of a record at 4.
+    ///
+    /// For a packed row's arrays ([`Shape::LeanPacked`]) the path runs from the top-level
+    /// object's `data`, when a member read before it says the row is packed, to its `texts`,
+    /// `args` and `dt` arrays at depth 2.
     fn member_step(&self, slot: usize) -> Option<Path> {
+        let key = &self.members[slot].0;
         match (self.path, self.depth) {
-            (Path::Outside, 1) if self.members[slot].0 == "data" => Some(Path::Data),
-            (Path::Data, 2) if self.members[slot].0 == "stream" => Some(Path::Stream),
+            (Path::Outside, 1) if key == "data" && !self.packed => Some(Path::Data),
+            (Path::Outside, 1) if key == "data" && self.packed_row(slot) => Some(Path::Packed),
+            (Path::Data, 2) if key == "stream" => Some(Path::Stream),
             (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
+            (Path::Packed, 2) if self.peek() == Some(b'[') => match key.as_ref() {
+                "texts" => Some(Path::Summed(Summed::Texts)),
+                "args" => Some(Path::Summed(Summed::Args)),
+                "dt" => Some(Path::Summed(Summed::Dt)),
+                _ => None,
+            },
             _ => None,
         }
     }
 
-    /// A value one step further along `data.stream` (lean trees).
+    /// Whether the top-level object's members before `slot` name it a packed row (its
+    /// `type` is a packed row's tag). A repeated `type` may say otherwise later: the caller
+    /// reads such a line again whole (see [`crate::log::rows::decode_in`]).
+    fn packed_row(&self, slot: usize) -> bool {
+        self.members[..slot].iter().any(|(k, v)| {
+            k == "type" && matches!(v, Json::Str(t) if PACKED_TAGS.contains(&t.as_str()))
+        })
+    }
+
+    /// A value one step further along `data.stream` or a packed row's `data` (lean trees).
     #[inline(never)]
     fn along(&mut self, into: Path, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
         let was = std::mem::replace(&mut self.path, into);
-        let done = self.other(put);
+        let done = match into {
+            Path::Summed(which) => self.summed(which, put),
+            _ => self.other(put),
+        };
         self.path = was;
         done
+    }
+
+    /// At the `[` of a packed row's member array: its items parsed and tallied, and all but
+    /// those the tree keeps (the first of `texts` or `args`) forgotten.
+    fn summed(&mut self, which: Summed, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        self.summed_from = self.items.len();
+        let base = self.array()?;
+        let items = &self.items[base..];
+        let keep = match which {
+            Summed::Texts => {
+                self.tally.texts = Some(Pieces::of(items));
+                items.len().min(1)
+            }
+            Summed::Args => {
+                self.tally.args = Some(Pieces::of(items));
+                items.len().min(1)
+            }
+            Summed::Dt => {
+                self.tally.dt = Some(Steps::of(items));
+                0
+            }
+        };
+        Self::close(self.arena, &mut self.items, base + keep, true);
+        let list = Self::close(self.arena, &mut self.items, base, false);
+        put(self, Json::Arr(list));
+        Some(())
+    }
+
+    /// An item of a tallied array that is not a plain string or an integer. A string past
+    /// the first is only counted (an escaped one is not kept to be unescaped); a container
+    /// is audited and left out, since only its kind counts.
+    #[inline(never)]
+    fn summed_item(&mut self) -> Option<()> {
+        let put = |p: &mut Self, v| push(&mut p.items, || v);
+        match self.peek()? {
+            b'"' if self.items.len() > self.summed_from => {
+                self.skip_string()?;
+                put(self, Json::Str(JStr::from("")));
+                Some(())
+            }
+            b'{' | b'[' => {
+                let was = std::mem::replace(&mut self.path, Path::Dropped);
+                let done = self.other(put);
+                self.path = was;
+                done
+            }
+            _ => self.other(put),
+        }
     }
 
     /// A closed container's items (or members) from `base` up: moved into the tree, or,
@@ -608,6 +711,18 @@ enum Path {
     Record,
     /// In an array of a record: left out of the tree.
     Dropped,
+    /// In a packed row's `data` ([`Shape::LeanPacked`]).
+    Packed,
+    /// In one of its member arrays, which is tallied.
+    Summed(Summed),
+}
+
+/// Which member array of a packed row is tallied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Summed {
+    Texts,
+    Args,
+    Dt,
 }
 
 /// The closing quote of a string body with an escape at `j`, every escape before it valid.
@@ -919,7 +1034,7 @@ fn scan(s: &[u8], mut j: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::super::{List, audit, parse_careful};
-    use super::{Json, Shape};
+    use super::{Json, PACKED_TAGS, Pieces, Shape, Steps, Tally};
     use proptest::prelude::*;
 
     /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
@@ -1208,6 +1323,144 @@ mod tests {
         );
     }
 
+    /// What a [`Shape::LeanPacked`] tree of `full` holds, and the tally of what it left out,
+    /// written over the tree: in the `data` objects of the top-level object that follow a
+    /// `type` member naming a packed row, each array `dt` emptied and each array `texts` or
+    /// `args` cut to its first item (itself emptied if a container), the tally taken from
+    /// the last of each name.
+    fn packed_of(mut full: Json<'_>) -> (Json<'_>, Option<Tally>) {
+        let mut tally = Tally::default();
+        let mut packed = false;
+        if let Json::Obj(list) = &mut full {
+            for (k, v) in list.to_mut() {
+                if k == "type" {
+                    packed |= matches!(v, Json::Str(t) if PACKED_TAGS.contains(&t.as_str()));
+                }
+                let Json::Obj(data) = v else { continue };
+                if k != "data" || !packed {
+                    continue;
+                }
+                for (k, v) in data.to_mut() {
+                    let Json::Arr(items) = v else { continue };
+                    let keep = match k.as_ref() {
+                        "dt" => {
+                            tally.dt = Some(Steps::of(items));
+                            0
+                        }
+                        "texts" | "args" => {
+                            let pieces = Some(Pieces::of(items));
+                            if k == "args" {
+                                tally.args = pieces;
+                            } else {
+                                tally.texts = pieces;
+                            }
+                            1
+                        }
+                        _ => continue,
+                    };
+                    let items = items.to_mut();
+                    items.truncate(keep);
+                    for item in items {
+                        match item {
+                            Json::Arr(_) => *item = Json::Arr(List::Owned(Vec::new())),
+                            Json::Obj(_) => *item = Json::Obj(List::Owned(Vec::new())),
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        (full, (tally != Tally::default()).then_some(tally))
+    }
+
+    /// A [`Shape::LeanPacked`] parse (in an arena and not) is the full parse with
+    /// `packed_of` applied, with its tally, and its audit is the full parse's.
+    fn packed_agrees(text: &str) {
+        let Some((full, full_audit)) = super::parse(text, None, None, Shape::Full) else {
+            return;
+        };
+        let expected = packed_of(full);
+        let arena = super::super::Arena::default();
+        for (lean, lean_audit, tally) in [
+            super::parse_tallied(text, None, None, Shape::LeanPacked),
+            super::parse_tallied(
+                text,
+                Some(&arena),
+                Some(&mut Default::default()),
+                Shape::LeanPacked,
+            ),
+        ]
+        .into_iter()
+        .map(|parsed| parsed.expect("the lean parse reads what the full one does"))
+        {
+            assert!(lean == expected.0, "{text}:\n{lean:?}\n!= {:?}", expected.0);
+            assert_eq!(tally, expected.1, "{text}");
+            assert_eq!(lean_audit, full_audit, "{text}");
+        }
+    }
+
+    #[test]
+    fn a_lean_packed_row_keeps_the_first_piece_and_tallies_the_rest() {
+        let line = r#"{"type":"text-chunks","seq0":4,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[5,-0,7.5,"x",3],"texts":["a\nb","c\"","d",{"k":1,"k":2},["e"]]}}"#;
+        let arena = super::super::Arena::default();
+        let (lean, audit, tally) = super::parse_tallied(
+            line,
+            Some(&arena),
+            Some(&mut Default::default()),
+            Shape::LeanPacked,
+        )
+        .expect("parsed");
+        let expected = r#"{"type":"text-chunks","seq0":4,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a\nb"]}}"#;
+        let (want, _) = super::parse(expected, None, None, Shape::Full).expect("parsed");
+        assert!(lean == want, "{lean:?}");
+        let tally = tally.expect("a tally");
+        assert_eq!(
+            tally.texts,
+            Some(Pieces {
+                len: 5,
+                strings: false
+            })
+        );
+        // Read up to the first step that is not a safe integer (7.5).
+        assert_eq!(
+            tally.dt,
+            Some(Steps {
+                len: 5,
+                safe: false,
+                low: 0,
+                high: 5,
+                sum: 5
+            })
+        );
+        assert_eq!(tally.args, None);
+        assert!(audit.negative_zero);
+        assert_eq!(audit.duplicate_key.as_deref(), Some("k"));
+        packed_agrees(line);
+        // Only a row named packed by a `type` read before its `data`, at the top level.
+        for kept in [
+            r#"{"data":{"dt":[1],"texts":["a","b"]},"type":"text-chunks"}"#,
+            r#"{"type":"assistant/chunk","data":{"dt":[1],"texts":["a","b"]}}"#,
+            r#"{"type":"text-chunks","x":{"data":{"dt":[1]}}}"#,
+            r#"[{"type":"text-chunks","data":{"dt":[1]}}]"#,
+            r#"{"type":"text-chunks","data":{"x":{"dt":[1]},"dt":2,"texts":"ab"}}"#,
+            r#"{"type":"text-chunks","data":[{"dt":[1]}]}"#,
+        ] {
+            let (full, _) = super::parse(kept, None, None, Shape::Full).expect("parsed");
+            let (lean, _, tally) =
+                super::parse_tallied(kept, None, None, Shape::LeanPacked).expect("parsed");
+            assert!(lean == full, "{kept}");
+            assert_eq!(tally, None, "{kept}");
+        }
+        // Repeated and escaped keys, and each tag, are followed as the tree reads them.
+        for line in [
+            r#"{"type":"tool-call-chunks","data":{"args":["{","}"],"dt":[1]},"type":"x","data":{"dt":[2,3],"args":[]}}"#,
+            r#"{"type":"reasoning-chunks","type":"x","data":{"texts":["a"],"texts":["b","c"],"dt":[9007199254740991,9007199254740991]}}"#,
+            r#"{"type":"text-chunks","data":{"texts":[[1],"b"],"dt":[-9007199254740991,-1]}}"#,
+        ] {
+            packed_agrees(line);
+        }
+    }
+
     proptest! {
         #[test]
         fn a_lean_tree_is_the_full_tree_without_the_arrays_of_stream_records(
@@ -1217,6 +1470,18 @@ mod tests {
         ) {
             lean_agrees(&format!(r#"{{"type":"x","data":{{"turn":1,"stream":[{{"type":"chunk","dt":{a},"texts":{b}}},{c}]}},"stream":{c}}}"#));
             lean_agrees(&format!(r#"{{"data":{{"stream":{a}}},"x":{b}}}"#));
+        }
+
+        #[test]
+        fn a_lean_packed_row_is_the_full_row_without_its_member_arrays(
+            a in json_text(),
+            b in json_text(),
+            c in json_text(),
+            tag in prop::sample::select(vec!["text-chunks", "tool-call-chunks", "x"]),
+        ) {
+            packed_agrees(&format!(r#"{{"type":"{tag}","seq0":1,"data":{{"turn":1,"dt":{a},"texts":{b},"args":{c}}}}}"#));
+            packed_agrees(&format!(r#"{{"type":"{tag}","data":{{"dt":[{a},{b}],"texts":[{c},{a}]}},"data":{b}}}"#));
+            packed_agrees(&format!(r#"{{"data":{a},"type":"{tag}","data":{{"dt":{b},"args":[{c}]}}}}"#));
         }
 
         #[test]

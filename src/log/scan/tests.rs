@@ -681,10 +681,11 @@ impl Observer for WholeTrees {
 fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
     let logs = testdata_logs();
     assert!(logs.len() > 100, "{} logs", logs.len());
-    let mut streams = 0;
+    let (mut streams, mut packed) = (0, 0);
     for log in &logs {
         let bytes = std::fs::read(log).unwrap();
         streams += usize::from(memchr::memmem::find(&bytes, br#""stream":[{"#).is_some());
+        packed += usize::from(memchr::memmem::find(&bytes, br#""seq0":"#).is_some());
         let text = String::from_utf8_lossy(&bytes);
         for threads in [1, 2] {
             let opts = ScanOptions {
@@ -701,6 +702,7 @@ fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
         }
     }
     assert!(streams >= 30, "{streams} logs with stream records");
+    assert!(packed >= 8, "{packed} logs with packed rows");
 }
 
 /// The length of each `texts` array in the stream records of the events it sees.
@@ -771,6 +773,32 @@ fn a_pass_builds_lean_trees_only_for_observers_that_never_read_stream_records() 
             }
         }
     }
+}
+
+#[test]
+fn a_pass_leaves_out_packed_rows_arrays_only_where_it_folds_first_members_alone() {
+    let shapes = |observer: &dyn Fn(&Dialect) -> Shape| {
+        crate::log::dialect::DIALECTS
+            .iter()
+            .map(observer)
+            .collect::<Vec<_>>()
+    };
+    let (full, lean, packed) = (Shape::Full, Shape::Lean, Shape::LeanPacked);
+    assert_eq!(
+        shapes(&|d| tree_shape(d, &())),
+        [packed, packed, lean, lean, lean]
+    );
+    // Every member folded: a packed row's arrays are read.
+    let each = StreamTexts {
+        reads: false,
+        lens: Vec::new(),
+    };
+    assert_eq!(
+        shapes(&|d| tree_shape(d, &each)),
+        [full, full, lean, lean, lean]
+    );
+    assert_eq!(shapes(&|d| tree_shape(d, &WholeTrees)), [full; 5]);
+    assert_eq!(shapes(&|d| tree_shape(d, &EveryEvent)), [full; 5]);
 }
 
 #[test]
