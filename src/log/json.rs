@@ -640,7 +640,7 @@ pub fn parse_tallied_in<'a>(
     arena: Option<&'a Arena>,
     scratch: Option<&mut Scratch<'a>>,
     shape: Shape,
-) -> Result<(Json<'a>, Audit, Option<Tally>), String> {
+) -> Result<(Json<'a>, Audit, Option<Box<Tally>>), String> {
     match fast::parse_tallied(text, arena, scratch, shape) {
         Some(parsed) => Ok(parsed),
         None => parse_careful(text).map(|v| {

@@ -267,7 +267,9 @@ pub fn decode_in<'a>(
             .get("data")
             .and_then(|d| d.get(list_key))
             .and_then(Json::as_arr)
-            .map_or(1, |a| pieces(list_key, a, tally.as_ref()).len.max(1) as u64);
+            .map_or(1, |a| {
+                pieces(list_key, a, tally.as_deref()).len.max(1) as u64
+            });
         if !dialect.packed_rows {
             return Row::Bad(BadRow {
                 kind: BadKind::Malformed(Code::PackedRowMalformed),
@@ -281,7 +283,7 @@ pub fn decode_in<'a>(
                 members,
             });
         }
-        let lean = tally.map(|t| (t, text));
+        let lean = tally.map(|t| (*t, text));
         return match packed(tag, value, pos, lean) {
             Ok(p) if arena.is_some() => Row::Packed(p, audit),
             Ok(p) => Row::Events(p.members().collect(), audit),

@@ -51,7 +51,7 @@ pub(super) fn parse_tallied<'a>(
     arena: Option<&'a Arena>,
     mut scratch: Option<&mut Scratch<'a>>,
     shape: Shape,
-) -> Option<(Json<'a>, Audit, Option<Tally>)> {
+) -> Option<(Json<'a>, Audit, Option<Box<Tally>>)> {
     let (members, items) = match scratch.as_deref_mut() {
         Some(s) => (std::mem::take(&mut s.members), std::mem::take(&mut s.items)),
         None => (Vec::with_capacity(32), Vec::with_capacity(32)),
@@ -68,7 +68,7 @@ pub(super) fn parse_tallied<'a>(
         lean: shape != Shape::Full,
         packed: shape == Shape::LeanPacked,
         path: Path::Outside,
-        tally: Tally::default(),
+        tally: None,
         summed_from: 0,
         members,
         items,
@@ -86,8 +86,7 @@ pub(super) fn parse_tallied<'a>(
         s.items = items;
     }
     let v = v.filter(|_| whole)?;
-    let tally = (p.tally != Tally::default()).then_some(p.tally);
-    Some((v, p.audit, tally))
+    Some((v, p.audit, p.tally))
 }
 
 struct Parser<'a> {
@@ -109,8 +108,9 @@ struct Parser<'a> {
     /// For a lean tree, how far along `data.stream` (or a packed row's `data`) the value
     /// being parsed lies.
     path: Path,
-    /// What the arrays a [`Shape::LeanPacked`] tree left out held.
-    tally: Tally,
+    /// What the arrays a [`Shape::LeanPacked`] tree left out held (boxed: most lines have
+    /// none, and a parse's result is moved several times on its way to its row).
+    tally: Option<Box<Tally>>,
     /// Where on the items stack the array being tallied starts.
     summed_from: usize,
     /// Scratch stacks: the members (items) of the open objects (arrays), moved into one
@@ -390,8 +390,10 @@ impl<'a> Parser<'a> {
     fn member_step(&self, slot: usize) -> Option<Path> {
         let key = &self.members[slot].0;
         match (self.path, self.depth) {
-            (Path::Outside, 1) if key == "data" && !self.packed => Some(Path::Data),
-            (Path::Outside, 1) if key == "data" && self.packed_row(slot) => Some(Path::Packed),
+            (Path::Outside, 1) if key == "data" => match self.packed {
+                false => Some(Path::Data),
+                true => self.packed_row(slot).then_some(Path::Packed),
+            },
             (Path::Data, 2) if key == "stream" => Some(Path::Stream),
             (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
             (Path::Packed, 2) if self.peek() == Some(b'[') => match key.as_ref() {
@@ -431,17 +433,18 @@ impl<'a> Parser<'a> {
         self.summed_from = self.items.len();
         let base = self.array()?;
         let items = &self.items[base..];
+        let tally = self.tally.get_or_insert_default();
         let keep = match which {
             Summed::Texts => {
-                self.tally.texts = Some(Pieces::of(items));
+                tally.texts = Some(Pieces::of(items));
                 items.len().min(1)
             }
             Summed::Args => {
-                self.tally.args = Some(Pieces::of(items));
+                tally.args = Some(Pieces::of(items));
                 items.len().min(1)
             }
             Summed::Dt => {
-                self.tally.dt = Some(Steps::of(items));
+                tally.dt = Some(Steps::of(items));
                 0
             }
         };
@@ -517,10 +520,13 @@ impl<'a> Parser<'a> {
                 let list = Self::close(self.arena, &mut self.members, base, discard);
                 put(self, Json::Obj(list));
             }
+            b'[' if self.path == Path::Dropped => {
+                self.skip_array()?;
+                put(self, Json::Arr(List::Arena(&[])));
+            }
             b'[' => {
                 let base = self.array()?;
-                let discard = self.path == Path::Dropped;
-                let list = Self::close(self.arena, &mut self.items, base, discard);
+                let list = Self::close(self.arena, &mut self.items, base, false);
                 put(self, Json::Arr(list));
             }
             b't' if self.literal(b"true") => put(self, Json::Bool(true)),
@@ -571,6 +577,54 @@ impl<'a> Parser<'a> {
             Some(arena) => JStr::escaped_in(raw, arena),
             None => JStr::escaped(raw),
         })
+    }
+
+    /// At the `[` of an array a lean tree leaves out: past it, read and audited as
+    /// [`Self::array`] reads it, but its items are not built (an object among them is, and
+    /// then dropped: its keys are compared for repeats).
+    #[inline(never)]
+    fn skip_array(&mut self) -> Option<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+        } else {
+            loop {
+                match self.peek()? {
+                    b'"' => self.skip_string()?,
+                    b'-' | b'0'..=b'9' => {
+                        self.number()?;
+                    }
+                    b'[' => self.skip_array()?,
+                    b'{' => {
+                        let base = self.object()?;
+                        Self::close(self.arena, &mut self.members, base, true);
+                    }
+                    b't' if self.literal(b"true") => {}
+                    b'f' if self.literal(b"false") => {}
+                    b'n' if self.literal(b"null") => {}
+                    _ => return None,
+                }
+                self.ws();
+                match self.peek()? {
+                    b',' => {
+                        self.i += 1;
+                        self.ws();
+                    }
+                    b']' => {
+                        self.i += 1;
+                        break;
+                    }
+                    _ => return None,
+                }
+            }
+        }
+        self.depth -= 1;
+        Some(())
     }
 
     /// At an opening quote: past the string, its escapes checked (a string left out of a lean
@@ -1394,7 +1448,7 @@ mod tests {
         .map(|parsed| parsed.expect("the lean parse reads what the full one does"))
         {
             assert!(lean == expected.0, "{text}:\n{lean:?}\n!= {:?}", expected.0);
-            assert_eq!(tally, expected.1, "{text}");
+            assert_eq!(tally.as_deref(), expected.1.as_ref(), "{text}");
             assert_eq!(lean_audit, full_audit, "{text}");
         }
     }
@@ -1449,7 +1503,7 @@ mod tests {
             let (lean, _, tally) =
                 super::parse_tallied(kept, None, None, Shape::LeanPacked).expect("parsed");
             assert!(lean == full, "{kept}");
-            assert_eq!(tally, None, "{kept}");
+            assert_eq!(tally, None::<Box<Tally>>, "{kept}");
         }
         // Repeated and escaped keys, and each tag, are followed as the tree reads them.
         for line in [
