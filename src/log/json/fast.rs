@@ -595,7 +595,12 @@ impl<'a> Parser<'a> {
         } else {
             loop {
                 match self.peek()? {
-                    b'"' => self.skip_string()?,
+                    // A plain string is passed inline (the common case), others out of line.
+                    b'"' => {
+                        if self.plain_string().is_none() {
+                            self.skip_string()?;
+                        }
+                    }
                     b'-' | b'0'..=b'9' => {
                         self.number()?;
                     }
