@@ -257,16 +257,8 @@ impl<'a> Parser<'a> {
 
     /// At `[`: parse the array's items onto the items stack; where they start.
     fn array(&mut self) -> Option<usize> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
         let base = self.items.len();
-        if self.peek()? == b']' {
-            self.i += 1;
-        } else {
+        if self.array_opens()? {
             loop {
                 match self.peek()? {
                     b'"' => match self.plain_string() {
@@ -280,22 +272,48 @@ impl<'a> Parser<'a> {
                     },
                     _ => self.item_other()?,
                 }
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b']' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more_items()? {
+                    break;
                 }
             }
         }
         self.depth -= 1;
         Some(base)
+    }
+
+    /// At an array's `[`: one level deeper and past it; whether an item follows (else past
+    /// the `]` of an empty array too).
+    #[inline(always)]
+    fn array_opens(&mut self) -> Option<bool> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(false);
+        }
+        Some(true)
+    }
+
+    /// After an array's item: past the `,` before the next (true) or the closing `]`.
+    #[inline(always)]
+    fn more_items(&mut self) -> Option<bool> {
+        self.ws();
+        match self.peek()? {
+            b',' => {
+                self.i += 1;
+                self.ws();
+                Some(true)
+            }
+            b']' => {
+                self.i += 1;
+                Some(false)
+            }
+            _ => None,
+        }
     }
 
     /// The members from `base` up, off the stack, as a closed object's list.
@@ -584,15 +602,7 @@ impl<'a> Parser<'a> {
     /// then dropped: its keys are compared for repeats).
     #[inline(never)]
     fn skip_array(&mut self) -> Option<()> {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
-        if self.peek()? == b']' {
-            self.i += 1;
-        } else {
+        if self.array_opens()? {
             loop {
                 match self.peek()? {
                     // A plain string is passed inline (the common case), others out of line.
@@ -614,17 +624,8 @@ impl<'a> Parser<'a> {
                     b'n' if self.literal(b"null") => {}
                     _ => return None,
                 }
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b']' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more_items()? {
+                    break;
                 }
             }
         }
@@ -1322,29 +1323,34 @@ mod tests {
         full
     }
 
-    /// A lean parse (in an arena and not) is the full parse with `lean_of` applied, and its
-    /// audit is the full parse's: the arrays left out are still read and audited.
-    fn lean_agrees(text: &str) {
+    /// A parse of the lean `shape` (in an arena and not) is the full parse with `expected`
+    /// applied (the tree, and the tally it kept), and its audit is the full parse's: the arrays
+    /// left out are still read and audited.
+    fn shape_agrees(
+        text: &str,
+        shape: Shape,
+        expected: for<'a> fn(Json<'a>) -> (Json<'a>, Option<Tally>),
+    ) {
         let Some((full, full_audit)) = super::parse(text, None, None, Shape::Full) else {
             return;
         };
-        let expected = lean_of(full);
+        let (tree, kept) = expected(full);
         let arena = super::super::Arena::default();
-        for (lean, lean_audit) in [
-            super::parse(text, None, None, Shape::Lean),
-            super::parse(
-                text,
-                Some(&arena),
-                Some(&mut Default::default()),
-                Shape::Lean,
-            ),
+        for (lean, lean_audit, tally) in [
+            super::parse_tallied(text, None, None, shape),
+            super::parse_tallied(text, Some(&arena), Some(&mut Default::default()), shape),
         ]
         .into_iter()
         .map(|parsed| parsed.expect("the lean parse reads what the full one does"))
         {
-            assert!(lean == expected, "{text}:\n{lean:?}\n!= {expected:?}");
+            assert!(lean == tree, "{text}:\n{lean:?}\n!= {tree:?}");
+            assert_eq!(tally.as_deref(), kept.as_ref(), "{text}");
             assert_eq!(lean_audit, full_audit, "{text}");
         }
+    }
+
+    fn lean_agrees(text: &str) {
+        shape_agrees(text, Shape::Lean, |full| (lean_of(full), None));
     }
 
     #[test]
@@ -1432,30 +1438,8 @@ mod tests {
         (full, (tally != Tally::default()).then_some(tally))
     }
 
-    /// A [`Shape::LeanPacked`] parse (in an arena and not) is the full parse with
-    /// `packed_of` applied, with its tally, and its audit is the full parse's.
     fn packed_agrees(text: &str) {
-        let Some((full, full_audit)) = super::parse(text, None, None, Shape::Full) else {
-            return;
-        };
-        let expected = packed_of(full);
-        let arena = super::super::Arena::default();
-        for (lean, lean_audit, tally) in [
-            super::parse_tallied(text, None, None, Shape::LeanPacked),
-            super::parse_tallied(
-                text,
-                Some(&arena),
-                Some(&mut Default::default()),
-                Shape::LeanPacked,
-            ),
-        ]
-        .into_iter()
-        .map(|parsed| parsed.expect("the lean parse reads what the full one does"))
-        {
-            assert!(lean == expected.0, "{text}:\n{lean:?}\n!= {:?}", expected.0);
-            assert_eq!(tally.as_deref(), expected.1.as_ref(), "{text}");
-            assert_eq!(lean_audit, full_audit, "{text}");
-        }
+        shape_agrees(text, Shape::LeanPacked, packed_of);
     }
 
     #[test]
