@@ -166,10 +166,21 @@ fn two_compactions_at_once_never_report_a_write_that_is_not_in_the_file() {
 
 #[test]
 fn two_repairs_at_once_repair_once() {
-    let crashed = fs::read(common::testdata("sample/crashed.v3.jsonl")).expect("sample");
+    // A v3 crash, and a v0 one after a packed row (whose closers a repair plans from the
+    // row's tally).
+    for (sample, canonical) in [
+        ("sample/crashed.v3.jsonl", "session.v3.jsonl"),
+        ("v0/crashed-packed.jsonl", "session.jsonl"),
+    ] {
+        two_repairs_of(sample, canonical);
+    }
+}
+
+fn two_repairs_of(sample: &str, canonical: &str) {
+    let crashed = fs::read(common::testdata(sample)).expect("sample");
     // The result of one repair, alone.
     let alone = tempfile::tempdir().expect("tempdir");
-    let reference = Layout::SessionDir.place(alone.path(), &crashed, "session.v3.jsonl");
+    let reference = Layout::SessionDir.place(alone.path(), &crashed, canonical);
     let o = Command::new(dshs_bin())
         .arg("repair")
         .arg(&reference)
@@ -180,14 +191,14 @@ fn two_repairs_at_once_repair_once() {
     for layout in LAYOUTS {
         for round in 0..ROUNDS {
             let dir = tempfile::tempdir().expect("tempdir");
-            let log = layout.place(dir.path(), &crashed, "session.v3.jsonl");
+            let log = layout.place(dir.path(), &crashed, canonical);
             let ca = spawn(&["repair"], &log);
             let cb = spawn(&["repair"], &log);
             let (oa, ob) = (
                 ca.wait_with_output().expect("a"),
                 cb.wait_with_output().expect("b"),
             );
-            let context = format!("{layout:?} round {round}: {oa:?} {ob:?}");
+            let context = format!("{sample} {layout:?} round {round}: {oa:?} {ob:?}");
             for o in [&oa, &ob] {
                 assert!(matches!(o.status.code(), Some(0 | 3)), "{context}");
             }

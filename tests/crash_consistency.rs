@@ -307,6 +307,26 @@ fn repair_without_a_cut_and_in_v0_and_v4_survives_a_crash_anywhere() {
     repair_is_crash_consistent(&open_turn(V4, ""), "session.v4.jsonl");
     // A torn line to cut, v0 closers.
     repair_is_crash_consistent(&open_turn(V0, r#"{"type":"tool/res"#), "session.v0.jsonl");
+    // The same after a packed row, whose last member's seq and time (8, 20 + 1 + 2) the
+    // closers follow: a repair plans them from the row's tally, without its members.
+    let packed = std::fs::read(common::testdata("v0/crashed-packed.jsonl")).expect("sample");
+    repair_is_crash_consistent(&packed, "session.v0.jsonl");
+    let dir = tempfile::tempdir().expect("temp dir");
+    let log = dir.path().join("session.v0.jsonl");
+    std::fs::write(&log, &packed).expect("log written");
+    let out = Command::new(dshs_bin())
+        .args(["repair", "-q"])
+        .arg(&log)
+        .output()
+        .expect("dshs runs");
+    assert!(out.status.success(), "{out:?}");
+    let repaired = std::fs::read_to_string(&log).expect("log read");
+    assert!(
+        repaired.ends_with(
+            "{\"type\":\"step/end\",\"seq\":9,\"time\":23,\"data\":{\"turn\":1,\"step\":2}}\n{\"type\":\"turn/end\",\"seq\":10,\"time\":23,\"data\":{\"turn\":1,\"reason\":{\"kind\":\"interrupted\"}}}\n"
+        ),
+        "{repaired}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------
