@@ -208,13 +208,12 @@ pub fn decode_in<'a>(
     pos: Pos,
     dialect: &Dialect,
     arena: Option<&'a json::Arena>,
-    scratch: Option<&mut json::Scratch<'a>>,
+    mut scratch: Option<&mut json::Scratch<'a>>,
     stored: bool,
     shape: Shape,
 ) -> Row<'a> {
     // An empty line is unparsable JSON (§3.2): said without asking a parser (a crash tail or
     // a decompression bomb may hold billions of them).
-    let mut scratch = scratch;
     let parsed = if text.is_empty() {
         Err("empty line (not valid JSON)".to_owned())
     } else {

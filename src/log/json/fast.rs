@@ -384,11 +384,12 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn item_other(&mut self) -> Option<()> {
         if self.lean {
-            if self.path == Path::Stream && self.depth == 3 {
-                return self.along(Path::Record, |p, v| push(&mut p.items, || v));
-            }
-            if let Path::Summed(_) = self.path {
-                return self.summed_item();
+            match self.path {
+                Path::Stream if self.depth == 3 => {
+                    return self.along(Path::Record, |p, v| push(&mut p.items, || v));
+                }
+                Path::Summed(_) => return self.summed_item(),
+                _ => {}
             }
         }
         self.other(
