@@ -552,8 +552,10 @@ pub enum Shape {
     /// is left out, and of `texts` or `args` only the first item is kept. Each is parsed and
     /// audited, and what the row's checks need of it is kept in a [`Tally`] instead. For
     /// passes that fold only a row's first member when the rest follow cleanly; a row whose
-    /// members must each be folded is parsed again whole. The careful path builds the whole
-    /// tree and no tally.
+    /// members must each be folded is parsed again whole. And in every row, a top-level
+    /// `sourceEventSeqs` that is a strictly increasing list of safe integers ≥ 0 is kept in
+    /// its range-encoded storage form (§5.3), which decodes to the same list. The careful
+    /// path builds the whole tree and no tally.
     LeanPacked,
 }
 

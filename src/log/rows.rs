@@ -1244,6 +1244,63 @@ mod tests {
         decode_sources(&v, Some(seq)).map(|l| l.iter().collect())
     }
 
+    /// What the fold reads of a row's `sourceEventSeqs`, decoded from a tree of `shape`: the
+    /// row's report if bad, else the list's seqs, length, and which of `0..=seq` it holds.
+    fn sources_read(line: &str, seq: u64, shape: Shape) -> String {
+        let arena = json::Arena::default();
+        let row = decode_in(line, pos(), &DIALECTS[0], Some(&arena), None, true, shape);
+        let Row::Events(evs, _) = row else {
+            let Row::Bad(b) = row else {
+                return "packed".into();
+            };
+            return format!("bad {:?} {}", b.kind, b.why);
+        };
+        let Ok(event) = &evs[0].event else {
+            return "bad envelope".into();
+        };
+        let stored = event.source_seqs.as_ref().expect("a list");
+        match decode_sources(stored, Some(seq)) {
+            Err(e) => format!("{e:?}"),
+            Ok(list) => {
+                let probes: Vec<u64> = (0..=seq).collect();
+                format!(
+                    "{:?} {} {:?} {:?}",
+                    list.iter().collect::<Vec<_>>(),
+                    list.len(),
+                    probes.iter().map(|s| list.contains(*s)).collect::<Vec<_>>(),
+                    list.missing(&probes)
+                )
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_source_list_reads_the_same_range_encoded(
+            steps in proptest::collection::vec(proptest::sample::select(vec![1u64, 1, 1, 2, 3, 0]), 0..24),
+            start in 0u64..4,
+            seq in 0u64..40,
+            tail in proptest::sample::select(vec!["", ",0", ",-0", ",1.0", ",[2,3]", ",\"x\""]),
+        ) {
+            let seqs: Vec<String> = steps
+                .iter()
+                .scan(start, |at, step| {
+                    *at += step;
+                    Some(at.to_string())
+                })
+                .collect();
+            let line = format!(
+                r#"{{"type":"user/message","seq":{seq},"time":0,"data":{{}},"sourceEventSeqs":[{}{tail}]}}"#,
+                seqs.join(",")
+            );
+            proptest::prop_assert_eq!(
+                sources_read(&line, seq, Shape::LeanPacked),
+                sources_read(&line, seq, Shape::Full),
+                "{}", line
+            );
+        }
+    }
+
     #[test]
     fn range_encoded_sources_decode() {
         assert_eq!(sources("[[1,3],7,9,10]", 11), Ok(vec![1, 2, 3, 7, 9, 10]));

@@ -17,8 +17,8 @@ use std::borrow::Cow;
 use bumpalo::Bump;
 
 use super::{
-    Arena, Audit, JStr, Json, List, Member, Members, Num, Pieces, Scratch, Shape, Steps, Tally,
-    first_duplicate,
+    Arena, Audit, JStr, Json, List, MAX_SAFE, Member, Members, Num, Pieces, Scratch, Shape, Steps,
+    Tally, first_duplicate,
 };
 use crate::log::rows::PACKED_TAGS;
 
@@ -405,7 +405,8 @@ impl<'a> Parser<'a> {
     ///
     /// For a packed row's arrays ([`Shape::LeanPacked`]) the path runs from the top-level
     /// object's `data`, when a member read before it says the row is packed, to its `texts`,
-    /// `args` and `dt` arrays at depth 2.
+    /// `args` and `dt` arrays at depth 2. That shape also takes the top-level
+    /// `sourceEventSeqs` of any row one step (see [`Self::sources`]).
     fn member_step(&self, slot: usize) -> Option<Path> {
         let key = &self.members[slot].0;
         match (self.path, self.depth) {
@@ -413,6 +414,11 @@ impl<'a> Parser<'a> {
                 false => Some(Path::Data),
                 true => self.packed_row(slot).then_some(Path::Packed),
             },
+            (Path::Outside, 1)
+                if self.packed && key == "sourceEventSeqs" && self.peek() == Some(b'[') =>
+            {
+                Some(Path::Sources)
+            }
             (Path::Data, 2) if key == "stream" => Some(Path::Stream),
             (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
             (Path::Packed, 2) if self.peek() == Some(b'[') => match key.as_ref() {
@@ -440,6 +446,7 @@ impl<'a> Parser<'a> {
         let was = std::mem::replace(&mut self.path, into);
         let done = match into {
             Path::Summed(which) => self.summed(which, put),
+            Path::Sources => self.sources(put),
             _ => self.other(put),
         };
         self.path = was;
@@ -471,6 +478,77 @@ impl<'a> Parser<'a> {
         let list = Self::close(self.arena, &mut self.items, base, false);
         put(self, Json::Arr(list));
         Some(())
+    }
+
+    /// At the `[` of the top-level `sourceEventSeqs` ([`Shape::LeanPacked`]): a strictly
+    /// increasing list of safe integers ≥ 0 is kept in its range-encoded storage form (§5.3:
+    /// each run of at least three consecutive seqs as a pair `[first,last]`), which decodes to
+    /// the same list with the same verdicts; format 0 writes the chunks of each assistant
+    /// message as such a plain list, thousands of seqs long. Any other list is read again and
+    /// kept as it stands.
+    #[inline(never)]
+    fn sources(&mut self, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        let (at, depth, base) = (self.i, self.depth, self.items.len());
+        if self.seq_runs() == Some(true) {
+            let list = Self::close(self.arena, &mut self.items, base, false);
+            put(self, Json::Arr(list));
+            return Some(());
+        }
+        // Read again from its `[`, by the ordinary path (which also fails a list that is not
+        // JSON): at most twice a list's bytes, and nothing has been audited here that the
+        // second read does not audit again.
+        Self::close(self.arena, &mut self.items, base, true);
+        (self.i, self.depth) = (at, depth);
+        self.other(put)
+    }
+
+    /// The items of a strictly increasing list of safe integers ≥ 0 pushed run-encoded;
+    /// `Some(false)` at the first item that makes it another list, `None` if it is not JSON.
+    fn seq_runs(&mut self) -> Option<bool> {
+        let mut run: Option<(u64, u64)> = None;
+        if self.array_opens()? {
+            loop {
+                if !self.peek()?.is_ascii_digit() {
+                    return Some(false);
+                }
+                let v = match self.number()? {
+                    Num::U(v) if v <= MAX_SAFE => v,
+                    _ => return Some(false),
+                };
+                run = match run {
+                    None => Some((v, v)),
+                    Some((first, last)) if v == last + 1 => Some((first, v)),
+                    Some((first, last)) if v > last => {
+                        self.push_run(first, last);
+                        Some((v, v))
+                    }
+                    Some(_) => return Some(false),
+                };
+                if !self.more_items()? {
+                    break;
+                }
+            }
+        }
+        if let Some((first, last)) = run {
+            self.push_run(first, last);
+        }
+        self.depth -= 1;
+        Some(true)
+    }
+
+    /// One run of consecutive seqs as DSH writers store it: a pair from three seqs on.
+    fn push_run(&mut self, first: u64, last: u64) {
+        if last - first >= 2 {
+            let pair = self.items.len();
+            push(&mut self.items, || Json::Num(Num::U(first)));
+            push(&mut self.items, || Json::Num(Num::U(last)));
+            let pair = Self::close(self.arena, &mut self.items, pair, false);
+            push(&mut self.items, || Json::Arr(pair));
+        } else {
+            for v in first..=last {
+                push(&mut self.items, || Json::Num(Num::U(v)));
+            }
+        }
     }
 
     /// An item of a tallied array that is not a plain string or an integer. A string past
@@ -776,6 +854,8 @@ enum Path {
     Packed,
     /// In one of its member arrays, which is tallied.
     Summed(Summed),
+    /// In the top-level `sourceEventSeqs` ([`Shape::LeanPacked`]).
+    Sources,
 }
 
 /// Which member array of a packed row is tallied.
@@ -1095,7 +1175,8 @@ fn scan(s: &[u8], mut j: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::super::{List, audit, parse_careful};
-    use super::{Json, PACKED_TAGS, Pieces, Shape, Steps, Tally};
+    use super::{Json, MAX_SAFE, Num, PACKED_TAGS, Pieces, Shape, Steps, Tally};
+    use crate::log::rows::{SourceItem, encode_sources};
     use proptest::prelude::*;
 
     /// Whenever the fast path answers, it answers exactly what the careful path does (tree,
@@ -1393,7 +1474,8 @@ mod tests {
     /// written over the tree: in the `data` objects of the top-level object that follow a
     /// `type` member naming a packed row, each array `dt` emptied and each array `texts` or
     /// `args` cut to its first item (itself emptied if a container), the tally taken from
-    /// the last of each name.
+    /// the last of each name; and each top-level `sourceEventSeqs` that holds only safe
+    /// integers ≥ 0, strictly increasing, as DSH writers encode it.
     fn packed_of(mut full: Json<'_>) -> (Json<'_>, Option<Tally>) {
         let mut tally = Tally::default();
         let mut packed = false;
@@ -1401,6 +1483,11 @@ mod tests {
             for (k, v) in list.to_mut() {
                 if k == "type" {
                     packed |= matches!(v, Json::Str(t) if PACKED_TAGS.contains(&t.as_str()));
+                }
+                if k == "sourceEventSeqs"
+                    && let Some(encoded) = encoded_sources(v)
+                {
+                    *v = encoded;
                 }
                 let Json::Obj(data) = v else { continue };
                 if k != "data" || !packed {
@@ -1437,6 +1524,28 @@ mod tests {
             }
         }
         (full, (tally != Tally::default()).then_some(tally))
+    }
+
+    /// A list of safe integers ≥ 0 in strictly increasing order, encoded by
+    /// [`encode_sources`]; `None` for any other value.
+    fn encoded_sources(v: &Json<'_>) -> Option<Json<'static>> {
+        let seqs: Vec<u64> = v
+            .as_arr()?
+            .iter()
+            .map(|item| match item {
+                Json::Num(Num::U(v)) if *v <= MAX_SAFE => Some(*v),
+                _ => None,
+            })
+            .collect::<Option<_>>()?;
+        if !seqs.windows(2).all(|w| w[0] < w[1]) {
+            return None;
+        }
+        let seq = |v| Json::Num(Num::U(v));
+        let items = encode_sources(&seqs).into_iter().map(|item| match item {
+            SourceItem::Seq(v) => seq(v),
+            SourceItem::Run(a, b) => Json::Arr(List::Owned(vec![seq(a), seq(b)])),
+        });
+        Some(Json::Arr(List::Owned(items.collect())))
     }
 
     fn packed_agrees(text: &str) {
@@ -1505,6 +1614,77 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_lean_packed_tree_keeps_an_increasing_source_list_range_encoded() {
+        let encoded = |line: &str| {
+            let arena = super::super::Arena::default();
+            let (tree, _, _) = super::parse_tallied(
+                line,
+                Some(&arena),
+                Some(&mut Default::default()),
+                Shape::LeanPacked,
+            )
+            .expect("parsed");
+            packed_agrees(line);
+            tree.get("sourceEventSeqs").map(Json::to_js_string)
+        };
+        let row = |list: &str| {
+            format!(
+                r#"{{"type":"assistant/message","seq":99,"data":{{}},"sourceEventSeqs":{list}}}"#
+            )
+        };
+        for (list, kept) in [
+            ("[9,10,11,12,13]", "[[9,13]]"),
+            ("[1,2,4,5,6,9,11,12]", "[1,2,[4,6],9,11,12]"),
+            ("[ 0 , 1 ,2 ]", "[[0,2]]"),
+            (
+                "[9007199254740989,9007199254740990,9007199254740991]",
+                "[[9007199254740989,9007199254740991]]",
+            ),
+            ("[]", "[]"),
+            ("[7]", "[7]"),
+            // Any other list stands as it is.
+            ("[5,6,7,1]", "[5,6,7,1]"),
+            ("[1,2,3,3]", "[1,2,3,3]"),
+            ("[1,2,3,-0]", "[1,2,3,0]"),
+            ("[1,2,3,4.0]", "[1,2,3,4]"),
+            ("[1,2,3,9007199254740992]", "[1,2,3,9007199254740992]"),
+            ("[[1,3],4,5,6]", "[[1,3],4,5,6]"),
+            ("[1,2,3,\"4\"]", "[1,2,3,\"4\"]"),
+            ("[1,2,3,{\"k\":1,\"k\":2}]", "[1,2,3,{\"k\":2}]"),
+        ] {
+            assert_eq!(encoded(&row(list)).as_deref(), Some(kept), "{list}");
+        }
+        // Not JSON, as the ordinary path reads it.
+        for bad in ["[1,2,3", "[1,2,3,]", "[1,2,03]", "[1 2]"] {
+            let line = row(bad);
+            assert!(
+                super::parse(&line, None, None, Shape::LeanPacked).is_none(),
+                "{bad}"
+            );
+        }
+        // Only at the top level of a lean packed tree; an escaped or repeated key alike.
+        packed_agrees(r#"{"source\u0045ventSeqs":[1,2,3],"sourceEventSeqs":[4,5,6,8]}"#);
+        for kept in [
+            r#"{"data":{"sourceEventSeqs":[1,2,3]}}"#,
+            r#"[{"sourceEventSeqs":[1,2,3]}]"#,
+        ] {
+            let (full, _) = super::parse(kept, None, None, Shape::Full).expect("parsed");
+            let (lean, _) = super::parse(kept, None, None, Shape::LeanPacked).expect("parsed");
+            assert!(lean == full, "{kept}");
+        }
+        for shape in [Shape::Full, Shape::Lean] {
+            let line = row("[1,2,3]");
+            let (tree, _) = super::parse(&line, None, None, shape).expect("parsed");
+            assert_eq!(
+                tree.get("sourceEventSeqs")
+                    .map(Json::to_js_string)
+                    .as_deref(),
+                Some("[1,2,3]")
+            );
+        }
+    }
+
     proptest! {
         #[test]
         fn a_lean_tree_is_the_full_tree_without_the_arrays_of_stream_records(
@@ -1526,6 +1706,24 @@ mod tests {
             packed_agrees(&format!(r#"{{"type":"{tag}","seq0":1,"data":{{"turn":1,"dt":{a},"texts":{b},"args":{c}}}}}"#));
             packed_agrees(&format!(r#"{{"type":"{tag}","data":{{"dt":[{a},{b}],"texts":[{c},{a}]}},"data":{b}}}"#));
             packed_agrees(&format!(r#"{{"data":{a},"type":"{tag}","data":{{"dt":{b},"args":[{c}]}}}}"#));
+            packed_agrees(&format!(r#"{{"type":"{tag}","sourceEventSeqs":{a},"data":{b}}}"#));
+        }
+
+        #[test]
+        fn a_lean_packed_tree_keeps_any_source_list_as_it_decodes(
+            steps in prop::collection::vec(prop::sample::select(vec![1u64, 1, 1, 2, 5, 0]), 0..40),
+            start in prop::sample::select(vec![0u64, 7, MAX_SAFE - 45]),
+            tail in prop::sample::select(vec!["", ",-0", ",3", ",\"x\"", ",[1,2]", ",1.0"]),
+        ) {
+            let seqs: Vec<String> = steps
+                .iter()
+                .scan(start, |at, step| {
+                    *at += step;
+                    Some(at.to_string())
+                })
+                .collect();
+            let list = format!("[{}{tail}]", seqs.join(","));
+            packed_agrees(&format!(r#"{{"type":"user/message","seq":1,"sourceEventSeqs":{list}}}"#));
         }
 
         #[test]

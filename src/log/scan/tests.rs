@@ -681,12 +681,33 @@ impl Observer for WholeTrees {
 fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
     let logs = testdata_logs();
     assert!(logs.len() > 100, "{} logs", logs.len());
-    let (mut streams, mut packed) = (0, 0);
+    let (mut streams, mut packed, mut encoded) = (0, 0, 0);
+    // Whether a lean packed tree holds a line's `sourceEventSeqs` range-encoded.
+    let encodes = |line: &str| {
+        let list = |shape| {
+            let parsed = crate::log::json::parse_tallied_in(line, None, None, shape).ok();
+            parsed.and_then(|(v, ..)| v.get("sourceEventSeqs").map(Json::to_js_string))
+        };
+        list(Shape::LeanPacked) != list(Shape::Full)
+    };
     for log in &logs {
         let bytes = std::fs::read(log).unwrap();
         streams += usize::from(memchr::memmem::find(&bytes, br#""stream":[{"#).is_some());
         packed += usize::from(memchr::memmem::find(&bytes, br#""seq0":"#).is_some());
         let text = String::from_utf8_lossy(&bytes);
+        // Where `()` asks for lean packed trees.
+        let mut findings = Vec::new();
+        let dialect = scan(
+            text.as_bytes(),
+            None,
+            &ScanOptions::default(),
+            &mut findings,
+            &mut (),
+        )
+        .ok()
+        .and_then(|s| s.dialect);
+        let lean_packed = dialect.is_some_and(|d| tree_shape(d, &()) == Shape::LeanPacked);
+        encoded += usize::from(lean_packed && text.lines().any(encodes));
         for threads in [1, 2] {
             let opts = ScanOptions {
                 threads,
@@ -703,6 +724,50 @@ fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
     }
     assert!(streams >= 30, "{streams} logs with stream records");
     assert!(packed >= 8, "{packed} logs with packed rows");
+    assert!(
+        encoded >= 30,
+        "{encoded} logs with plain runs of sourceEventSeqs"
+    );
+}
+
+#[test]
+fn a_range_encoded_source_list_draws_the_findings_of_the_plain_one() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/testdata/v0/packed-compaction.jsonl"
+    );
+    let text = std::fs::read_to_string(path).unwrap();
+    let stored = r#""sourceEventSeqs":[15,16,17,18,19,20,21,22]"#;
+    assert!(
+        text.contains(stored),
+        "the assistant message's list (seq 23)"
+    );
+    for (list, says) in [
+        ("[15,16,17,18,19,20,21,22]", None),
+        ("[2,15,16,17,18]", None),
+        (
+            "[15,16,17,23]",
+            Some("must reference earlier events: 23 >= current seq 23"),
+        ),
+        ("[21,22,23,24,25]", Some("23 >= current seq 23")),
+        (
+            "[15,16,17,17]",
+            Some("must not contain duplicates (17 repeats)"),
+        ),
+        (
+            "[15,16,17,9007199254740992]",
+            Some("non-negative safe integers"),
+        ),
+    ] {
+        let text = text.replace(stored, &format!(r#""sourceEventSeqs":{list}"#));
+        let opts = ScanOptions::default();
+        let lean = outcome(&text, &opts, &mut ());
+        assert_eq!(lean, outcome(&text, &opts, &mut WholeTrees), "{list}");
+        match says {
+            Some(says) => assert!(lean.contains(says), "{list}: {lean}"),
+            None => assert!(lean.starts_with("Valid"), "{list}: {lean}"),
+        }
+    }
 }
 
 /// The length of each `texts` array in the stream records of the events it sees.
