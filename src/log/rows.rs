@@ -1282,16 +1282,9 @@ mod tests {
             seq in 0u64..40,
             tail in proptest::sample::select(vec!["", ",0", ",-0", ",1.0", ",[2,3]", ",\"x\""]),
         ) {
-            let seqs: Vec<String> = steps
-                .iter()
-                .scan(start, |at, step| {
-                    *at += step;
-                    Some(at.to_string())
-                })
-                .collect();
             let line = format!(
                 r#"{{"type":"user/message","seq":{seq},"time":0,"data":{{}},"sourceEventSeqs":[{}{tail}]}}"#,
-                seqs.join(",")
+                crate::log::test_support::stepped_seqs(start, &steps)
             );
             proptest::prop_assert_eq!(
                 sources_read(&line, seq, Shape::LeanPacked),

@@ -27,3 +27,16 @@ pub fn testdata_logs() -> Vec<std::path::PathBuf> {
     logs.sort();
     logs
 }
+
+/// Seqs from `start`, each `steps[i]` after the one before (a step of 0 repeats a seq), joined
+/// by commas: the body of a generated `sourceEventSeqs` list.
+pub fn stepped_seqs(start: u64, steps: &[u64]) -> String {
+    let seqs: Vec<String> = steps
+        .iter()
+        .scan(start, |at, step| {
+            *at += step;
+            Some(at.to_string())
+        })
+        .collect();
+    seqs.join(",")
+}

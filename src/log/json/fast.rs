@@ -1552,17 +1552,25 @@ mod tests {
         shape_agrees(text, Shape::LeanPacked, packed_of);
     }
 
+    /// A [`Shape::LeanPacked`] parse of `line` in `arena`, with scratch stacks.
+    fn lean_packed_in<'a>(
+        line: &'a str,
+        arena: &'a super::super::Arena,
+    ) -> (Json<'a>, super::super::Audit, Option<Box<Tally>>) {
+        super::parse_tallied(
+            line,
+            Some(arena),
+            Some(&mut Default::default()),
+            Shape::LeanPacked,
+        )
+        .expect("parsed")
+    }
+
     #[test]
     fn a_lean_packed_row_keeps_the_first_piece_and_tallies_the_rest() {
         let line = r#"{"type":"text-chunks","seq0":4,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[5,-0,7.5,"x",3],"texts":["a\nb","c\"","d",{"k":1,"k":2},["e"]]}}"#;
         let arena = super::super::Arena::default();
-        let (lean, audit, tally) = super::parse_tallied(
-            line,
-            Some(&arena),
-            Some(&mut Default::default()),
-            Shape::LeanPacked,
-        )
-        .expect("parsed");
+        let (lean, audit, tally) = lean_packed_in(line, &arena);
         let expected = r#"{"type":"text-chunks","seq0":4,"time0":10,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["a\nb"]}}"#;
         let (want, _) = super::parse(expected, None, None, Shape::Full).expect("parsed");
         assert!(lean == want, "{lean:?}");
@@ -1618,13 +1626,7 @@ mod tests {
     fn a_lean_packed_tree_keeps_an_increasing_source_list_range_encoded() {
         let encoded = |line: &str| {
             let arena = super::super::Arena::default();
-            let (tree, _, _) = super::parse_tallied(
-                line,
-                Some(&arena),
-                Some(&mut Default::default()),
-                Shape::LeanPacked,
-            )
-            .expect("parsed");
+            let (tree, _, _) = lean_packed_in(line, &arena);
             packed_agrees(line);
             tree.get("sourceEventSeqs").map(Json::to_js_string)
         };
@@ -1715,14 +1717,7 @@ mod tests {
             start in prop::sample::select(vec![0u64, 7, MAX_SAFE - 45]),
             tail in prop::sample::select(vec!["", ",-0", ",3", ",\"x\"", ",[1,2]", ",1.0"]),
         ) {
-            let seqs: Vec<String> = steps
-                .iter()
-                .scan(start, |at, step| {
-                    *at += step;
-                    Some(at.to_string())
-                })
-                .collect();
-            let list = format!("[{}{tail}]", seqs.join(","));
+            let list = format!("[{}{tail}]", crate::log::test_support::stepped_seqs(start, &steps));
             packed_agrees(&format!(r#"{{"type":"user/message","seq":1,"sourceEventSeqs":{list}}}"#));
         }
 

@@ -696,16 +696,7 @@ fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
         packed += usize::from(memchr::memmem::find(&bytes, br#""seq0":"#).is_some());
         let text = String::from_utf8_lossy(&bytes);
         // Where `()` asks for lean packed trees.
-        let mut findings = Vec::new();
-        let dialect = scan(
-            text.as_bytes(),
-            None,
-            &ScanOptions::default(),
-            &mut findings,
-            &mut (),
-        )
-        .ok()
-        .and_then(|s| s.dialect);
+        let dialect = run(&text).0.dialect;
         let lean_packed = dialect.is_some_and(|d| tree_shape(d, &()) == Shape::LeanPacked);
         encoded += usize::from(lean_packed && text.lines().any(encodes));
         for threads in [1, 2] {
