@@ -465,13 +465,16 @@ impl Deriver {
         let line = self
             .line_at(node.pos.byte)
             .map_err(|source| DeriveError::Io { seq, source })?;
-        // Where the fold saw the message, only the message is skimmed.
-        let quick = match node.message_at {
-            Some(at) => Skim::at(line, at).message(path.len() as u32),
-            None => None,
-        };
-        let quick = quick.or_else(|| Skim { b: line, i: 0 }.line(path, &mut Skim::message)?);
-        if let Some(text) = quick.and_then(|b| quick_preview(&b, max_chars)) {
+        // Where the fold saw the message (in a line that repeats no key), the message is
+        // skimmed only as far as its preview shows.
+        if let Some(text) = node
+            .message_at
+            .and_then(|at| Skim::at(line, at).unique_preview(path.len() as u32, max_chars))
+        {
+            return Ok(text);
+        }
+        let quick = Skim { b: line, i: 0 }.line(path, &mut Skim::message);
+        if let Some(text) = quick.flatten().and_then(|b| quick_preview(&b, max_chars)) {
             return Ok(text);
         }
         let span = message_span(line, node.kind).map_err(failed)?;
@@ -501,7 +504,7 @@ impl Deriver {
             .and_then(|off| usize::try_from(off).ok())
             .filter(|&off| off < self.jump_len);
         let off = match held {
-            Some(off) if self.jump_buf[off..self.jump_len].contains(&b'\n') => off,
+            Some(off) if memchr::memchr(b'\n', &self.jump_buf[off..self.jump_len]).is_some() => off,
             _ => {
                 let file = match &mut self.jump {
                     Some(f) => f,
@@ -522,7 +525,7 @@ impl Deriver {
                     let end = self.jump_buf.len().min(start + step);
                     let n = read_at(file, &mut self.jump_buf[start..end], byte + start as u64)?;
                     self.jump_len = start + n;
-                    if n == 0 || self.jump_buf[start..start + n].contains(&b'\n') {
+                    if n == 0 || memchr::memchr(b'\n', &self.jump_buf[start..start + n]).is_some() {
                         break;
                     }
                 }
@@ -530,7 +533,7 @@ impl Deriver {
             }
         };
         let rest = &self.jump_buf[off..self.jump_len];
-        Ok(match rest.iter().position(|&b| b == b'\n') {
+        Ok(match memchr::memchr(b'\n', rest) {
             Some(end) => &rest[..end],
             None => rest,
         })
@@ -653,6 +656,77 @@ impl<'a> Skim<'a> {
             Some(())
         })?;
         Some(content.unwrap_or_default())
+    }
+
+    /// At a message in a line that repeats no key: its preview, read only as far as it shows
+    /// (a later member cannot take the place of one read). Text blocks go into the preview as
+    /// they are read, the other blocks wait for the later passes; past the `content` nothing
+    /// is read. `None` whenever the skim cannot tell or a string shown does not decode.
+    fn unique_preview(&mut self, depth: u32, max_chars: usize) -> Option<String> {
+        let bad = Cell::new(false);
+        let mut out = Preview::new(max_chars);
+        let mut later = Vec::new();
+        let mut read = false;
+        let skimmed = self.members(depth, |s, key| {
+            if key != b"content" {
+                return s.value(depth);
+            }
+            s.stream_blocks(depth, &mut out, &mut later, &bad)?;
+            // All a preview needs is read: stop the walk here.
+            read = true;
+            None
+        });
+        if !read && skimmed.is_none() {
+            return None;
+        }
+        if !out.full() {
+            fill(&mut out, &later, 1..3, max_chars, &bad);
+        }
+        (!bad.get()).then(|| out.finish())
+    }
+
+    /// At the value of a `content`: text blocks pushed into `out` in order until it is full,
+    /// the others kept in `later`.
+    fn stream_blocks(
+        &mut self,
+        depth: u32,
+        out: &mut Preview,
+        later: &mut Vec<Block<'a>>,
+        bad: &Cell<bool>,
+    ) -> Option<()> {
+        if self.peek() != Some(b'[') {
+            return self.null().then_some(());
+        }
+        if depth + 1 > SKIM_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let block = self.block(depth + 1)?;
+            if block.ty.and_then(|t| t.bytes(bad)).as_deref() == Some(b"text") {
+                out.push_text(&[block.text.unwrap_or(Text::Decoded(""))], bad);
+                if out.full() || bad.get() {
+                    return Some(());
+                }
+            } else {
+                later.push(block);
+            }
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
     }
 
     /// At the value of a `content`: `null`, or an array of blocks.
@@ -810,13 +884,25 @@ fn quick_preview(blocks: &[Block<'_>], max_chars: usize) -> Option<String> {
 
 fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> String {
     let mut out = Preview::new(max_chars);
+    fill(&mut out, blocks, 0..3, max_chars, bad);
+    out.finish()
+}
+
+/// The `passes` of a preview over `blocks`: text first (0), then calls, results and
+/// attachments (1), then reasoning (2); stops when full.
+fn fill(
+    out: &mut Preview,
+    blocks: &[Block<'_>],
+    passes: std::ops::Range<u8>,
+    max_chars: usize,
+    bad: &Cell<bool>,
+) {
     let none = Text::Decoded("");
     let unnamed = Text::Decoded("?");
-    // Text first, then calls, results and attachments, then reasoning; stop when full.
-    for pass in 0..3 {
+    for pass in passes {
         for b in blocks {
             if out.full() || bad.get() {
-                return out.finish();
+                return;
             }
             let ty = b.ty.and_then(|t| t.bytes(bad));
             match (pass, ty.as_deref()) {
@@ -857,7 +943,33 @@ fn preview_blocks(blocks: &[Block<'_>], max_chars: usize, bad: &Cell<bool>) -> S
             }
         }
     }
-    out.finish()
+}
+
+/// Whether all 8 bytes of `w` go on a run [`Preview::push_piece`] copies: printable ASCII
+/// (a backslash only in a decoded string), spaces single and not last (the byte after one
+/// must be checked against the next word).
+#[inline]
+fn plain_word(w: u64, backslash_plain: bool) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const LOW: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    // 0x80 in each byte of `x` that is zero, nothing elsewhere (no carry crosses a byte).
+    let zero = |x: u64| !((x & LOW).wrapping_add(LOW) | x | LOW);
+    // Any byte below 0x20 (exact as a whole, with no byte of 0x80 or more).
+    let control = w.wrapping_sub(ONES * 0x20) & !w & HIGH;
+    let del = zero(w ^ (ONES * 0x7f));
+    let backslash = if backslash_plain {
+        0
+    } else {
+        zero(w ^ (ONES * u64::from(b'\\')))
+    };
+    let space = zero(w ^ (ONES * u64::from(b' ')));
+    w & HIGH == 0
+        && control == 0
+        && del == 0
+        && backslash == 0
+        && space & (space >> 8) == 0
+        && space >> 56 == 0
 }
 
 /// Accumulates words separated by single spaces, up to a character budget.
@@ -919,9 +1031,20 @@ impl Preview {
                 continue;
             }
             // A run of words of printable ASCII with single spaces between them is copied as
-            // it is: those spaces are the ones the words would get.
+            // it is: those spaces are the ones the words would get. It is read only as far as
+            // the preview has room for (and a byte past that, to tell a cut), a word at a time
+            // where it can be.
+            let room = self.max.saturating_sub(self.chars);
+            let cap = b.len().min(i.saturating_add(room).saturating_add(1));
             let mut end = i;
-            while end < b.len() {
+            while let Some(w) = b.get(end..end + 8).filter(|_| end + 8 <= cap) {
+                let w = u64::from_le_bytes(<[u8; 8]>::try_from(w).unwrap_or_default());
+                if !plain_word(w, decoded.is_some()) {
+                    break;
+                }
+                end += 8;
+            }
+            while end < cap {
                 if plain(&b[end]) {
                     end += 1;
                 } else if b[end] == b' ' && b.get(end + 1).is_some_and(plain) {

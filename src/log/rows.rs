@@ -36,8 +36,9 @@ pub struct Event<'a> {
     /// when the line was decoded (formats 1 on); None: computed when the fold needs it.
     pub result_digest: Option<u64>,
     /// The stored line the event was parsed from, when the parser read exactly its bytes
-    /// (not a lossy copy, not a packed row's member): offsets of values in it are then
-    /// offsets in the file's line (see [`Event::offset_in_line`]).
+    /// (not a lossy copy, not a packed row's member) and no object in it repeats a key:
+    /// offsets of values in it are then offsets in the file's line (see
+    /// [`Event::offset_in_line`]), and the first of a key is its only one.
     pub line: Option<&'a str>,
 }
 
@@ -314,7 +315,7 @@ pub fn decode_in<'a>(
     }
     let mut event = envelope(&value, slots, seq, pos);
     if let Ok(ev) = &mut event {
-        ev.line = stored.then_some(text);
+        ev.line = (stored && audit.duplicate_key.is_none()).then_some(text);
     }
     // A tool result's digest is taken here, where the audit tells whether any key repeats
     // (and, in the pipeline, on a parsing thread), not in the fold. Not for v0, whose

@@ -495,7 +495,7 @@ fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
     };
     let content = r#""content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}"#;
     // Each line, and whether the fold can tell where its message starts.
-    let lines: [(Vec<u8>, bool); 4] = [
+    let lines: [(Vec<u8>, bool); 5] = [
         (
             user(1, format!(r#"{{ "id":"a","role":"user",{content}}}"#).as_bytes()),
             true,
@@ -505,19 +505,29 @@ fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
             user(2, format!(r#"{{"\u0069d":"b","role":"user",{content}}}"#).as_bytes()),
             false,
         ),
-        // `data` twice: the last wins, as in JSON.parse.
+        // `data` twice: the last wins, as in JSON.parse. A line that repeats a key is read
+        // whole, where the last of a key is found.
         (
             format!(
                 r#"{{"type":"user/message","seq":3,"time":0,"data":{{"id":"x"}},"data":{{"id":"c","role":"user",{content}}},"surfaceOp":"append"}}"#
             )
             .into_bytes(),
-            true,
+            false,
         ),
         // A byte that is not UTF-8 (inside a text): the parser read a lossy copy.
         (
             user(
                 4,
                 b"{\"id\":\"d\",\"role\":\"user\",\"content\":[{\"type\":\"text\",\"text\":\"h\xffi\"}],\"source\":{\"kind\":\"user\"}}",
+            ),
+            false,
+        ),
+        // `content` twice in the message: a preview read from the message's start would stop
+        // at the first.
+        (
+            user(
+                5,
+                br#"{"id":"e","role":"user","content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"second"}],"source":{"kind":"user"}}"#,
             ),
             false,
         ),
@@ -547,7 +557,10 @@ fn message_offsets_follow_json_parse_and_give_up_on_what_they_cannot_tell() {
             .collect();
         let want: Vec<bool> = lines.iter().map(|(_, at)| *at).collect();
         assert_eq!(located, want, "on {threads} thread(s)");
-        assert_eq!(check_message_offsets(file.path(), threads), (2, 4));
+        assert_eq!(check_message_offsets(file.path(), threads), (1, 5));
+        let last = state.surface.iter().last().expect("five nodes");
+        let mut d = Deriver::open(file.path()).unwrap();
+        assert_eq!(d.preview(&last, 40).unwrap(), "second");
     }
 }
 
@@ -589,5 +602,65 @@ fn previews_are_the_words_joined_by_single_spaces_then_cut() {
             );
             assert_eq!(preview(&tree, max), want, "{text:?} at {max} (tree)");
         }
+    }
+}
+
+proptest::proptest! {
+    /// Long runs are read a word at a time and only as far as the room left: any mix of
+    /// words, spaces, escapes, controls and wide characters gives the definition's preview,
+    /// read from the stored bytes and from the tree, also after a first text block.
+    #[test]
+    fn any_text_previews_as_its_words_joined_then_cut(
+        pieces in proptest::collection::vec(
+            proptest::sample::select(vec![
+                " ", "  ", "a", "bc", "words of ascii", "\\", "\"", "é", "日", "\n", "\t",
+                "\u{7f}", "\u{1}", "~!", "\u{a0}", "0123456789",
+            ]),
+            0..40,
+        ),
+        max in 0usize..90,
+        first in proptest::sample::select(vec!["", "lead", "some words first "]),
+    ) {
+        let text: String = pieces.concat();
+        for (message, whole) in [
+            (
+                format!(r#"{{"content":[{{"type":"text","text":{}}}]}}"#, serde_json::to_string(&text).unwrap()),
+                text.clone(),
+            ),
+            (
+                format!(
+                    r#"{{"content":[{{"type":"text","text":{}}},{{"type":"text","text":{}}}]}}"#,
+                    serde_json::to_string(first).unwrap(),
+                    serde_json::to_string(&text).unwrap()
+                ),
+                format!("{first} {text}"),
+            ),
+        ] {
+            let want = words_clipped(&whole, max);
+            proptest::prop_assert_eq!(&preview_bytes(message.as_bytes(), max).unwrap(), &want);
+            let tree = json::parse(message.as_bytes()).unwrap();
+            proptest::prop_assert_eq!(&preview(&tree, max), &want);
+        }
+    }
+}
+
+proptest::proptest! {
+    /// The word-at-a-time test is the byte-at-a-time one.
+    #[test]
+    fn a_word_is_plain_when_each_of_its_bytes_is(
+        bytes in proptest::collection::vec(
+            proptest::sample::select(vec![
+                0u8, 0x1f, b' ', b'!', b'a', b'\\', b'"', b'~', 0x7f, 0x80, 0xc3, 0xff,
+            ]),
+            8,
+        ),
+        backslash_plain: bool,
+    ) {
+        let plain = |c: u8| (0x21..0x7f).contains(&c) && (c != b'\\' || backslash_plain);
+        let each = (0..8).all(|k| {
+            plain(bytes[k]) || (bytes[k] == b' ' && k < 7 && plain(bytes[k + 1]))
+        });
+        let w = u64::from_le_bytes(<[u8; 8]>::try_from(&bytes[..]).unwrap());
+        proptest::prop_assert_eq!(plain_word(w, backslash_plain), each, "{:?}", bytes);
     }
 }
