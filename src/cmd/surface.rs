@@ -1,12 +1,14 @@
 //! `dshs surface`: the current surface in model order, as a table or as the JSON document of
 //! CLI.md; `--at SEQ` replays the log up to SEQ.
 
+use std::borrow::Cow;
 use std::io::{IsTerminal, Write};
+use std::ops::Range;
 
 use anyhow::{Context, Result};
 
 use dshs::log::derive::{DeriveError, Deriver, MessageError};
-use dshs::log::surface::{EntryOp, Node};
+use dshs::log::surface::{EntryOp, Node, SurfaceManager};
 
 use crate::cli::{SurfaceArgs, SurfaceFormat};
 use crate::exit::Outcome;
@@ -84,37 +86,64 @@ fn terminal_width() -> usize {
         .unwrap_or(DEFAULT_WIDTH)
 }
 
-fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
+fn write_table<'s>(f: &'s Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
     let surface = &f.state.surface;
     // Looked up for replacing nodes only: most nodes are appended.
     let replaced = |n: &Node| match n.op {
         EntryOp::Replace => surface.replaced_range(n.seq),
         _ => None,
     };
-    let op_text = |n: &Node| match replaced(n) {
-        Some((s, e)) => format!("replace {s}..{e}"),
-        None => n.op.as_str().to_owned(),
+    let op_text = |n: &Node| -> Cow<'static, str> {
+        match replaced(n) {
+            Some((s, e)) => Cow::Owned(format!("replace {s}..{e}")),
+            None => Cow::Borrowed(n.op.as_str()),
+        }
     };
-    let role_text = |n: &Node| {
-        n.role
-            .map_or_else(|| "-".to_owned(), |r| escape(r).into_owned())
-    };
-    // Column widths, decided before the first row is printed.
-    let (mut max_seq, mut max_role, mut max_op, mut silent) = (0, 0, 0, 0);
-    for n in surface.iter() {
-        max_seq = max_seq.max(n.seq);
-        max_role = max_role.max(n.role.map_or(1, |r| width_of(&escape(r))));
-        max_op = max_op.max(match replaced(&n) {
-            Some((s, e)) => "replace ..".len() + digits(s) + digits(e),
-            None => n.op.as_str().len(),
-        });
-        silent += usize::from(!n.derives);
-    }
-    let layout = TableLayout::new(max_seq, max_role, max_op, terminal_width(), env.color_out);
-
+    let role_text = |n: &Node<'s>| -> Cow<'s, str> { n.role.map_or(Cow::Borrowed("-"), escape) };
     // Rows are made on up to `workers` threads, each fetching its messages through a reader
     // of its own: fetching and previewing a message costs more than folding its event.
     let workers = output_workers(env);
+    // Column widths, decided before the first row is printed.
+    let measure = |at: Range<usize>| {
+        let mut w = Widths::default();
+        let mut last_role = None;
+        for n in surface.iter_at(at) {
+            w.max_seq = w.max_seq.max(n.seq);
+            // Most nodes share one of a few stored roles: each is measured once in a row.
+            let role = n.role.map(|r| (r.as_ptr(), r.len()));
+            if role.is_none() || role != last_role {
+                last_role = role;
+                w.max_role = w.max_role.max(n.role.map_or(1, |r| width_of(&escape(r))));
+            }
+            w.max_op = w.max_op.max(match replaced(&n) {
+                Some((s, e)) => "replace ..".len() + digits(s) + digits(e),
+                None => n.op.as_str().len(),
+            });
+            w.silent += usize::from(!n.derives);
+        }
+        w
+    };
+    let len = surface.len();
+    let w = if workers > 1 {
+        std::thread::scope(|scope| {
+            let first = scope.spawn(|| measure(0..len / 2));
+            let second = measure(len / 2..len);
+            first
+                .join()
+                .map(|first| first.merge(second))
+                .map_err(|_| anyhow::anyhow!("a thread measuring the table failed"))
+        })?
+    } else {
+        measure(0..len)
+    };
+    let layout = TableLayout::new(
+        w.max_seq,
+        w.max_role,
+        w.max_op,
+        terminal_width(),
+        env.color_out,
+    );
+
     let mut derivers = Vec::new();
     if let Some(path) = &f.lines {
         for _ in 0..workers {
@@ -124,7 +153,7 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
         }
     }
     let name = f.name.as_str();
-    let row_of = |n: &Node<'_>, deriver: Option<&mut Deriver>| -> Result<Row> {
+    let row_of = |n: &Node<'s>, deriver: Option<&mut Deriver>| -> Result<Row<'s>> {
         Ok(Row {
             seq: n.seq,
             kind: n.kind,
@@ -135,60 +164,91 @@ fn write_table(f: &Folded, env: &Env, out: &mut dyn Write) -> Result<()> {
         })
     };
     if derivers.len() > 1 {
-        write_in_parallel(surface.iter(), &mut derivers, &row_of, &layout, out)?;
+        write_in_parallel(surface, &mut derivers, &row_of, &layout, out)?;
     } else {
-        let mut nodes = Vec::with_capacity(CHUNK);
-        let mut header = true;
-        let mut iter = surface.iter().peekable();
-        while iter.peek().is_some() || header {
-            nodes.clear();
-            nodes.extend(iter.by_ref().take(CHUNK));
-            let rows = nodes
-                .iter()
-                .map(|n| row_of(n, derivers.first_mut()))
+        let mut lines = Vec::new();
+        let mut start = 0;
+        loop {
+            let rows = surface
+                .iter_at(start..(start + CHUNK).min(len))
+                .map(|n| row_of(&n, derivers.first_mut()))
                 .collect::<Result<Vec<Row>>>()?;
-            write_lines(out, &layout.render(&rows, header))?;
-            header = false;
+            lines.clear();
+            layout.render_into(&rows, start == 0, &mut lines);
+            out.write_all(&lines)?;
+            start += CHUNK;
+            if start >= len {
+                break;
+            }
         }
     }
     if !env.quiet {
         let painter = Painter {
             color: env.color_out,
         };
-        writeln!(out, "{}", painter.dim(&summary(f, silent)))?;
+        writeln!(out, "{}", painter.dim(&summary(f, w.silent)))?;
     }
     Ok(())
 }
 
-/// Table rows made and rendered on one thread per deriver, [`CHUNK`] nodes at a time, while
-/// this thread hands out the chunks and writes their lines in order. Lines are written a
-/// batch (a chunk per thread) at a time, and a row that fails stops the output before its
-/// batch, wherever the failing row lies in it.
+/// What the table's columns must hold, over some of its rows.
+#[derive(Default, Clone, Copy)]
+struct Widths {
+    max_seq: u64,
+    max_role: usize,
+    max_op: usize,
+    /// Rows that derive no message.
+    silent: usize,
+}
+
+impl Widths {
+    fn merge(self, other: Widths) -> Widths {
+        Widths {
+            max_seq: self.max_seq.max(other.max_seq),
+            max_role: self.max_role.max(other.max_role),
+            max_op: self.max_op.max(other.max_op),
+            silent: self.silent + other.silent,
+        }
+    }
+}
+
+/// Table rows made and rendered on one thread per deriver, [`CHUNK`] nodes at a time (each
+/// thread reading its nodes from the surface), while this thread hands out the chunks and
+/// writes their lines in order. Lines are written a batch (a chunk per thread) at a time,
+/// and a row that fails stops the output before its batch, wherever the failing row lies in
+/// it.
 fn write_in_parallel<'s>(
-    nodes: impl Iterator<Item = Node<'s>>,
+    surface: &'s SurfaceManager,
     derivers: &mut [Deriver],
-    row_of: &(dyn Fn(&Node<'s>, Option<&mut Deriver>) -> Result<Row> + Sync),
+    row_of: &(dyn Fn(&Node<'s>, Option<&mut Deriver>) -> Result<Row<'s>> + Sync),
     layout: &TableLayout,
     out: &mut dyn Write,
 ) -> Result<()> {
-    type Made = Result<Vec<String>>;
+    type Made = Result<Vec<u8>>;
     let workers = derivers.len();
+    let len = surface.len();
+    let chunks = len.div_ceil(CHUNK);
     // Chunks handed out and not written yet: a slow chunk holds up at most this many.
     let limit = 4 * workers;
     std::thread::scope(|scope| -> Result<()> {
         // Made here, so that any way out of this closure closes them and the threads end.
-        let (jobs, taken) = crossbeam_channel::bounded::<(usize, Vec<Node<'s>>)>(limit);
+        let (jobs, taken) = crossbeam_channel::bounded::<usize>(limit);
         let (made, finished) = crossbeam_channel::unbounded::<(usize, Made)>();
         for d in derivers.iter_mut() {
             let (taken, made) = (taken.clone(), made.clone());
             scope.spawn(move || {
-                for (index, chunk) in taken {
+                for index in taken {
                     let lines = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        chunk
-                            .iter()
-                            .map(|n| row_of(n, Some(&mut *d)))
+                        let at = index * CHUNK..((index + 1) * CHUNK).min(len);
+                        surface
+                            .iter_at(at)
+                            .map(|n| row_of(&n, Some(&mut *d)))
                             .collect::<Result<Vec<Row>>>()
-                            .map(|rows| layout.render(&rows, index == 0))
+                            .map(|rows| {
+                                let mut lines = Vec::new();
+                                layout.render_into(&rows, index == 0, &mut lines);
+                                lines
+                            })
                     }))
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread making table rows failed")));
                     if made.send((index, lines)).is_err() {
@@ -198,19 +258,17 @@ fn write_in_parallel<'s>(
             });
         }
         drop((taken, made));
-        let mut nodes = nodes.peekable();
         let (mut sent, mut written) = (0, 0);
         let mut waiting = std::collections::BTreeMap::<usize, Made>::new();
         loop {
-            while sent - written < limit && nodes.peek().is_some() {
-                let chunk: Vec<Node<'s>> = nodes.by_ref().take(CHUNK).collect();
-                if jobs.send((sent, chunk)).is_err() {
+            while sent - written < limit && sent < chunks {
+                if jobs.send(sent).is_err() {
                     return Err(anyhow::anyhow!("a thread making table rows failed"));
                 }
                 sent += 1;
             }
-            let all_sent = nodes.peek().is_none();
-            // Every batch made by now, in order (the last may be short). Until the nodes run
+            let all_sent = sent == chunks;
+            // Every batch made by now, in order (the last may be short). Until the chunks run
             // out, `limit` chunks are out after the hand-out above and whole batches leave,
             // so what stays out is a whole number of batches: if one is not written, a chunk
             // of it is still being made, and the wait below ends.
@@ -228,7 +286,9 @@ fn write_in_parallel<'s>(
                         None => unreachable!("every chunk of the batch was checked above"),
                     }
                 }
-                write_lines(out, batch.iter().flatten())?;
+                for lines in &batch {
+                    out.write_all(lines)?;
+                }
                 written = end;
             }
             if written == sent {
@@ -237,7 +297,9 @@ fn write_in_parallel<'s>(
                     continue;
                 }
                 if sent == 0 {
-                    write_lines(out, &layout.render(&[], true))?;
+                    let mut lines = Vec::new();
+                    layout.render_into(&[], true, &mut lines);
+                    out.write_all(&lines)?;
                 }
                 return Ok(());
             }
@@ -249,18 +311,6 @@ fn write_in_parallel<'s>(
             }
         }
     })
-}
-
-/// Table lines, each ended by a newline (written as bytes: a format per line cost more).
-fn write_lines<'l>(
-    out: &mut dyn Write,
-    lines: impl IntoIterator<Item = &'l String>,
-) -> std::io::Result<()> {
-    for line in lines {
-        out.write_all(line.as_bytes())?;
-        out.write_all(b"\n")?;
-    }
-    Ok(())
 }
 
 /// Threads that make table rows: as many as the scan would parse on, at most 2 (one more

@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::hash::Hasher;
 use std::io::{self, Read, Write};
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use super::codes::Code;
@@ -62,7 +63,8 @@ pub struct Node<'a> {
     /// Where the event's line starts (for fetching the message when it is emitted).
     pub pos: Pos,
     /// Where the message object starts in that line, when the fold could tell (its first key
-    /// unescaped, the line UTF-8, not a v0 legacy rewrite); `None`: find it in the line.
+    /// unescaped, the line UTF-8 and repeating no key, not a v0 legacy rewrite); `None`: find
+    /// it in the line.
     pub message_at: Option<u32>,
     /// Whether the node derives a message (§12.1): false for an assistant, system or
     /// developer message with empty content.
@@ -674,6 +676,22 @@ impl SurfaceManager {
     pub fn iter(&self) -> impl Iterator<Item = Node<'_>> + '_ {
         (0..self.slots.len())
             .filter(|&l| self.slots.meta[l] & LIVE != 0)
+            .map(|l| {
+                self.visit();
+                self.node_at(l)
+            })
+    }
+
+    /// The nodes at positions `at` (from 0) in model order: a search for the first, then the
+    /// nodes returned. Parts of the surface can so be read on several threads.
+    pub fn iter_at(&self, at: Range<usize>) -> impl Iterator<Item = Node<'_>> + '_ {
+        let first = match u32::try_from(at.start) {
+            Ok(k) if at.start < self.count => self.counts.select(k, order::LIVE),
+            _ => self.slots.len(),
+        };
+        (first..self.slots.len())
+            .filter(|&l| self.slots.meta[l] & LIVE != 0)
+            .take(at.len())
             .map(|l| {
                 self.visit();
                 self.node_at(l)

@@ -94,11 +94,11 @@ impl Preview {
 }
 
 /// One table row, its texts already escaped.
-pub struct Row {
+pub struct Row<'a> {
     pub seq: u64,
     pub kind: SurfaceKind,
-    pub role: String,
-    pub op: String,
+    pub role: Cow<'a, str>,
+    pub op: Cow<'static, str>,
     pub replaced: bool,
     pub preview: Preview,
 }
@@ -141,20 +141,35 @@ impl TableLayout {
         self.preview
     }
 
-    /// The lines of a chunk of rows (with the header when `header`).
-    pub fn render(&self, rows: &[Row], header: bool) -> Vec<String> {
-        if let Some(lines) = self.render_plain(rows, header) {
-            return lines;
+    /// The lines of a chunk of rows (with the header when `header`), each ended by `\n`,
+    /// added to `out`.
+    pub fn render_into(&self, rows: &[Row], header: bool, out: &mut Vec<u8>) {
+        let start = out.len();
+        if !self.render_plain(rows, header, out) {
+            out.truncate(start);
+            for line in self.render_table(rows, header) {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
         }
-        self.render_table(rows, header)
+    }
+
+    /// [`TableLayout::render_into`] as lines (for tests).
+    #[cfg(test)]
+    pub fn render(&self, rows: &[Row], header: bool) -> Vec<String> {
+        let mut out = Vec::new();
+        self.render_into(rows, header, &mut out);
+        let text = String::from_utf8(out).expect("lines are UTF-8");
+        text.lines().map(str::to_owned).collect()
     }
 
     /// What [`TableLayout::render_table`] prints without colour when every cell fits its
-    /// column (the usual case: cells are clipped to their columns), written directly: the
-    /// table crate is slow per row. `None` when a cell would wrap.
-    fn render_plain(&self, rows: &[Row], header: bool) -> Option<Vec<String>> {
+    /// column (the usual case: cells are clipped to their columns), written directly into
+    /// `out`: the table crate is slow per row. False when a cell would wrap (`out` then holds
+    /// part of the chunk).
+    fn render_plain(&self, rows: &[Row], header: bool, out: &mut Vec<u8>) -> bool {
         if self.color {
-            return None;
+            return false;
         }
         let widths = [
             self.widths[0],
@@ -163,14 +178,23 @@ impl TableLayout {
             self.widths[3],
             self.preview,
         ];
-        let mut lines = Vec::with_capacity(rows.len() + 2);
+        out.reserve(rows.len() * (widths.iter().sum::<usize>() + 20));
         if header {
-            lines.push(plain_line(&HEADERS.map(|h| (h, h.len())), &widths, false)?);
+            if !plain_line(
+                out,
+                &HEADERS.map(|h| (h.as_bytes(), h.len())),
+                &widths,
+                false,
+            ) {
+                return false;
+            }
             let rule: Vec<String> = widths.iter().map(|w| "─".repeat(w + 2)).collect();
-            lines.push(rule.join("┼").trim_end().to_owned());
+            out.extend_from_slice(rule.join("┼").trim_end().as_bytes());
+            out.push(b'\n');
         }
         for r in rows {
-            let seq = r.seq.to_string();
+            let mut digits = [0; 20];
+            let seq = decimal(r.seq, &mut digits);
             let (role, role_width) = clip_measured(&r.role, MAX_ROLE);
             let preview = match &r.preview {
                 Preview::Text(t, w) => (t.as_str(), *w),
@@ -178,15 +202,17 @@ impl TableLayout {
                 Preview::Missing => (NO_OBJECT, NO_OBJECT.len()),
             };
             let cells = [
-                (seq.as_str(), seq.len()),
-                (r.kind.type_name(), r.kind.type_name().len()),
-                (&role, role_width),
-                (&r.op, width_of(&r.op)),
-                preview,
+                (seq, seq.len()),
+                (r.kind.type_name().as_bytes(), r.kind.type_name().len()),
+                (role.as_bytes(), role_width),
+                (r.op.as_bytes(), width_of(&r.op)),
+                (preview.0.as_bytes(), preview.1),
             ];
-            lines.push(plain_line(&cells, &widths, true)?);
+            if !plain_line(out, &cells, &widths, true) {
+                return false;
+            }
         }
-        Some(lines)
+        true
     }
 
     fn render_table(&self, rows: &[Row], header: bool) -> Vec<String> {
@@ -256,37 +282,87 @@ const NO_MESSAGE: &str = "(derives no message: empty content)";
 const NO_OBJECT: &str = "(no message object)";
 
 /// One line of cells padded to their columns (one space each side, the first cell of a row
-/// aligned right), joined by `│`, trailing spaces cut; `None` when a cell does not fit.
-fn plain_line(cells: &[(&str, usize)], widths: &[usize; 5], first_right: bool) -> Option<String> {
-    let mut line = String::with_capacity(widths.iter().sum::<usize>() + 20);
+/// aligned right), joined by `│`, trailing spaces cut, ended by `\n`, added to `out`; false
+/// (and `out` as it was) when a cell does not fit.
+fn plain_line(
+    out: &mut Vec<u8>,
+    cells: &[(&[u8], usize)],
+    widths: &[usize; 5],
+    first_right: bool,
+) -> bool {
+    let start = out.len();
     for (i, (&(text, used), w)) in cells.iter().zip(widths).enumerate() {
-        if used > *w || text.contains('\n') {
-            return None;
+        if used > *w || memchr::memchr(b'\n', text).is_some() {
+            out.truncate(start);
+            return false;
         }
         if i > 0 {
-            line.push('│');
+            out.extend_from_slice("│".as_bytes());
         }
-        line.push(' ');
+        out.push(b' ');
         let pad = w - used;
         if i == 0 && first_right {
-            pad_with_spaces(&mut line, pad);
-            line.push_str(text);
+            pad_with_spaces(out, pad);
+            out.extend_from_slice(text);
         } else {
-            line.push_str(text);
-            pad_with_spaces(&mut line, pad);
+            out.extend_from_slice(text);
+            pad_with_spaces(out, pad);
         }
-        line.push(' ');
+        out.push(b' ');
     }
-    line.truncate(line.trim_end().len());
-    Some(line)
+    let kept = start + trimmed_len(&out[start..]);
+    out.truncate(kept);
+    out.push(b'\n');
+    true
+}
+
+/// The length of `line` (UTF-8) without its trailing whitespace, as `str::trim_end` counts it.
+fn trimmed_len(line: &[u8]) -> usize {
+    let mut end = line.len();
+    while let Some(&last) = line[..end].last() {
+        if last.is_ascii() {
+            if !char::from(last).is_whitespace() {
+                break;
+            }
+            end -= 1;
+            continue;
+        }
+        // The start of the last character: back over its continuation bytes.
+        let mut at = end - 1;
+        while at > 0 && line[at] & 0xc0 == 0x80 && end - at < 4 {
+            at -= 1;
+        }
+        match std::str::from_utf8(&line[at..end])
+            .ok()
+            .and_then(|c| c.chars().next())
+        {
+            Some(c) if c.is_whitespace() => end = at,
+            _ => break,
+        }
+    }
+    end
+}
+
+/// `n` in decimal, written at the end of `buf`.
+fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    &buf[at..]
 }
 
 /// `n` spaces, copied a block at a time.
-fn pad_with_spaces(line: &mut String, mut n: usize) {
-    const SPACES: &str = "                                                                ";
+fn pad_with_spaces(line: &mut Vec<u8>, mut n: usize) {
+    const SPACES: &[u8] = b"                                                                ";
     while n > 0 {
         let k = n.min(SPACES.len());
-        line.push_str(&SPACES[..k]);
+        line.extend_from_slice(&SPACES[..k]);
         n -= k;
     }
 }
@@ -392,6 +468,25 @@ fn clip_any(text: &str, max: usize) -> (Cow<'_, str>, usize) {
 /// A preview made one safe line: escaped, clipped to the column (the text itself, not a
 /// copy, when it needs neither).
 pub fn preview_text(text: String, max: usize) -> Preview {
+    // Printable ASCII, perhaps ended by the `…` of a cut (the usual preview), needs no escape
+    // and takes a column a byte: what the general path gives, without decoding.
+    let body = text.strip_suffix('…').unwrap_or(&text);
+    if body.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        let width = body.len() + usize::from(body.len() < text.len());
+        if width <= max {
+            return Preview::Text(text, width);
+        }
+        let keep = max.saturating_sub(1);
+        let mut cut = String::with_capacity(keep + '…'.len_utf8());
+        cut.push_str(&body[..keep]);
+        cut.push('…');
+        return Preview::Text(cut, keep + 1);
+    }
+    general_preview_text(text, max)
+}
+
+/// [`preview_text`] of any text.
+fn general_preview_text(text: String, max: usize) -> Preview {
     let escaped = escape(&text);
     let (clipped, width) = clip_measured(&escaped, max);
     let changed = match (&escaped, clipped) {
@@ -488,8 +583,42 @@ mod tests {
     }
 
     #[test]
+    fn the_ascii_preview_is_the_general_preview() {
+        let texts = [
+            "",
+            "a",
+            "plain text of some length here",
+            "ends in a cut…",
+            "…",
+            "x…y",
+            "tab\there",
+            "a\u{1b}[31mb",
+            "del\u{7f}",
+            "日本語テキスト…",
+            "café…",
+            "  spaces  ",
+            "~!@#$%^&*()_+{}|:\"<>?",
+        ];
+        let shown = |p: Preview| match p {
+            Preview::Text(t, w) => (t, w),
+            _ => panic!("a text preview"),
+        };
+        for t in texts {
+            for max in 0..40 {
+                assert_eq!(
+                    shown(preview_text(t.to_owned(), max)),
+                    shown(general_preview_text(t.to_owned(), max)),
+                    "{t:?} at {max}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn plain_rows_are_the_table_crate_rows() {
         let texts = [
+            "ends in wide space\u{3000}",
+            "ends in nbsp\u{a0}",
             "hello",
             "",
             "日本語テキスト",
@@ -517,8 +646,8 @@ mod tests {
                     rows.push(Row {
                         seq: (i * 1000 + j) as u64,
                         kind: [SurfaceKind::User, SurfaceKind::ToolResult][j % 2],
-                        role: clip_width(texts[(i + j) % texts.len()], 12),
-                        op: ["append", "replace 1..2", "replace 10..200"][(i + j) % 3].to_owned(),
+                        role: clip_width(texts[(i + j) % texts.len()], 12).into(),
+                        op: ["append", "replace 1..2", "replace 10..200"][(i + j) % 3].into(),
                         replaced: j % 2 == 1,
                         preview,
                     });
@@ -526,9 +655,14 @@ mod tests {
             }
             for chunk in rows.chunks(1) {
                 for header in [true, false] {
-                    if let Some(plain) = layout.render_plain(chunk, header) {
+                    let mut plain = Vec::new();
+                    if layout.render_plain(chunk, header, &mut plain) {
                         n += 1;
-                        assert_eq!(plain, layout.render_table(chunk, header));
+                        let lines: Vec<&str> = std::str::from_utf8(&plain)
+                            .expect("UTF-8")
+                            .lines()
+                            .collect();
+                        assert_eq!(lines, layout.render_table(chunk, header));
                     }
                 }
             }

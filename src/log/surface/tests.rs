@@ -400,6 +400,27 @@ fn replace_uses_surface_positions_not_numbers() {
     }
 }
 
+#[test]
+fn parts_of_the_surface_read_by_position_are_the_surface_in_order() {
+    // 0..9, then 10 replaces 2..4 and 11 replaces 7..7: live labels with gaps between them.
+    let v = 4;
+    let mut h = H::new(v);
+    h.users(10);
+    h.ok(h.user().replace(v, 2, 4).src("[2,3,4]"));
+    h.ok(h.user().replace(v, 7, 7).src("[7]"));
+    let all: Vec<(u64, EntryOp)> = h.m.iter().map(|n| (n.seq, n.op)).collect();
+    assert_eq!(all.len(), h.m.len());
+    for size in 1..=all.len() + 1 {
+        let mut parts = Vec::new();
+        for start in (0..all.len()).step_by(size) {
+            parts.extend(h.m.iter_at(start..start + size).map(|n| (n.seq, n.op)));
+        }
+        assert_eq!(parts, all, "in parts of {size}");
+    }
+    assert_eq!(h.m.iter_at(all.len()..all.len() + 3).count(), 0);
+    assert_eq!(h.m.iter_at(3..3).count(), 0);
+}
+
 // ---------------------------------------------------------------------------------------
 // Step 1 — seq
 // ---------------------------------------------------------------------------------------
