@@ -8,7 +8,7 @@ use std::ops::Range;
 use anyhow::{Context, Result};
 
 use dshs::log::derive::{DeriveError, Deriver, MessageError};
-use dshs::log::surface::{EntryOp, Node, SurfaceManager};
+use dshs::log::surface::{EntryOp, Node};
 
 use crate::cli::{SurfaceArgs, SurfaceFormat};
 use crate::exit::Outcome;
@@ -163,23 +163,23 @@ fn write_table<'s>(f: &'s Folded, env: &Env, out: &mut dyn Write) -> Result<()> 
             preview: preview_of(name, n, deriver, layout.preview_width())?,
         })
     };
-    if derivers.len() > 1 {
-        write_in_parallel(surface, &mut derivers, &row_of, &layout, out)?;
-    } else {
+    // The lines of chunk `index`, the header with the first (an empty surface has that one
+    // chunk alone).
+    let chunks = len.div_ceil(CHUNK).max(1);
+    let chunk_lines = |index: usize, mut deriver: Option<&mut Deriver>| -> Result<Vec<u8>> {
+        let rows = surface
+            .iter_at(index * CHUNK..((index + 1) * CHUNK).min(len))
+            .map(|n| row_of(&n, deriver.as_deref_mut()))
+            .collect::<Result<Vec<Row>>>()?;
         let mut lines = Vec::new();
-        let mut start = 0;
-        loop {
-            let rows = surface
-                .iter_at(start..(start + CHUNK).min(len))
-                .map(|n| row_of(&n, derivers.first_mut()))
-                .collect::<Result<Vec<Row>>>()?;
-            lines.clear();
-            layout.render_into(&rows, start == 0, &mut lines);
-            out.write_all(&lines)?;
-            start += CHUNK;
-            if start >= len {
-                break;
-            }
+        layout.render_into(&rows, index == 0, &mut lines);
+        Ok(lines)
+    };
+    if derivers.len() > 1 {
+        write_in_parallel(chunks, &mut derivers, &chunk_lines, out)?;
+    } else {
+        for index in 0..chunks {
+            out.write_all(&chunk_lines(index, derivers.first_mut())?)?;
         }
     }
     if !env.quiet {
@@ -212,22 +212,21 @@ impl Widths {
     }
 }
 
-/// Table rows made and rendered on one thread per deriver, [`CHUNK`] nodes at a time (each
-/// thread reading its nodes from the surface), while this thread hands out the chunks and
-/// writes their lines in order. Lines are written a batch (a chunk per thread) at a time,
-/// and a row that fails stops the output before its batch, wherever the failing row lies in
-/// it.
-fn write_in_parallel<'s>(
-    surface: &'s SurfaceManager,
+/// Makes the lines of one chunk of table rows, by number, through a deriver.
+type ChunkLines<'a> = dyn Fn(usize, Option<&mut Deriver>) -> Result<Vec<u8>> + Sync + 'a;
+
+/// The lines of `chunks` chunks of table rows, each made by `chunk_lines` on one thread per
+/// deriver, while this thread hands out the chunks and writes their lines in order. Lines are
+/// written a batch (a chunk per thread) at a time, and a row that fails stops the output
+/// before its batch, wherever the failing row lies in it.
+fn write_in_parallel(
+    chunks: usize,
     derivers: &mut [Deriver],
-    row_of: &(dyn Fn(&Node<'s>, Option<&mut Deriver>) -> Result<Row<'s>> + Sync),
-    layout: &TableLayout,
+    chunk_lines: &ChunkLines,
     out: &mut dyn Write,
 ) -> Result<()> {
     type Made = Result<Vec<u8>>;
     let workers = derivers.len();
-    let len = surface.len();
-    let chunks = len.div_ceil(CHUNK);
     // Chunks handed out and not written yet: a slow chunk holds up at most this many.
     let limit = 4 * workers;
     std::thread::scope(|scope| -> Result<()> {
@@ -239,16 +238,7 @@ fn write_in_parallel<'s>(
             scope.spawn(move || {
                 for index in taken {
                     let lines = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                        let at = index * CHUNK..((index + 1) * CHUNK).min(len);
-                        surface
-                            .iter_at(at)
-                            .map(|n| row_of(&n, Some(&mut *d)))
-                            .collect::<Result<Vec<Row>>>()
-                            .map(|rows| {
-                                let mut lines = Vec::new();
-                                layout.render_into(&rows, index == 0, &mut lines);
-                                lines
-                            })
+                        chunk_lines(index, Some(&mut *d))
                     }))
                     .unwrap_or_else(|_| Err(anyhow::anyhow!("a thread making table rows failed")));
                     if made.send((index, lines)).is_err() {
@@ -295,11 +285,6 @@ fn write_in_parallel<'s>(
                 if !all_sent {
                     // Everything handed out is written: hand out more before waiting.
                     continue;
-                }
-                if sent == 0 {
-                    let mut lines = Vec::new();
-                    layout.render_into(&[], true, &mut lines);
-                    out.write_all(&lines)?;
                 }
                 return Ok(());
             }

@@ -694,65 +694,53 @@ impl<'a> Skim<'a> {
         later: &mut Vec<Block<'a>>,
         bad: &Cell<bool>,
     ) -> Option<()> {
-        if self.peek() != Some(b'[') {
-            return self.null().then_some(());
-        }
-        if depth + 1 > SKIM_DEPTH {
-            return None;
-        }
-        self.i += 1;
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Some(());
-        }
-        loop {
-            self.ws();
-            let block = self.block(depth + 1)?;
-            if block.ty.and_then(|t| t.bytes(bad)).as_deref() == Some(b"text") {
-                out.push_text(&[block.text.unwrap_or(Text::Decoded(""))], bad);
-                if out.full() || bad.get() {
-                    return Some(());
-                }
-            } else {
+        self.each_block(depth, |block| {
+            if block.ty.and_then(|t| t.bytes(bad)).as_deref() != Some(b"text") {
                 later.push(block);
+                return true;
             }
-            self.ws();
-            match self.peek()? {
-                b',' => self.i += 1,
-                b']' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
-            }
-        }
+            out.push_text(&[block.text.unwrap_or(Text::Decoded(""))], bad);
+            !(out.full() || bad.get())
+        })
+        .map(|_| ())
     }
 
     /// At the value of a `content`: `null`, or an array of blocks.
     fn blocks(&mut self, depth: u32) -> Option<Option<Vec<Block<'a>>>> {
+        let mut blocks = Vec::new();
+        let array = self.each_block(depth, |block| {
+            blocks.push(block);
+            true
+        })?;
+        Some(array.then_some(blocks))
+    }
+
+    /// At the value of a `content`: `null` (false), or an array (true) whose blocks go to
+    /// `each` in order, the walk stopping where `each` returns false.
+    fn each_block(&mut self, depth: u32, mut each: impl FnMut(Block<'a>) -> bool) -> Option<bool> {
         if self.peek() != Some(b'[') {
-            return self.null().then_some(None);
+            return self.null().then_some(false);
         }
         if depth + 1 > SKIM_DEPTH {
             return None;
         }
         self.i += 1;
         self.ws();
-        let mut blocks = Vec::new();
         if self.peek() == Some(b']') {
             self.i += 1;
-            return Some(Some(blocks));
+            return Some(true);
         }
         loop {
             self.ws();
-            blocks.push(self.block(depth + 1)?);
+            if !each(self.block(depth + 1)?) {
+                return Some(true);
+            }
             self.ws();
             match self.peek()? {
                 b',' => self.i += 1,
                 b']' => {
                     self.i += 1;
-                    return Some(Some(blocks));
+                    return Some(true);
                 }
                 _ => return None,
             }
