@@ -674,12 +674,7 @@ impl SurfaceManager {
 
     /// Nodes in model order.
     pub fn iter(&self) -> impl Iterator<Item = Node<'_>> + '_ {
-        (0..self.slots.len())
-            .filter(|&l| self.slots.meta[l] & LIVE != 0)
-            .map(|l| {
-                self.visit();
-                self.node_at(l)
-            })
+        self.live_from(0)
     }
 
     /// The nodes at positions `at` (from 0) in model order: a search for the first, then the
@@ -689,9 +684,13 @@ impl SurfaceManager {
             Ok(k) if at.start < self.count => self.counts.select(k, order::LIVE),
             _ => self.slots.len(),
         };
+        self.live_from(first).take(at.len())
+    }
+
+    /// The live nodes from label `first` on, in model order.
+    fn live_from(&self, first: usize) -> impl Iterator<Item = Node<'_>> + '_ {
         (first..self.slots.len())
             .filter(|&l| self.slots.meta[l] & LIVE != 0)
-            .take(at.len())
             .map(|l| {
                 self.visit();
                 self.node_at(l)
