@@ -238,6 +238,27 @@ fn v0_legacy_shapes_derive_the_normalized_message() {
     );
 }
 
+#[test]
+fn v0_legacy_messages_spell_numbers_as_javascript_does() {
+    // A normalized legacy message is JSON.stringify(JSON.parse(stored)): its numbers take
+    // Number.prototype.toString's spelling, exponent boundaries included.
+    let dir = tempfile::tempdir().unwrap();
+    let log = [
+        r#"{"type":"session","version":0,"id":"old","createdAt":1,"cwd":"/w","delegationDepth":0}"#,
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}"#,
+        r#"{"type":"user/message","seq":1,"time":1,"data":{"content":[{"type":"text","text":"hi","a":1e-7,"b":1e21,"c":1E20,"d":0.000001,"e":25e-1}],"source":{"kind":"user"}},"surfaceOp":"append"}"#,
+        r#"{"type":"turn/end","seq":2,"time":1,"data":{"turn":1,"reason":{"kind":"completed"}}}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let p = temp_log(dir.path(), "legacy.jsonl", log.as_bytes());
+    let got = String::from_utf8(derive(&p, "ndjson")).unwrap();
+    assert!(
+        got.contains(r#""a":1e-7,"b":1e+21,"c":100000000000000000000,"d":0.000001,"e":2.5"#),
+        "{got}"
+    );
+}
+
 /// A v4 log whose messages use odd key order, `1.0`, `1e2`, `\u00e9` escapes, raw
 /// unicode, and (on one line) bytes that are not UTF-8.
 fn odd_log() -> (Vec<u8>, Vec<Vec<u8>>) {

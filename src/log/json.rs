@@ -1062,27 +1062,24 @@ impl<'a> Json<'a> {
     }
 }
 
+/// A number as `JSON.stringify` writes what `JSON.parse` made of it: every JSON number is a
+/// double in JavaScript, so integers past 2^53 print rounded, as they would there.
 fn write_js_number(n: Num, out: &mut String) {
-    use std::fmt::Write;
-    match n {
-        Num::U(u) => {
-            let _ = write!(out, "{u}");
-        }
-        Num::I(i) => {
-            let _ = write!(out, "{i}");
-        }
-        Num::F(f) if f.fract() == 0.0 && f.abs() < 1e21 => {
-            // JavaScript prints integral doubles below 1e21 in plain decimal; -0 prints as 0.
-            let _ = write!(
-                out,
-                "{}",
-                f.abs() as u128 as i128 * if f < 0.0 { -1 } else { 1 }
-            );
-        }
-        Num::F(f) => {
-            let _ = write!(out, "{f}");
-        }
+    let mut bytes = Vec::with_capacity(24);
+    js_number(n.as_f64(), &mut bytes);
+    // js_number writes only ASCII digits, signs, '.', 'e' and "null".
+    out.push_str(std::str::from_utf8(&bytes).unwrap_or("null"));
+}
+
+/// `Number.prototype.toString` of a double, as `JSON.stringify` writes it (`null` for the
+/// infinities that `JSON.parse` makes of `1e400`). `ryu-js` implements ECMAScript's
+/// algorithm (shortest digits, `1e+21`, `1e-7`, `-0` as `0`) without allocating.
+pub fn js_number(x: f64, out: &mut Vec<u8>) {
+    if !x.is_finite() {
+        out.extend_from_slice(b"null");
+        return;
     }
+    out.extend_from_slice(ryu_js::Buffer::new().format_finite(x).as_bytes());
 }
 
 /// String escaping exactly as ECMAScript `JSON.stringify` does it.
@@ -1493,6 +1490,60 @@ mod tests {
         // is the pass's memory. An escaped string's cell kept in place made both 8 bytes more.
         assert_eq!(size_of::<Json<'_>>(), 32);
         assert_eq!(size_of::<Member<'_>>(), 56);
+    }
+
+    #[test]
+    fn numbers_are_written_as_number_to_string_writes_them() {
+        // ECMAScript switches to exponent form at 1e21 and below 1e-6, with an explicit '+'.
+        let cases = [
+            (1.0, "1"),
+            (-0.0, "0"),
+            (0.1, "0.1"),
+            (0.1 + 0.2, "0.30000000000000004"),
+            (1e21, "1e+21"),
+            (999999999999999900000.0, "999999999999999900000"),
+            (1e20, "100000000000000000000"),
+            (-1e21, "-1e+21"),
+            (1e-7, "1e-7"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (0.0000015, "0.0000015"),
+            (-2.5, "-2.5"),
+            (123.456, "123.456"),
+            (5e-324, "5e-324"),
+            (1.7976931348623157e308, "1.7976931348623157e+308"),
+            (f64::INFINITY, "null"),
+            (f64::NAN, "null"),
+        ];
+        for (x, want) in cases {
+            let mut out = Vec::new();
+            js_number(x, &mut out);
+            assert_eq!(String::from_utf8(out).unwrap(), want, "{x:e}");
+        }
+    }
+
+    #[test]
+    fn a_tree_is_written_with_javascripts_numbers() {
+        // JSON.stringify(JSON.parse(text)): every number went through a double.
+        let cases = [
+            (r#"{"a":1e-7,"b":1e21}"#, r#"{"a":1e-7,"b":1e+21}"#),
+            (r#"[1.0,5e0,-0,1E2,0.5e-6]"#, r#"[1,5,0,100,5e-7]"#),
+            (
+                r#"[9007199254740993,18446744073709551615]"#,
+                r#"[9007199254740992,18446744073709552000]"#,
+            ),
+            (
+                r#"[-9223372036854775808,1e400]"#,
+                r#"[-9223372036854776000,null]"#,
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(
+                parse(text.as_bytes()).unwrap().to_js_string(),
+                want,
+                "{text}"
+            );
+        }
     }
 
     #[test]

@@ -671,7 +671,7 @@ fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
     let num = |k: &str| match v.get(k) {
         Some(Value::Num(x)) => {
             let mut t = Vec::new();
-            js::js_number(*x, &mut t);
+            crate::log::json::js_number(*x, &mut t);
             Ok(Cow::Owned(String::from_utf8(t).unwrap_or_default()))
         }
         _ => Err(format!("packed row {k} is not a number")),

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::decode::Run;
+use crate::log::json::js_number;
 
 /// Nesting the rebuild of a non-canonical text follows before giving up (V8's
 /// `JSON.stringify` is recursive too and throws on deep input; canonical text of any depth is
@@ -531,49 +532,6 @@ fn array_index(raw: &[u8]) -> Option<u32> {
     (n < u64::from(u32::MAX)).then_some(n as u32)
 }
 
-/// `Number.prototype.toString` of a double, as `JSON.stringify` writes it (`null` for the
-/// infinities that `JSON.parse` makes of `1e400`).
-pub fn js_number(x: f64, out: &mut Vec<u8>) {
-    use std::io::Write;
-    if !x.is_finite() {
-        out.extend_from_slice(b"null");
-        return;
-    }
-    if x == 0.0 {
-        out.push(b'0');
-        return;
-    }
-    if x < 0.0 {
-        out.push(b'-');
-    }
-    // Rust's shortest round-trip digits, in exponent form: "d.ddde±x".
-    let e = format!("{:e}", x.abs());
-    let (mantissa, exp) = e.split_once('e').unwrap_or((&e, "0"));
-    let digits: Vec<u8> = mantissa.bytes().filter(u8::is_ascii_digit).collect();
-    let exp: i32 = exp.parse().unwrap_or(0);
-    let k = digits.len() as i32;
-    let n = exp + 1;
-    if k <= n && n <= 21 {
-        out.extend_from_slice(&digits);
-        out.extend(std::iter::repeat_n(b'0', (n - k) as usize));
-    } else if 0 < n && n <= 21 {
-        out.extend_from_slice(&digits[..n as usize]);
-        out.push(b'.');
-        out.extend_from_slice(&digits[n as usize..]);
-    } else if -6 < n && n <= 0 {
-        out.extend_from_slice(b"0.");
-        out.extend(std::iter::repeat_n(b'0', (-n) as usize));
-        out.extend_from_slice(&digits);
-    } else {
-        out.push(digits[0]);
-        if k > 1 {
-            out.push(b'.');
-            out.extend_from_slice(&digits[1..]);
-        }
-        let _ = write!(out, "e{}{}", if n > 0 { "+" } else { "-" }, (n - 1).abs());
-    }
-}
-
 /// A JSON string as `JSON.stringify` writes it, from the raw contents between its quotes
 /// (already validated).
 pub fn write_string(raw: &str, out: &mut Vec<u8>) {
@@ -1050,25 +1008,5 @@ mod tests {
         assert_eq!(js(&t).unwrap(), t);
         let spaced = format!("{} {}", "[".repeat(2_000), "]".repeat(2_000));
         assert!(js(&spaced).is_err());
-    }
-
-    #[test]
-    fn numbers_follow_number_to_string() {
-        let cases = [
-            (1.0, "1"),
-            (0.1, "0.1"),
-            (1e21, "1e+21"),
-            (1e20, "100000000000000000000"),
-            (1.5e-7, "1.5e-7"),
-            (0.000001, "0.000001"),
-            (-2.5, "-2.5"),
-            (123.456, "123.456"),
-            (5e-324, "5e-324"),
-        ];
-        for (x, want) in cases {
-            let mut out = Vec::new();
-            js_number(x, &mut out);
-            assert_eq!(String::from_utf8(out).unwrap(), want);
-        }
     }
 }
