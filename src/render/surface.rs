@@ -193,8 +193,8 @@ impl TableLayout {
             out.push(b'\n');
         }
         for r in rows {
-            let mut digits = [0; 20];
-            let seq = decimal(r.seq, &mut digits);
+            let mut digits = itoa::Buffer::new();
+            let seq = digits.format(r.seq).as_bytes();
             let (role, role_width) = clip_measured(&r.role, MAX_ROLE);
             let preview = match &r.preview {
                 Preview::Text(t, w) => (t.as_str(), *w),
@@ -341,20 +341,6 @@ fn trimmed_len(line: &[u8]) -> usize {
         }
     }
     end
-}
-
-/// `n` in decimal, written at the end of `buf`.
-fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
-    let mut at = buf.len();
-    loop {
-        at -= 1;
-        buf[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    &buf[at..]
 }
 
 /// `n` spaces, copied a block at a time.

@@ -270,35 +270,9 @@ fn lossy(t: &[u8]) -> Cow<'_, str> {
     }
 }
 
-/// An integer in decimal, two digits at a time, without the formatting machinery (a line
-/// holds two, and a `sourceEventSeqs` list thousands).
+/// An integer in decimal (a line holds two, and a `sourceEventSeqs` list thousands).
 fn push_int(out: &mut Vec<u8>, v: i64) {
-    const PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
-        2021222324252627282930313233343536373839\
-        4041424344454647484950515253545556575859\
-        6061626364656667686970717273747576777879\
-        8081828384858687888990919293949596979899";
-    let mut digits = [0u8; 20];
-    let mut n = v.unsigned_abs();
-    let mut at = digits.len();
-    while n >= 100 {
-        let pair = (n % 100) as usize * 2;
-        n /= 100;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    }
-    if n >= 10 {
-        let pair = n as usize * 2;
-        at -= 2;
-        digits[at..at + 2].copy_from_slice(&PAIRS[pair..pair + 2]);
-    } else {
-        at -= 1;
-        digits[at] = b'0' + n as u8;
-    }
-    if v < 0 {
-        out.push(b'-');
-    }
-    out.extend_from_slice(&digits[at..]);
+    out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes());
 }
 
 /// How many bytes [`push_int`] writes for `v`.
