@@ -90,11 +90,15 @@ pub fn error_message(message: &str) {
     error(&anyhow::anyhow!("{message}"));
 }
 
-/// A closed reader of our output (`| head`) is not an error.
+/// A closed reader of our output (`| head`) is not an error: an `io::Error` anywhere in the
+/// chain, or one inside a `serde_json::Error` (whose `source()` skips the `io::Error` itself,
+/// so `serde_json::to_writer(out, …)?` into a closed pipe used to end as a failure).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 
