@@ -1628,3 +1628,39 @@ fn a_log_whose_candidate_lines_hold_no_match_is_not_folded() {
     let (records, status) = run_json(&["SEENWORD"], &[path.as_path()]);
     assert_eq!((status, summary(&records)["parsed"].as_u64()), (0, Some(1)));
 }
+
+/// Issue 37 item 10: a text that ends in a line break has no empty line after it, so `^$`
+/// matches only the empty lines a text really has, in every kind of text.
+#[test]
+fn a_final_line_break_adds_no_empty_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.append(
+        "user/message",
+        r#"{"content":[{"type":"text","text":"one line\n"}],"source":{"kind":"user"},"role":"user","id":"u1"}"#,
+    );
+    l.append(
+        "user/message",
+        r#"{"content":[{"type":"text","text":"two\n\nparagraphs\r\n"}],"source":{"kind":"user"},"role":"user","id":"u2"}"#,
+    );
+    l.push("session/title", r#"{"title":"a title\n"}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    let found = matches(&["^$"], &[path.as_path()]);
+    let lines: Vec<(u64, u64)> = found
+        .iter()
+        .map(|m| (m["seq"].as_u64().unwrap(), m["textLine"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lines, [(2, 2)], "{found:#?}");
+    grep()
+        .args(["-c", "^$"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:1\n", path.display()));
+}

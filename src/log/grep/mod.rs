@@ -145,6 +145,11 @@ impl Pattern {
                     None => break,
                 }
             };
+            // A text that ends in a line break has no line after it (an empty match at the
+            // very end, `^$` say, is not a line of the text).
+            if start >= text.len() {
+                break;
+            }
             let end =
                 memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |i| start + i);
             let skipped = memchr::memchr_iter(b'\n', &text.as_bytes()[counted_to..start]).count();
@@ -744,6 +749,39 @@ mod tests {
         let mut got = Vec::new();
         pattern("k").lines("k\n\n\nxk\nk", |no, _, _| got.push(no));
         assert_eq!(got, [1, 4, 5]);
+    }
+
+    #[test]
+    fn a_final_line_break_ends_the_last_line_and_adds_none() {
+        for (text, want) in [
+            ("a\n", &[][..]),
+            ("a\r\n", &[][..]),
+            ("a\n\n", &[2][..]),
+            ("\n", &[1][..]),
+            ("a\n\nb", &[2][..]),
+            ("", &[][..]),
+        ] {
+            for p in ["^$", r"\A\z", "^", "$"] {
+                let mut got = Vec::new();
+                pattern(p).lines(text, |no, _, _| got.push(no));
+                let want: Vec<u32> = if p == "^" || p == "$" {
+                    // Every line matches an anchor alone: as many as the text has.
+                    let n = text
+                        .strip_suffix('\n')
+                        .map_or(text, |t| t)
+                        .split('\n')
+                        .count();
+                    if text.is_empty() {
+                        vec![]
+                    } else {
+                        (1..=n as u32).collect()
+                    }
+                } else {
+                    want.to_vec()
+                };
+                assert_eq!(got, want, "{p} in {text:?}");
+            }
+        }
     }
 
     #[test]
