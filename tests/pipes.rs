@@ -284,3 +284,56 @@ fn ls_and_validate_of_a_root_skip_a_fifo_session_with_a_finding_and_go_on() {
         "{o:?}"
     );
 }
+
+/// Issue 37 item 8: `grep` read a path twice (a raw pass, then the fold), so a FIFO hung
+/// and `<(cat log)` came back empty (a false "no match", exit 1). Such a path is read once,
+/// like standard input, and gives what the regular file gives, in every output mode.
+#[test]
+fn grep_reads_a_fifo_or_a_pipe_by_path_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log.jsonl");
+    std::fs::copy(common::testdata("sample/session.v4.jsonl"), &log).expect("copy");
+    let commands: &[&[&str]] = &[
+        &["grep", "e"],
+        &["grep", "--format", "json", "e"],
+        &["grep", "-c", "e"],
+        &["grep", "-l", "e"],
+        // No literal to test raw lines with: the fold alone reads it.
+        &["grep", "."],
+        &["grep", "NOSUCHWORD"],
+    ];
+    for args in commands {
+        let regular = run(args, &log);
+        let fifo = dir.path().join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        mkfifo(&fifo);
+        let _feeder = Feeder::start(&log, &fifo);
+        let piped = run(args, &fifo);
+        same(&regular, &piped, &log, &fifo, &format!("{args:?} FIFO"));
+        // `dshs grep e <(cat log)`, as a shell gives it: a pipe named by a path.
+        let cat = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cat \"$1\" | \"$2\" {} /dev/stdin",
+                args.iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ))
+            .arg("sh")
+            .arg(&log)
+            .arg(dshs_bin())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let through_pipe = finish(cat, &format!("cat | {args:?} /dev/stdin"));
+        same(
+            &regular,
+            &through_pipe,
+            &log,
+            Path::new("/dev/stdin"),
+            &format!("{args:?} pipe"),
+        );
+    }
+}

@@ -304,6 +304,12 @@ fn search_target(
         Target::Path(name) => {
             let path = PathBuf::from(name);
             match input::open(&Source::Path(path.clone())) {
+                // A path that is not a regular file (a FIFO, `<(…)`, `/dev/stdin`) can be
+                // read once: spooled like standard input, never opened a second time.
+                Ok(o) if o.path.is_none() => match spool(o, name) {
+                    Ok(pair) => pair,
+                    Err(e) => return Found::Unreadable(e),
+                },
                 Ok(o) => (o, Reopen::Path(path, name.clone())),
                 Err(e) => return Found::Unreadable(e.to_string()),
             }
@@ -326,19 +332,13 @@ fn search_target(
                 Err(e) => return Found::Unreadable(e.to_string()),
             }
         }
-        Target::Stdin => {
-            let spooled = input::open(&Source::Stdin)
-                .map_err(|e| e.to_string())
-                .and_then(|o| Seekable::new(o).map_err(|e| format!("cannot read -: {e}")));
-            let spool = match spooled {
-                Ok(s) => s,
-                Err(e) => return Found::Unreadable(e),
-            };
-            match spool.open() {
-                Ok(o) => (o, Reopen::Spool(spool)),
-                Err(e) => return Found::Unreadable(format!("cannot read -: {e}")),
-            }
-        }
+        Target::Stdin => match input::open(&Source::Stdin)
+            .map_err(|e| e.to_string())
+            .and_then(|o| spool(o, "-"))
+        {
+            Ok(pair) => pair,
+            Err(e) => return Found::Unreadable(e),
+        },
     };
     let name = first.name.clone();
     let filter = query.pattern.prefilter();
@@ -411,6 +411,16 @@ fn search_target(
         scan,
         first_error: first_error.0,
     }))
+}
+
+/// A log that can be read only once, copied to a temporary file: a reader of the copy, and
+/// the copy to read it again.
+fn spool(opened: Opened, name: &str) -> Result<(Opened, Reopen), String> {
+    let spool = Seekable::new(opened).map_err(|e| format!("cannot read {name}: {e}"))?;
+    match spool.open() {
+        Ok(o) => Ok((o, Reopen::Spool(spool))),
+        Err(e) => Err(format!("cannot read {name}: {e}")),
+    }
 }
 
 /// Is the header's `id` one of `sessions` (or does it start with one)?
