@@ -337,3 +337,73 @@ fn grep_reads_a_fifo_or_a_pipe_by_path_once() {
         );
     }
 }
+
+/// Issue 37 item 17: a session found below a root that is gone when its turn comes (removed
+/// or moved while the run reads others) is a note, not the end of the run: `grep ROOT` and
+/// `validate ROOT` go on with the rest and keep the status the rest gives, as `ls` does.
+/// A FIFO named first holds the run after the root is listed: the writer's open returns only
+/// once dshs has opened it, and the session is removed then, before the FIFO is fed.
+#[test]
+fn a_session_gone_in_the_middle_of_a_root_is_a_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let sample = std::fs::read(common::testdata("sample/session.v4.jsonl")).expect("sample");
+    for s in ["a", "b", "c"] {
+        let d = root.join("proj").join(s);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("session.v4.jsonl"), &sample).expect("write");
+    }
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(&log, &sample).expect("write");
+    let gone = root.join("proj").join("b");
+    let commands: &[&[&str]] = &[
+        &["grep", "-j", "1", "--format", "json", "e"],
+        &["grep", "-j", "1", "-c", "e"],
+        &["validate", "-j", "1", "--format", "json"],
+        &["validate", "-j", "1"],
+    ];
+    for args in commands {
+        let d = root.join("proj").join("b");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("session.v4.jsonl"), &sample).expect("write");
+        let fifo = dir.path().join("gate");
+        let _ = std::fs::remove_file(&fifo);
+        mkfifo(&fifo);
+        let child = Command::new(dshs_bin())
+            .args(*args)
+            .arg(&fifo)
+            .arg(&root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dshs");
+        // Opening the FIFO for writing returns once dshs has it open: the root is listed.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(std::fs::OpenOptions::new().write(true).open(&f));
+        });
+        let mut writer = rx
+            .recv_timeout(DEADLINE)
+            .expect("dshs opens the FIFO in time")
+            .expect("open the FIFO");
+        std::fs::remove_dir_all(&gone).expect("remove a session");
+        std::io::Write::write_all(&mut writer, &sample).expect("feed");
+        drop(writer);
+        let out = finish(child, &format!("{args:?}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the session is gone") && stderr.contains(&gone.display().to_string()),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // The others are all read.
+        for s in ["a", "c"] {
+            let p = root.join("proj").join(s).display().to_string();
+            assert!(stdout.contains(&p), "{args:?}: {s} missing: {stdout}");
+        }
+    }
+}

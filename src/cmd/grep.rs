@@ -61,14 +61,14 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         jobs,
         |t| search_target(t, &query, env, &opts, &args.session),
         |found| {
-            summary.logs += u64::from(!matches!(found, Found::NotWanted));
+            summary.logs += u64::from(!matches!(found, Found::NotWanted | Found::Vanished));
             match found {
                 Found::NotWanted => {}
                 Found::Unreadable(message) => {
                     errors += 1;
                     crate::render::error_message(&message);
                 }
-                Found::Nothing => {}
+                Found::Nothing | Found::Vanished => {}
                 Found::Searched(log) => {
                     summary.parsed += 1;
                     report_state(&log, args.at, env.quiet, &mut summary);
@@ -180,8 +180,12 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
 /// A log to search.
 enum Target {
     Stdin,
-    /// A log file or a session directory, named as given (or as found below a root).
-    Path(String),
+    /// A log file or a session directory, named as given (or as found below a root:
+    /// `listed`, and it may be gone by the time it is read).
+    Path {
+        name: String,
+        listed: bool,
+    },
     /// One session of a SQLite store (`STORE.db#ID`, or each session of `STORE.db`).
     Session {
         path: PathBuf,
@@ -233,11 +237,10 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
                 Ok(found) if found.is_empty() => {
                     diag!("dshs: note: no DSH sessions under {}", escape(&arg));
                 }
-                Ok(found) => out.extend(
-                    found
-                        .into_iter()
-                        .map(|p| Target::Path(p.display().to_string())),
-                ),
+                Ok(found) => out.extend(found.into_iter().map(|p| Target::Path {
+                    name: p.display().to_string(),
+                    listed: true,
+                })),
                 Err(e) => {
                     errors += 1;
                     crate::render::error_message(&format!("cannot list {arg}: {e}"));
@@ -249,7 +252,10 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
                 escape(&arg)
             ));
         } else {
-            out.push(Target::Path(arg));
+            out.push(Target::Path {
+                name: arg,
+                listed: false,
+            });
         }
     }
     Ok((out, errors))
@@ -262,6 +268,8 @@ enum Found {
     Unreadable(String),
     /// No line of it could hold a match (it was not parsed).
     Nothing,
+    /// Found below a root, gone when it was read (a note has said so).
+    Vanished,
     Searched(Box<Searched>),
 }
 
@@ -287,7 +295,13 @@ impl Reopen {
                     o.name = name.clone();
                     o
                 })
-                .map_err(|e| io::Error::other(e.to_string())),
+                .map_err(|e| match &e {
+                    // The kind says whether the log is gone.
+                    input::InputError::Open { source, .. } => {
+                        io::Error::new(source.kind(), e.to_string())
+                    }
+                    _ => io::Error::other(e.to_string()),
+                }),
             Reopen::Spool(s) => s.open(),
         }
     }
@@ -301,9 +315,18 @@ fn search_target(
     sessions: &[String],
 ) -> Found {
     let (first, again) = match target {
-        Target::Path(name) => {
+        Target::Path { name, listed } => {
             let path = PathBuf::from(name);
-            match input::open(&Source::Path(path.clone())) {
+            let open = || input::open(&Source::Path(path.clone()));
+            let opened = if *listed {
+                super::open_listed(name, open).transpose()
+            } else {
+                Some(open())
+            };
+            let Some(opened) = opened else {
+                return Found::Vanished;
+            };
+            match opened {
                 // A path that is not a regular file (a FIFO, `<(…)`, `/dev/stdin`) can be
                 // read once: spooled like standard input, never opened a second time.
                 Ok(o) if o.path.is_none() => match spool(o, name) {
@@ -392,7 +415,17 @@ fn search_target(
     };
     let opened = match again.open() {
         Ok(o) => o,
-        Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
+        Err(e) => {
+            // Gone between the raw pass and the fold.
+            if let (Target::Path { listed: true, .. }, Reopen::Path(..)) = (target, &again)
+                && e.kind() == io::ErrorKind::NotFound
+                && !input::is_session_dir(std::path::Path::new(&name))
+            {
+                super::note_vanished(&name);
+                return Found::Vanished;
+            }
+            return Found::Unreadable(format!("cannot read {name}: {e}"));
+        }
     };
     let mut search = Search::new(query, candidates);
     let mut first_error = FirstError::default();
