@@ -390,15 +390,19 @@ fn every_source_of_text_is_found_in_every_format_version() {
         }
         if v >= 2 {
             // An attempt's stream is the only copy of its text: its ended blocks whole, the
-            // pieces of one cut off each on its own.
+            // pieces of one cut off joined.
             for word in ["ATTEMPTWORD", "OFFWORD", "LONEWORD"] {
                 want.push((
                     word,
                     vec![shape("assistant/attempt", Some("assistant"), "text", false)],
                 ));
             }
-            // Pieces are never joined; a delta of a block that ended is its block-end's.
-            want.push(("CUTOFFWORD", vec![]));
+            // A cut-off block's pieces are joined; a delta of a block that ended is its
+            // block-end's.
+            want.push((
+                "CUTOFFWORDLONEWORD",
+                vec![shape("assistant/attempt", Some("assistant"), "text", false)],
+            ));
             want.push(("GHOSTWORD", vec![]));
         }
         if v >= 4 {
@@ -1254,7 +1258,7 @@ const PATTERNS_PER_LOG: usize = 80;
 /// raw pass over the whole file must list that line.
 #[test]
 fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
-    use dshs::log::grep::{Pattern, PatternOptions, prefilter};
+    use dshs::log::grep::{Extract, Pattern, PatternOptions, prefilter};
     let dir = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = Vec::new();
     for v in 0..=4u8 {
@@ -1309,7 +1313,13 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                 }) else {
                     continue;
                 };
-                let Some(f) = p.prefilter() else { continue };
+                // As `grep --chunks` runs it: lines whose text is searched joined are kept.
+                let markers =
+                    dshs::log::grep::text::joined_stream_markers(&Extract { chunks: true });
+                let Some(f) = p.prefilter().map(|f| f.keeping(markers)) else {
+                    continue;
+                };
+                let f = &f;
                 for &byte in lines {
                     let start = byte as usize;
                     let line = &bytes[start..memchr_newline(&bytes, start)];
@@ -1663,4 +1673,75 @@ fn a_final_line_break_adds_no_empty_line() {
         .assert()
         .success()
         .stdout(format!("{}:1\n", path.display()));
+}
+
+/// Issue 37 item 9: a cut-off block of a stream is searched as its deltas joined, in order:
+/// text split across deltas (and across runs and delta chunks) is found, `-w` sees whole
+/// words, not fragments, and a tool call's streamed arguments are searched as the JSON they
+/// add up to. The raw-line test keeps such lines though no needle is in them.
+#[test]
+fn a_cut_off_stream_is_searched_with_its_deltas_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in 2..=4u8 {
+        let mut l = Log::new(v);
+        l.push("turn/start", r#"{"turn":1}"#, "");
+        l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+        l.push(
+            "assistant/attempt",
+            r#"{"turn":1,"step":1,"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0,0],"texts":["The quick br","own fo","x jum"]},{"type":"reasoning-chunks","time0":1,"index":1,"dt":[],"texts":["thin"]},{"type":"chunk","time":1,"chunk":{"type":"text-delta","index":0,"text":"ped over"}},{"type":"chunk","time":1,"chunk":{"type":"reasoning-delta","index":1,"text":"king hard"}},{"type":"tool-call-chunks","time0":1,"index":2,"id":"c1","name":"bash","dt":[0],"args":["{\"comm","and\":\"rm -rf /tm"]},{"type":"chunk","time":1,"chunk":{"type":"tool-call-delta","index":2,"argumentsDelta":"p/x\"}"}}]}"#,
+            "",
+        );
+        l.push("step/end", r#"{"turn":1,"step":1,"reason":"error"}"#, "");
+        l.push(
+            "turn/end",
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+            "",
+        );
+        let path = write(dir.path(), &format!("v{v}.jsonl"), l.text().as_bytes());
+        let p = [path.as_path()];
+        let one = |args: &[&str]| -> Vec<(String, String)> {
+            matches(args, &p)
+                .iter()
+                .map(|m| {
+                    (
+                        m["part"].as_str().unwrap().to_owned(),
+                        m["text"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let text = "The quick brown fox jumped over".to_owned();
+        assert_eq!(
+            one(&["brown fox jumped"]),
+            [("text".to_owned(), text.clone())],
+            "v{v}"
+        );
+        assert_eq!(
+            one(&["-F", "fox jumped over"]),
+            [("text".to_owned(), text)],
+            "v{v}"
+        );
+        assert_eq!(
+            one(&["thinking"]),
+            [("reasoning".to_owned(), "thinking hard".to_owned())],
+            "v{v}"
+        );
+        // Fragments of the pieces are not words of the text.
+        assert!(one(&["-w", "own"]).is_empty(), "v{v}");
+        assert!(one(&["-w", "jum"]).is_empty(), "v{v}");
+        assert_eq!(one(&["-w", "jumped"]).len(), 1, "v{v}");
+        // The arguments add up to JSON: its string, under its key.
+        let args = matches(&["rm -rf /tmp/x"], &p);
+        assert_eq!(args.len(), 1, "v{v}: {args:#?}");
+        assert_eq!(args[0]["part"], "arguments");
+        assert_eq!(args[0]["key"], "command");
+        assert_eq!(args[0]["tool"], "bash");
+        // -c, -l and the terminal output agree.
+        grep()
+            .args(["-c", "quick brown"])
+            .arg(&path)
+            .assert()
+            .success()
+            .stdout(format!("{}:1\n", path.display()));
+    }
 }

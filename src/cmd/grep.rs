@@ -17,7 +17,7 @@ use dshs::log::Finding;
 use dshs::log::finding::FirstError;
 use dshs::log::grep::{
     Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
-    confirm, prefilter,
+    confirm, prefilter, text,
 };
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::scan::{Scan, ScanOptions, Status};
@@ -364,7 +364,11 @@ fn search_target(
         },
     };
     let name = first.name.clone();
-    let filter = query.pattern.prefilter();
+    let filter = query
+        .pattern
+        .prefilter()
+        .map(|f| f.keeping(text::joined_stream_markers(&query.extract)));
+    let filter = filter.as_ref();
     let candidates = if filter.is_some() || !sessions.is_empty() {
         let mut reader = first.reader;
         let version = std::cell::Cell::new(None);
