@@ -1745,3 +1745,48 @@ fn a_cut_off_stream_is_searched_with_its_deltas_joined() {
             .stdout(format!("{}:1\n", path.display()));
     }
 }
+
+/// Issue 37 item 18: a date bound is inclusive of its whole day, in the zone times are
+/// shown in (TZ): `--since D --until D` selects every event of D, and nothing of the days
+/// around it. Issue 37 item 16: a date past what dshs can compare gets our words, not jiff's.
+#[test]
+fn a_date_bound_covers_its_whole_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = rich(4);
+    let path = write(dir.path(), "v4.jsonl", log.text().as_bytes());
+    let count = |tz: &str, args: &[&str]| -> usize {
+        let out = grep()
+            .env("TZ", tz)
+            .args(["--format", "json"])
+            .args(args)
+            .arg("USERWORD|LATEWORD|TITLEWORD")
+            .arg(&path)
+            .output()
+            .unwrap();
+        json_lines(&out.stdout)
+            .iter()
+            .filter(|r| r["type"] == "match")
+            .count()
+    };
+    // T0 is 2026-09-21T14:13:20Z: the 21st in UTC, in Tokyo (23:13) too; the 22nd in
+    // Auckland (02:13 the next day).
+    for (tz, day) in [
+        ("UTC", "2026-09-21"),
+        ("Asia/Tokyo", "2026-09-21"),
+        ("Pacific/Auckland", "2026-09-22"),
+    ] {
+        assert_eq!(count(tz, &["--since", day, "--until", day]), 3, "{tz}");
+        assert_eq!(count(tz, &["--until", day]), 3, "{tz}");
+        assert_eq!(count(tz, &["--since", day]), 3, "{tz}");
+    }
+    assert_eq!(count("Pacific/Auckland", &["--until", "2026-09-21"]), 0);
+    assert_eq!(count("UTC", &["--since", "2026-09-22"]), 0);
+    let out = grep()
+        .args(["--since", "9999-12-31", "x"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("outside the times dshs can compare"), "{err}");
+}

@@ -128,7 +128,7 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
     .map_err(|e| format!("invalid pattern: {e}"))?;
     let counting = args.count || args.files_with_matches;
     if let (Some(since), Some(until)) = (&args.since, &args.until)
-        && since.ms > until.ms
+        && since.ms > until.last_ms
     {
         return Err(format!(
             "--since {} is after --until {}: no event can be in between",
@@ -155,7 +155,7 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
             last: t.last,
         }),
         since: args.since.as_ref().map(|t| t.ms),
-        until: args.until.as_ref().map(|t| t.ms),
+        until: args.until.as_ref().map(|t| t.last_ms),
         surface_only: args.surface,
         extract: Extract {
             chunks: args.chunks,
