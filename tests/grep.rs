@@ -1790,3 +1790,56 @@ fn a_date_bound_covers_its_whole_day() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("outside the times dshs can compare"), "{err}");
 }
+
+/// Issue 37 item 18: a tool call's arguments are searched whole: its keys (under their own
+/// path), its numbers, booleans and nulls, not only its strings; in a message's tool-call
+/// block and in a `tool/call` event alike.
+#[test]
+fn keys_numbers_and_booleans_of_tool_call_arguments_are_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+    let args = r#"{\"command\":\"sleep\",\"timeout_ms\":4567,\"recursive\":true,\"opts\":{\"depth\":-2.5,\"cwd\":null}}"#;
+    l.append(
+        "assistant/message",
+        &format!(
+            r#"{{"turn":1,"step":1,"message":{{"id":"a1","role":"assistant","content":[{{"type":"tool-call","id":"c1","name":"bash","arguments":"{args}"}}]}},"stream":[]}}"#
+        ),
+    );
+    l.push(
+        "tool/call",
+        &format!(r#"{{"turn":1,"step":1,"id":"c1","name":"bash","arguments":"{args}"}}"#),
+        "",
+    );
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    let found = |pattern: &str| -> Vec<(String, String, String)> {
+        matches(&["-w", pattern], &[path.as_path()])
+            .iter()
+            .map(|m| {
+                (
+                    m["eventType"].as_str().unwrap().to_owned(),
+                    m["key"].as_str().unwrap_or_default().to_owned(),
+                    m["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let both = |key: &str, text: &str| {
+        vec![
+            (
+                "assistant/message".to_owned(),
+                key.to_owned(),
+                text.to_owned(),
+            ),
+            ("tool/call".to_owned(), key.to_owned(), text.to_owned()),
+        ]
+    };
+    assert_eq!(found("4567"), both("timeout_ms", "4567"));
+    assert_eq!(found("timeout_ms"), both("timeout_ms", "timeout_ms"));
+    assert_eq!(found("true"), both("recursive", "true"));
+    assert_eq!(found("depth"), both("opts.depth", "depth"));
+    assert_eq!(found("2.5"), both("opts.depth", "-2.5"));
+    assert_eq!(found("null"), both("opts.cwd", "null"));
+    assert_eq!(found("sleep"), both("command", "sleep"));
+}

@@ -18,7 +18,7 @@
 //!
 //! Content blocks: `text`, `reasoning`, `tool-call` (its `name`; its `arguments`, JSON text,
 //! is parsed and each string in it searched decoded, under its key path — `command`,
-//! `edits[0].old_string` — or searched as it is when it is not JSON), a `tool-result` block's
+//! `edits[0].old_string` — as are its keys, numbers, booleans and nulls; or searched as it is when it is not JSON), a `tool-result` block's
 //! own content, and v4's `tool-addition`/`tool-removal` tool names. Images and files carry no
 //! text. The streamed form of a model response — v0/v1 `assistant/chunk` events, the v2+
 //! `stream` of an `assistant/message` — repeats what its message holds whole, so it is
@@ -545,9 +545,14 @@ fn index_of(v: &Json<'_>) -> i64 {
 }
 
 /// The strings of a JSON tree with their key paths (`a.b`, `list[2]`), in document order.
+/// Every key is one too (under its own path), and so is every number (as dshs spells it),
+/// `true`, `false` and `null`: `--timeout 30` is `timeout` and `30`, both searchable.
 fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
     match v {
         Json::Str(s) => out.push((path.clone(), s.as_str().to_owned())),
+        Json::Num(n) => out.push((path.clone(), n.to_string())),
+        Json::Bool(b) => out.push((path.clone(), b.to_string())),
+        Json::Null => out.push((path.clone(), "null".to_owned())),
         Json::Obj(members) => {
             for (k, child) in members.iter() {
                 let len = path.len();
@@ -555,6 +560,7 @@ fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
                     path.push('.');
                 }
                 path.push_str(k);
+                out.push((path.clone(), k.to_string()));
                 leaves_of(child, path, out);
                 path.truncate(len);
             }
@@ -567,6 +573,5 @@ fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
                 path.truncate(len);
             }
         }
-        _ => {}
     }
 }
