@@ -1843,3 +1843,75 @@ fn keys_numbers_and_booleans_of_tool_call_arguments_are_searched() {
     assert_eq!(found("null"), both("opts.cwd", "null"));
     assert_eq!(found("sleep"), both("command", "sleep"));
 }
+
+/// Issue 37 item 18: with `--surface`, `-C N` shows the N nearest neighbours on the final
+/// surface (an event off it is passed over, not dropped from the count), one group when they
+/// are neighbours on the surface; with `--role`, neighbours are events with text from those
+/// roles.
+#[test]
+fn context_follows_the_surface_and_role_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = rich(4);
+    let path = write(dir.path(), "v4.jsonl", log.text().as_bytes());
+    let p = [path.as_path()];
+    let records = |args: &[&str]| -> Vec<(String, String, String)> {
+        run_json(args, &p)
+            .0
+            .iter()
+            .filter(|r| r["type"] != "summary")
+            .map(|r| {
+                (
+                    r["type"].as_str().unwrap().to_owned(),
+                    r["eventType"].as_str().unwrap().to_owned(),
+                    r["surface"].as_str().unwrap_or("-").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let rec = |t: &str, e: &str, s: &str| (t.to_owned(), e.to_owned(), s.to_owned());
+    // Between the system message and the checkpoint lie shadowed and log-only events; after
+    // the checkpoint, a title and todos (log-only), then the developer message.
+    assert_eq!(
+        records(&["--surface", "-C", "1", "CHECKPOINTWORD"]),
+        [
+            rec("context", "system/message", "visible"),
+            rec("match", "user/message", "visible"),
+            rec("context", "developer/message", "visible"),
+        ]
+    );
+    assert_eq!(
+        records(&["--surface", "-C", "2", "LATEWORD"]),
+        [
+            rec("context", "user/message", "visible"),
+            rec("context", "developer/message", "visible"),
+            rec("match", "user/message", "visible"),
+        ]
+    );
+    // Neighbours on the surface are one group, whatever left the surface between them.
+    let out = grep()
+        .args([
+            "--color",
+            "never",
+            "--surface",
+            "-C",
+            "1",
+            "SYSWORD|LATEWORD",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(!text.contains("\n--\n"), "{text}");
+    // --role: the neighbour before the late user message is the checkpoint (a user message),
+    // not the developer message, the todos or the title.
+    assert_eq!(
+        records(&["--role", "user", "-C", "1", "LATEWORD"]),
+        [
+            rec("context", "user/message", "visible"),
+            rec("match", "user/message", "visible"),
+        ]
+    );
+    let (all, _) = run_json(&["--role", "user", "-C", "1", "LATEWORD"], &p);
+    assert_eq!(all[0]["text"], "CHECKPOINTWORD: turn one compacted");
+}

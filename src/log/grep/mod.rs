@@ -400,6 +400,12 @@ pub struct Search<'q> {
     /// The latest `request/header` (v0–v2: its system prompt is the current one).
     last_header: Option<u64>,
     saved_header: Option<Option<u64>>,
+    /// With `--surface` and context: every neighbour that may still be on the final surface
+    /// (pruned as replacements take events off it, so it stays the size of the surface);
+    /// the neighbours of each match are chosen among those left at the end.
+    pool: Vec<Hit>,
+    /// The pool's length after its last pruning.
+    pruned_len: usize,
 }
 
 impl<'q> Search<'q> {
@@ -416,7 +422,31 @@ impl<'q> Search<'q> {
             next_index: 0,
             last_header: None,
             saved_header: None,
+            pool: Vec::new(),
+            pruned_len: 0,
         }
+    }
+
+    /// Neighbours are chosen at the end, among the events on the final surface.
+    fn surface_context(&self) -> bool {
+        self.q.surface_only && self.q.context > 0
+    }
+
+    /// Drop the pooled neighbours that can no longer be on the final surface: a node off the
+    /// surface now never comes back, nor does a rejected or log-only event; a crash-tail
+    /// row is kept until its fate is known.
+    fn prune_pool(&mut self, state: &FoldState) {
+        let last_header = self.last_header;
+        self.pool.retain(|h| {
+            if h.speculative {
+                true
+            } else if h.kind == PartKind::SystemPrompt && h.event_type == "request/header" {
+                Some(h.seq) == last_header
+            } else {
+                h.surface && h.accepted && state.surface.contains(h.seq)
+            }
+        });
+        self.pruned_len = self.pool.len();
     }
 
     /// Mark each match against the surface as folded to the end (`state`: the scan's final
@@ -445,6 +475,7 @@ impl<'q> Search<'q> {
             }
         };
         let keep = |m: Mark| !self.q.surface_only || m == Mark::Visible;
+        let surface_context = self.surface_context();
         if self.q.keep == Keep::Count {
             let mut totals = if self.q.surface_only {
                 Totals::default()
@@ -462,11 +493,16 @@ impl<'q> Search<'q> {
             return (Vec::new(), totals);
         }
         let mut hits = self.hits;
-        for h in &mut hits {
+        let mut pool = self.pool;
+        for h in hits.iter_mut().chain(pool.iter_mut()) {
             let header = h.kind == PartKind::SystemPrompt && h.event_type == "request/header";
             h.mark = mark(h.surface, h.accepted, h.speculative, h.seq, header);
         }
         hits.retain(|h| keep(h.mark));
+        if surface_context {
+            pool.retain(|h| keep(h.mark));
+            hits = with_neighbours(hits, pool, self.q.context);
+        }
         let mut totals = Totals::default();
         let mut last_event = None;
         for h in hits.iter().filter(|h| h.is_match) {
@@ -508,6 +544,51 @@ impl<'q> Search<'q> {
             speculative: info.speculative,
         }
     }
+}
+
+/// The matches (in log order) with, around each, the `context` nearest of `pool` (the
+/// events that could be neighbours, in log order, all on the final surface) before and after
+/// it; the events are then numbered by their place among those on the surface, so a group
+/// of neighbours on the surface reads as one group however many events left it between.
+fn with_neighbours(hits: Vec<Hit>, pool: Vec<Hit>, context: usize) -> Vec<Hit> {
+    let mut chosen = vec![false; pool.len()];
+    let mut last_event = None;
+    for h in &hits {
+        if last_event == Some(h.event_index) {
+            continue;
+        }
+        last_event = Some(h.event_index);
+        let at = pool.partition_point(|p| p.event_index < h.event_index);
+        for c in &mut chosen[at.saturating_sub(context)..at] {
+            *c = true;
+        }
+        for c in chosen.iter_mut().skip(at).take(context) {
+            *c = true;
+        }
+    }
+    // Every event on the surface, matching or not, in log order: its rank is its number.
+    let mut ranks: Vec<u64> = hits
+        .iter()
+        .map(|h| h.event_index)
+        .chain(pool.iter().map(|p| p.event_index))
+        .collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let rank = |i: u64| ranks.partition_point(|&r| r < i) as u64;
+    let mut out: Vec<Hit> = hits
+        .into_iter()
+        .chain(
+            pool.into_iter()
+                .zip(chosen)
+                .filter_map(|(p, c)| c.then_some(p)),
+        )
+        .collect();
+    // Stable: the lines of one event keep their order.
+    out.sort_by_key(|h| h.event_index);
+    for h in &mut out {
+        h.event_index = rank(h.event_index);
+    }
+    out
 }
 
 /// The first line of `text` with something in it, as a context line (clipped).
@@ -599,9 +680,11 @@ impl Observer for Search<'_> {
             return;
         }
         let parts = text::parts(ev, &q.extract);
-        if parts.is_empty() {
+        // Under a role filter an event none of whose text is from those roles is neither a
+        // match nor a neighbour.
+        let Some(first) = parts.iter().find(|p| q.role_matches(p.role)) else {
             return;
-        }
+        };
         let mut matched = Vec::new();
         let mut lines = 0u64;
         if candidate {
@@ -648,8 +731,10 @@ impl Observer for Search<'_> {
                 }
                 return;
             }
-            while let Some(h) = self.before.pop_front() {
-                self.push(h);
+            if !self.surface_context() {
+                while let Some(h) = self.before.pop_front() {
+                    self.push(h);
+                }
             }
             for h in matched {
                 self.push(h);
@@ -660,13 +745,17 @@ impl Observer for Search<'_> {
         if q.context == 0 {
             return;
         }
-        let Some(first) = parts.first() else { return };
         let mut h = self.hit(info, turn, first);
         h.event_index = index;
         let (text, cut) = first_line(&first.text, CONTEXT_CHARS);
         h.text = text;
         h.clipped = (false, cut);
-        if self.after > 0 {
+        if self.surface_context() {
+            if self.pool.len() >= 2 * self.pruned_len + 64 {
+                self.prune_pool(state);
+            }
+            self.pool.push(h);
+        } else if self.after > 0 {
             self.after -= 1;
             self.push(h);
         } else {
@@ -690,6 +779,7 @@ impl Observer for Search<'_> {
         };
         self.hits.iter_mut().for_each(settle);
         self.before.iter_mut().for_each(settle);
+        self.pool.iter_mut().for_each(settle);
         if committed {
             for c in &mut self.counted {
                 c.speculative = false;
