@@ -255,14 +255,41 @@ pub fn open(arg: &str) -> Result<Opened, InputError> {
             p.file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         };
-        let older: Vec<String> = opened.older.iter().map(|p| name(p)).collect();
-        crate::render::diag!(
-            "dshs: note: {}: reading the newest generation {}; older generation{} not read: {}",
-            crate::render::escape(arg),
-            crate::render::escape(&name(newest)),
-            if older.len() == 1 { "" } else { "s" },
-            crate::render::escape(&older.join(", "))
+        let generation = |p: &std::path::Path| input::generation_of_name(&name(p));
+        // The same generation plain and compressed is not an older one: say which is read
+        // and why.
+        let (same, older): (Vec<&PathBuf>, Vec<&PathBuf>) = opened
+            .older
+            .iter()
+            .partition(|p| generation(p) == generation(newest));
+        let (same, older): (Vec<String>, Vec<String>) = (
+            same.iter().map(|p| name(p)).collect(),
+            older.iter().map(|p| name(p)).collect(),
         );
+        if !same.is_empty() {
+            let read = name(newest);
+            let why = if read.ends_with(".jsonl") {
+                "the plain file is preferred"
+            } else {
+                "the first by name"
+            };
+            crate::render::diag!(
+                "dshs: note: {}: {} and {} hold the same generation; reading {} ({why}; DSH writes one of them, so the other is likely a copy: check they agree)",
+                crate::render::escape(arg),
+                crate::render::escape(&read),
+                crate::render::escape(&same.join(", ")),
+                crate::render::escape(&read),
+            );
+        }
+        if !older.is_empty() {
+            crate::render::diag!(
+                "dshs: note: {}: reading the newest generation {}; older generation{} not read: {}",
+                crate::render::escape(arg),
+                crate::render::escape(&name(newest)),
+                if older.len() == 1 { "" } else { "s" },
+                crate::render::escape(&older.join(", "))
+            );
+        }
     }
     Ok(opened)
 }
