@@ -1915,3 +1915,49 @@ fn context_follows_the_surface_and_role_filters() {
     let (all, _) = run_json(&["--role", "user", "-C", "1", "LATEWORD"], &p);
     assert_eq!(all[0]["text"], "CHECKPOINTWORD: turn one compacted");
 }
+
+/// Issue 37 item 18: a log nested deeper than a storage root's sessions are looked for (or
+/// lying loose) is not read by `ls ROOT` and `grep ROOT` either; like `validate ROOT`, they
+/// say so, naming it.
+#[test]
+fn ls_and_grep_name_the_logs_a_root_walk_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (log, _) = rich(3);
+    write(&root, "proj/sess/session.v3.jsonl", log.text().as_bytes());
+    let deep = write(
+        &root,
+        "proj/a/b/c/d/session.v3.jsonl",
+        log.text().as_bytes(),
+    );
+    let loose = write(&root, "proj/loose.jsonl", log.text().as_bytes());
+    for args in [
+        &["validate"][..],
+        &["ls"],
+        &["grep", "LATEWORD"],
+        &["grep", "-c", "LATEWORD"],
+    ] {
+        let out = dshs()
+            .env_remove("DSH_HOME")
+            .args(args)
+            .arg(&root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("2 log files below it were not read"),
+            "{args:?}: {err}"
+        );
+        for p in [&deep, &loose] {
+            assert!(err.contains(&p.display().to_string()), "{args:?}: {err}");
+        }
+    }
+    // Only loose logs, no session: the same note, not "no sessions" alone.
+    let bare = dir.path().join("bare");
+    write(&bare, "x/y.jsonl", log.text().as_bytes());
+    for args in [&["ls"][..], &["grep", "LATEWORD"]] {
+        let out = dshs().args(args).arg(&bare).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not a DSH storage root"), "{args:?}: {err}");
+    }
+}

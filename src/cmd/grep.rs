@@ -235,12 +235,20 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
         } else if path.is_dir() && !input::is_session_dir(path) {
             match input::find_sessions(path) {
                 Ok(found) if found.is_empty() => {
-                    diag!("dshs: note: no DSH sessions under {}", escape(&arg));
+                    let strays = input::stray_logs(path, &found);
+                    if strays.is_empty() {
+                        diag!("dshs: note: no DSH sessions under {}", escape(&arg));
+                    }
+                    super::note_strays(&arg, &strays, false);
                 }
-                Ok(found) => out.extend(found.into_iter().map(|p| Target::Path {
-                    name: p.display().to_string(),
-                    listed: true,
-                })),
+                Ok(found) => {
+                    // As `validate ROOT` does: the logs the walk leaves out are named.
+                    super::note_strays(&arg, &input::stray_logs(path, &found), true);
+                    out.extend(found.into_iter().map(|p| Target::Path {
+                        name: p.display().to_string(),
+                        listed: true,
+                    }));
+                }
                 Err(e) => {
                     errors += 1;
                     crate::render::error_message(&format!("cannot list {arg}: {e}"));

@@ -135,13 +135,13 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             )));
         }
     };
-    if sessions.is_empty() {
-        super::note_strays(
-            &root.display().to_string(),
-            &input::stray_logs(&root, &sessions),
-            false,
-        );
-    }
+    // Logs the walk does not read (loose, or nested deeper than sessions are looked for)
+    // are named, as `validate ROOT` names them.
+    super::note_strays(
+        &root.display().to_string(),
+        &input::stray_logs(&root, &sessions),
+        !sessions.is_empty(),
+    );
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
     let env = &env.for_jobs(jobs, sessions.len());
