@@ -515,6 +515,25 @@ fn at_seq_searches_the_log_as_it_stood_then() {
         .assert()
         .success()
         .stderr(predicate::str::contains("has no event with seq 9999"));
+    // Issue 37 item 16: said plainly, with where the log ends, in every output mode (the
+    // count of events was that of a state already dropped: "all 0 of its events").
+    let last = log.seq - 1;
+    for args in [&["--at", "9999"][..], &["--at", "9999", "-c"]] {
+        let out = grep()
+            .args(args)
+            .arg("LATEWORD")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "has no event with seq 9999 (its last event is seq {last}); it was searched whole"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("all 0"), "{err}");
+    }
 }
 
 #[test]

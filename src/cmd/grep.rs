@@ -287,6 +287,8 @@ struct Searched {
     totals: Totals,
     scan: Scan,
     first_error: Option<Finding>,
+    /// The seq of the log's last event read (the fold's state is dropped before printing).
+    last_seq: Option<u64>,
 }
 
 /// A log that can be opened again from the start.
@@ -447,6 +449,10 @@ fn search_target(
         Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
     };
     let (hits, totals) = search.finish(scan.state.as_ref());
+    let last_seq = scan
+        .state
+        .as_ref()
+        .and_then(|s| s.surface.next_seq().checked_sub(1));
     // The surface is not needed any more; the result may wait a while to be printed.
     scan.state = None;
     Found::Searched(Box::new(Searched {
@@ -455,6 +461,7 @@ fn search_target(
         totals,
         scan,
         first_error: first_error.0,
+        last_seq,
     }))
 }
 
@@ -488,10 +495,13 @@ fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summ
         && !log.scan.ended_early
         && !quiet
     {
+        let last = match log.last_seq {
+            Some(last) => format!("its last event is seq {last}"),
+            None => "it has no events".to_owned(),
+        };
         diag!(
-            "dshs: note: --at {at}: {} has no event with seq {at}; all {} of its events were searched",
+            "dshs: note: --at {at}: {} has no event with seq {at} ({last}); it was searched whole, as it stands at its end",
             escape(&log.name),
-            log.scan.events()
         );
     }
 }
