@@ -16,7 +16,7 @@ use anyhow::Result;
 use dshs::log::Finding;
 use dshs::log::finding::FirstError;
 use dshs::log::grep::{
-    Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
+    Candidates, Extract, Keep, Matches, Pattern, PatternOptions, Query, Role, Search, Turns,
     confirm, prefilter, text,
 };
 use dshs::log::input::{self, Opened, Source};
@@ -54,7 +54,13 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         stop_after: args.at,
         ..env.scan_options()
     };
-    let mut printer = Printer::new(out, env.color_out, args.format, mode(args));
+    let mut printer = Printer::new(
+        out,
+        env.color_out,
+        args.format,
+        mode(args),
+        query.pattern.regex(),
+    );
     let mut summary = Summary::default();
     let result = super::in_parallel(
         &targets,
@@ -72,8 +78,9 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                 Found::Searched(log) => {
                     summary.parsed += 1;
                     report_state(&log, args.at, env.quiet, &mut summary);
-                    summary.add(&log.totals);
-                    printer.log(&log.name, &log.hits, &log.totals)?;
+                    let Searched { name, matches, .. } = *log;
+                    let totals = printer.log(&name, matches)?;
+                    summary.add(&totals);
                     // `-q`: the first match decides the exit status; the rest is not read.
                     if env.quiet && summary.lines > 0 {
                         return Err(anyhow::Error::new(QuietMatch));
@@ -283,8 +290,7 @@ enum Found {
 
 struct Searched {
     name: String,
-    hits: Vec<Hit>,
-    totals: Totals,
+    matches: Matches,
     scan: Scan,
     first_error: Option<Finding>,
     /// The seq of the log's last event read (the fold's state is dropped before printing).
@@ -448,7 +454,7 @@ fn search_target(
         Ok(s) => s,
         Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
     };
-    let (hits, totals) = search.finish(scan.state.as_ref());
+    let matches = search.finish(scan.state.as_ref());
     let last_seq = scan
         .state
         .as_ref()
@@ -457,8 +463,7 @@ fn search_target(
     scan.state = None;
     Found::Searched(Box::new(Searched {
         name,
-        hits,
-        totals,
+        matches,
         scan,
         first_error: first_error.0,
         last_seq,
