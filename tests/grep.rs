@@ -1980,3 +1980,79 @@ fn ls_and_grep_name_the_logs_a_root_walk_leaves_out() {
         assert!(err.contains("not a DSH storage root"), "{args:?}: {err}");
     }
 }
+
+/// `--surface` keeps only what may still be on the final surface as the log is read (the
+/// matches counted by `-c`, the neighbours of `-C`): many events, most of them compacted
+/// away, give the counts and neighbours of the final surface.
+#[test]
+fn surface_counts_and_neighbours_stay_right_past_many_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    let mut users = Vec::new();
+    for i in 0..300 {
+        users.push(l.append(
+            "user/message",
+            &format!(
+                r#"{{"id":"u{i}","role":"user","content":[{{"type":"text","text":"word {i}"}}],"source":{{"kind":"user"}}}}"#
+            ),
+        ));
+    }
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let (first, last) = (users[0], users[249]);
+    let start = l.push(
+        "compaction/start",
+        r#"{"compactionId":"c1","turn":null}"#,
+        "",
+    );
+    let shadowed: Vec<String> = users[..250].iter().map(u64::to_string).collect();
+    let summary = l.push(
+        "compaction/summary",
+        &format!(
+            r#"{{"compactionId":"c1","summary":[{{"type":"text","text":"a summary"}}],"shadowedRange":{{"start":{first},"end":{last}}},"shadowedSeqs":[{}],"shadowedTokenCount":10,"provider":"p","model":"m"}}"#,
+            shadowed.join(",")
+        ),
+        "",
+    );
+    let op = l.replace(first, last);
+    l.push(
+        "user/message",
+        r#"{"id":"k1","role":"user","content":[{"type":"text","text":"checkpoint"}],"source":{"kind":"plugin","plugin":"compact","compactionId":"c1"}}"#,
+        &format!(
+            r#","sourceEventSeqs":[{start},{summary},{}],"surfaceOp":{op}"#,
+            shadowed.join(",")
+        ),
+    );
+    l.push("compaction/end", r#"{"compactionId":"c1","turn":null}"#, "");
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    validate_ok(&path);
+    let p = [path.as_path()];
+    grep()
+        .args(["-c", "--surface", "word"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:50\n", path.display()));
+    grep()
+        .args(["-c", "word"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:300\n", path.display()));
+    // In log order the surface holds "word 250" to "word 299", then the checkpoint (it
+    // comes later in the log): nothing before "word 250", the checkpoint after "word 299".
+    let (records, _) = run_json(&["--surface", "-C", "1", "^word (250|299)$"], &p);
+    let texts: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] != "summary")
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["word 250", "word 251", "word 298", "word 299", "checkpoint"]
+    );
+}

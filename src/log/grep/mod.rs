@@ -403,6 +403,8 @@ pub struct Search<'q> {
     cursor: usize,
     hits: Spill,
     counted: Vec<Counted>,
+    /// `counted`'s length after its last pruning.
+    counted_pruned: usize,
     totals: Totals,
     /// Recent events in scope that did not match (for context before the next match).
     before: VecDeque<Hit>,
@@ -420,6 +422,9 @@ pub struct Search<'q> {
     pruned_len: usize,
     /// Speculations started, and those committed (see [`Hit::epoch`]).
     epoch: u32,
+    /// Inside one: the fold may be on a copy of the state, put back at its end, so what
+    /// leaves the surface now may come back; nothing is pruned.
+    speculating: bool,
     committed: Vec<u32>,
 }
 
@@ -431,6 +436,7 @@ impl<'q> Search<'q> {
             cursor: 0,
             hits: Spill::default(),
             counted: Vec::new(),
+            counted_pruned: 0,
             totals: Totals::default(),
             before: VecDeque::new(),
             after: 0,
@@ -440,6 +446,7 @@ impl<'q> Search<'q> {
             pool: Vec::new(),
             pruned_len: 0,
             epoch: 0,
+            speculating: false,
             committed: Vec::new(),
         }
     }
@@ -827,6 +834,21 @@ impl Observer for Search<'_> {
             self.totals.events += 1;
             if q.keep == Keep::Count {
                 if q.surface_only {
+                    // Only matches that may still be on the final surface are kept: a count
+                    // of a million matching events needs no million entries.
+                    if self.counted.len() >= 2 * self.counted_pruned + 64 && !self.speculating {
+                        let last_header = self.last_header;
+                        self.counted.retain(|c| {
+                            if c.speculative {
+                                true
+                            } else if c.header {
+                                Some(c.seq) == last_header
+                            } else {
+                                c.surface && c.accepted && state.surface.contains(c.seq)
+                            }
+                        });
+                        self.counted_pruned = self.counted.len();
+                    }
                     self.counted.push(Counted {
                         seq: ev.seq,
                         lines,
@@ -850,7 +872,7 @@ impl Observer for Search<'_> {
         h.text = text;
         h.clipped = (false, cut);
         if self.surface_context() {
-            if self.pool.len() >= 2 * self.pruned_len + 64 {
+            if self.pool.len() >= 2 * self.pruned_len + 64 && !self.speculating {
                 self.prune_pool(state);
             }
             self.pool.push(h);
@@ -868,9 +890,11 @@ impl Observer for Search<'_> {
     fn speculation_started(&mut self) {
         self.saved_header = Some(self.last_header);
         self.epoch += 1;
+        self.speculating = true;
     }
 
     fn speculation_ended(&mut self, committed: bool) {
+        self.speculating = false;
         let saved = self.saved_header.take();
         let settle = |h: &mut Hit| {
             if committed {
