@@ -152,7 +152,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--type', '--type', [CompletionResultType]::ParameterName, 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …')
             [CompletionResult]::new('--turn', '--turn', [CompletionResultType]::ParameterName, 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it')
             [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d')
-            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Only events at or before TIME (same forms as --since)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Only events at or before TIME (same forms as --since; a date includes its whole day)')
             [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'Only the session whose header id is ID, or starts with it (repeatable)')
             [CompletionResult]::new('-C', '-C ', [CompletionResultType]::ParameterName, 'Show N events of context before and after each matching one (their first line)')
             [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'Show N events of context before and after each matching one (their first line)')

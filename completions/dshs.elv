@@ -140,7 +140,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand --type 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …'
             cand --turn 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it'
             cand --since 'Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d'
-            cand --until 'Only events at or before TIME (same forms as --since)'
+            cand --until 'Only events at or before TIME (same forms as --since; a date includes its whole day)'
             cand --session 'Only the session whose header id is ID, or starts with it (repeatable)'
             cand -C 'Show N events of context before and after each matching one (their first line)'
             cand --context 'Show N events of context before and after each matching one (their first line)'

@@ -136,7 +136,7 @@ developer\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l type -d 'Only events of type T (repeatable). A trailing `/` selects a family: `tool/` is tool/call, tool/result, …' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l turn -d 'Only events of turn N, or of turns A..B (inclusive; `A..` and `..B` are open). An event belongs to the turn its `data.turn` names, else to the turn open around it' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l since -d 'Only events at or after TIME (event time): 2026-11-29, `2026-11-29 13:45` (local time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d' -r -f
-complete -c dshs -n "__fish_dshs_using_subcommand grep" -l until -d 'Only events at or before TIME (same forms as --since)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -l until -d 'Only events at or before TIME (same forms as --since; a date includes its whole day)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l session -d 'Only the session whose header id is ID, or starts with it (repeatable)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s C -l context -d 'Show N events of context before and after each matching one (their first line)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l format -d 'Lines for people, or JSON Lines (match/context/count records, then a summary)' -r -f -a "human\t''

@@ -470,46 +470,81 @@ pub enum GrepRole {
 /// `--since`/`--until`: an instant as Unix epoch milliseconds, with what was typed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EventTime {
+    /// The first instant TIME stands for (what `--since` compares with).
     pub ms: i64,
+    /// The last instant it stands for (what `--until` compares with): the same, except for
+    /// a date, which is inclusive of its whole day: 23:59:59.999 in the zone times are shown
+    /// in.
+    pub last_ms: i64,
     pub text: String,
 }
 
 impl EventTime {
     /// `@MS` (epoch milliseconds), an RFC 3339 instant (`2026-11-29T13:45:00Z`), a local
-    /// date-time or date (`2026-11-29 13:45`, `2026-11-29`: its midnight; TZ applies), or a
+    /// date-time or date (`2026-11-29 13:45`, `2026-11-29`: the whole day; TZ applies), or a
     /// span back from now (`90m`, `2h`, `3 days`, `1w`).
     pub fn parse(text: &str) -> Result<EventTime, String> {
+        Self::parse_in(text, &jiff::tz::TimeZone::system())
+    }
+
+    /// [`EventTime::parse`] with local dates and times in `zone`.
+    pub fn parse_in(text: &str, zone: &jiff::tz::TimeZone) -> Result<EventTime, String> {
         let t = text.trim();
-        let at = |ms: i64| {
+        let at = |ms: i64, last_ms: i64| {
             Ok(EventTime {
                 ms,
+                last_ms,
                 text: text.to_owned(),
             })
+        };
+        // jiff's own words for an instant past its range name its internals: say ours.
+        let out_of_range = || {
+            format!(
+                "`{text}` is outside the times dshs can compare (from year -9999 to 9999-12-30 in UTC); use @MS or a nearer date"
+            )
         };
         if let Some(ms) = t.strip_prefix('@') {
             return ms.parse::<i64>().map_or_else(
                 |_| Err(format!("`{text}`: expected @ and epoch milliseconds")),
-                at,
+                |ms| at(ms, ms),
             );
         }
         if let Ok(ts) = t.parse::<jiff::Timestamp>() {
-            return at(ts.as_millisecond());
+            return at(ts.as_millisecond(), ts.as_millisecond());
         }
-        let zone = jiff::tz::TimeZone::system();
-        let local = t.parse::<jiff::civil::DateTime>().or_else(|_| {
-            t.parse::<jiff::civil::Date>()
-                .map(|d| d.to_datetime(jiff::civil::Time::midnight()))
-        });
-        if let Ok(dt) = local {
-            return dt.to_zoned(zone).map_or_else(
-                |e| Err(format!("`{text}`: {e}")),
-                |z| at(z.timestamp().as_millisecond()),
-            );
+        let instant = |dt: jiff::civil::DateTime| {
+            dt.to_zoned(zone.clone())
+                .map(|z| z.timestamp().as_millisecond())
+                .map_err(|_| out_of_range())
+        };
+        // A date alone first (jiff reads it as a date-time at midnight too, and a date-time
+        // as its date).
+        let date_alone = !t.contains([':', ' ', 'T', 't']);
+        if let Some(d) = date_alone
+            .then(|| t.parse::<jiff::civil::Date>().ok())
+            .flatten()
+        {
+            let first = instant(d.to_datetime(jiff::civil::Time::midnight()))?;
+            // The day ends where the next begins (a day of 23 or 25 hours included); the
+            // last day jiff knows ends at the end of its range.
+            let last = match d.tomorrow() {
+                Ok(next) => instant(next.to_datetime(jiff::civil::Time::midnight()))
+                    .map_or(jiff::Timestamp::MAX.as_millisecond(), |ms| ms - 1),
+                Err(_) => jiff::Timestamp::MAX.as_millisecond(),
+            };
+            return at(first, last);
+        }
+        if let Ok(dt) = t.parse::<jiff::civil::DateTime>() {
+            let ms = instant(dt)?;
+            return at(ms, ms);
         }
         if let Ok(span) = t.parse::<jiff::Span>() {
             return jiff::Zoned::now().checked_sub(span.abs()).map_or_else(
-                |e| Err(format!("`{text}`: {e}")),
-                |z| at(z.timestamp().as_millisecond()),
+                |_| Err(out_of_range()),
+                |z| {
+                    let ms = z.timestamp().as_millisecond();
+                    at(ms, ms)
+                },
             );
         }
         Err(format!(
@@ -560,7 +595,7 @@ pub struct GrepArgs {
     /// time, TZ applies), 2026-11-29T13:45:00Z, @EPOCH_MS, or a span ago such as 2h or 3d.
     #[arg(long, value_name = "TIME", value_parser = EventTime::parse, value_hint = ValueHint::Other)]
     pub since: Option<EventTime>,
-    /// Only events at or before TIME (same forms as --since).
+    /// Only events at or before TIME (same forms as --since; a date includes its whole day).
     #[arg(long, value_name = "TIME", value_parser = EventTime::parse, value_hint = ValueHint::Other)]
     pub until: Option<EventTime>,
     /// Only the session whose header id is ID, or starts with it (repeatable).
@@ -883,6 +918,34 @@ pub struct CompletionsArgs {
 mod tests {
     use super::*;
     use clap::CommandFactory;
+
+    #[test]
+    fn a_date_bound_spans_its_whole_day_in_the_zone_of_the_times_shown() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let d = EventTime::parse_in("2026-09-21", &utc).unwrap();
+        assert_eq!(d.ms, 1_789_948_800_000);
+        assert_eq!(d.last_ms, d.ms + 86_400_000 - 1);
+        // A day of 25 hours (New York leaves daylight time on 2026-11-01).
+        let ny = jiff::tz::TimeZone::get("America/New_York").unwrap();
+        let fall = EventTime::parse_in("2026-11-01", &ny).unwrap();
+        assert_eq!(fall.last_ms - fall.ms + 1, 25 * 3_600_000);
+        // Other forms are one instant.
+        for t in ["2026-09-21 13:45", "2026-09-21T13:45:00Z", "@5"] {
+            let e = EventTime::parse_in(t, &ny).unwrap();
+            assert_eq!(e.ms, e.last_ms, "{t}");
+        }
+        // Past jiff's range: our words, not jiff's.
+        for t in ["9999-12-31", "9999-12-31 10:00"] {
+            let err = EventTime::parse_in(t, &ny).unwrap_err();
+            assert!(
+                err.contains("outside the times dshs can compare"),
+                "{t}: {err}"
+            );
+        }
+        // The last day jiff knows ends with its range.
+        let last = EventTime::parse_in("9999-12-30", &utc).unwrap();
+        assert_eq!(last.last_ms, jiff::Timestamp::MAX.as_millisecond());
+    }
 
     #[test]
     fn cli_definition_is_consistent() {

@@ -390,15 +390,19 @@ fn every_source_of_text_is_found_in_every_format_version() {
         }
         if v >= 2 {
             // An attempt's stream is the only copy of its text: its ended blocks whole, the
-            // pieces of one cut off each on its own.
+            // pieces of one cut off joined.
             for word in ["ATTEMPTWORD", "OFFWORD", "LONEWORD"] {
                 want.push((
                     word,
                     vec![shape("assistant/attempt", Some("assistant"), "text", false)],
                 ));
             }
-            // Pieces are never joined; a delta of a block that ended is its block-end's.
-            want.push(("CUTOFFWORD", vec![]));
+            // A cut-off block's pieces are joined; a delta of a block that ended is its
+            // block-end's.
+            want.push((
+                "CUTOFFWORDLONEWORD",
+                vec![shape("assistant/attempt", Some("assistant"), "text", false)],
+            ));
             want.push(("GHOSTWORD", vec![]));
         }
         if v >= 4 {
@@ -511,6 +515,25 @@ fn at_seq_searches_the_log_as_it_stood_then() {
         .assert()
         .success()
         .stderr(predicate::str::contains("has no event with seq 9999"));
+    // Issue 37 item 16: said plainly, with where the log ends, in every output mode (the
+    // count of events was that of a state already dropped: "all 0 of its events").
+    let last = log.seq - 1;
+    for args in [&["--at", "9999"][..], &["--at", "9999", "-c"]] {
+        let out = grep()
+            .args(args)
+            .arg("LATEWORD")
+            .arg(&path)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "has no event with seq 9999 (its last event is seq {last}); it was searched whole"
+            )),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("all 0"), "{err}");
+    }
 }
 
 #[test]
@@ -1254,7 +1277,7 @@ const PATTERNS_PER_LOG: usize = 80;
 /// raw pass over the whole file must list that line.
 #[test]
 fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
-    use dshs::log::grep::{Pattern, PatternOptions, prefilter};
+    use dshs::log::grep::{Extract, Pattern, PatternOptions, prefilter};
     let dir = tempfile::tempdir().unwrap();
     let mut files: Vec<PathBuf> = Vec::new();
     for v in 0..=4u8 {
@@ -1309,7 +1332,13 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                 }) else {
                     continue;
                 };
-                let Some(f) = p.prefilter() else { continue };
+                // As `grep --chunks` runs it: lines whose text is searched joined are kept.
+                let markers =
+                    dshs::log::grep::text::joined_stream_markers(&Extract { chunks: true });
+                let Some(f) = p.prefilter().map(|f| f.keeping(markers)) else {
+                    continue;
+                };
+                let f = &f;
                 for &byte in lines {
                     let start = byte as usize;
                     let line = &bytes[start..memchr_newline(&bytes, start)];
@@ -1627,4 +1656,403 @@ fn a_log_whose_candidate_lines_hold_no_match_is_not_folded() {
     }
     let (records, status) = run_json(&["SEENWORD"], &[path.as_path()]);
     assert_eq!((status, summary(&records)["parsed"].as_u64()), (0, Some(1)));
+}
+
+/// Issue 37 item 10: a text that ends in a line break has no empty line after it, so `^$`
+/// matches only the empty lines a text really has, in every kind of text.
+#[test]
+fn a_final_line_break_adds_no_empty_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.append(
+        "user/message",
+        r#"{"content":[{"type":"text","text":"one line\n"}],"source":{"kind":"user"},"role":"user","id":"u1"}"#,
+    );
+    l.append(
+        "user/message",
+        r#"{"content":[{"type":"text","text":"two\n\nparagraphs\r\n"}],"source":{"kind":"user"},"role":"user","id":"u2"}"#,
+    );
+    l.push("session/title", r#"{"title":"a title\n"}"#, "");
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    let found = matches(&["^$"], &[path.as_path()]);
+    let lines: Vec<(u64, u64)> = found
+        .iter()
+        .map(|m| (m["seq"].as_u64().unwrap(), m["textLine"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(lines, [(2, 2)], "{found:#?}");
+    grep()
+        .args(["-c", "^$"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:1\n", path.display()));
+}
+
+/// Issue 37 item 9: a cut-off block of a stream is searched as its deltas joined, in order:
+/// text split across deltas (and across runs and delta chunks) is found, `-w` sees whole
+/// words, not fragments, and a tool call's streamed arguments are searched as the JSON they
+/// add up to. The raw-line test keeps such lines though no needle is in them.
+#[test]
+fn a_cut_off_stream_is_searched_with_its_deltas_joined() {
+    let dir = tempfile::tempdir().unwrap();
+    for v in 2..=4u8 {
+        let mut l = Log::new(v);
+        l.push("turn/start", r#"{"turn":1}"#, "");
+        l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+        l.push(
+            "assistant/attempt",
+            r#"{"turn":1,"step":1,"stream":[{"type":"text-chunks","time0":1,"index":0,"dt":[0,0],"texts":["The quick br","own fo","x jum"]},{"type":"reasoning-chunks","time0":1,"index":1,"dt":[],"texts":["thin"]},{"type":"chunk","time":1,"chunk":{"type":"text-delta","index":0,"text":"ped over"}},{"type":"chunk","time":1,"chunk":{"type":"reasoning-delta","index":1,"text":"king hard"}},{"type":"tool-call-chunks","time0":1,"index":2,"id":"c1","name":"bash","dt":[0],"args":["{\"comm","and\":\"rm -rf /tm"]},{"type":"chunk","time":1,"chunk":{"type":"tool-call-delta","index":2,"argumentsDelta":"p/x\"}"}}]}"#,
+            "",
+        );
+        l.push("step/end", r#"{"turn":1,"step":1,"reason":"error"}"#, "");
+        l.push(
+            "turn/end",
+            r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+            "",
+        );
+        let path = write(dir.path(), &format!("v{v}.jsonl"), l.text().as_bytes());
+        let p = [path.as_path()];
+        let one = |args: &[&str]| -> Vec<(String, String)> {
+            matches(args, &p)
+                .iter()
+                .map(|m| {
+                    (
+                        m["part"].as_str().unwrap().to_owned(),
+                        m["text"].as_str().unwrap().to_owned(),
+                    )
+                })
+                .collect()
+        };
+        let text = "The quick brown fox jumped over".to_owned();
+        assert_eq!(
+            one(&["brown fox jumped"]),
+            [("text".to_owned(), text.clone())],
+            "v{v}"
+        );
+        assert_eq!(
+            one(&["-F", "fox jumped over"]),
+            [("text".to_owned(), text)],
+            "v{v}"
+        );
+        assert_eq!(
+            one(&["thinking"]),
+            [("reasoning".to_owned(), "thinking hard".to_owned())],
+            "v{v}"
+        );
+        // Fragments of the pieces are not words of the text.
+        assert!(one(&["-w", "own"]).is_empty(), "v{v}");
+        assert!(one(&["-w", "jum"]).is_empty(), "v{v}");
+        assert_eq!(one(&["-w", "jumped"]).len(), 1, "v{v}");
+        // The arguments add up to JSON: its string, under its key.
+        let args = matches(&["rm -rf /tmp/x"], &p);
+        assert_eq!(args.len(), 1, "v{v}: {args:#?}");
+        assert_eq!(args[0]["part"], "arguments");
+        assert_eq!(args[0]["key"], "command");
+        assert_eq!(args[0]["tool"], "bash");
+        // -c, -l and the terminal output agree.
+        grep()
+            .args(["-c", "quick brown"])
+            .arg(&path)
+            .assert()
+            .success()
+            .stdout(format!("{}:1\n", path.display()));
+    }
+}
+
+/// Issue 37 item 18: a date bound is inclusive of its whole day, in the zone times are
+/// shown in (TZ): `--since D --until D` selects every event of D, and nothing of the days
+/// around it. Issue 37 item 16: a date past what dshs can compare gets our words, not jiff's.
+#[test]
+fn a_date_bound_covers_its_whole_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = rich(4);
+    let path = write(dir.path(), "v4.jsonl", log.text().as_bytes());
+    let count = |tz: &str, args: &[&str]| -> usize {
+        let out = grep()
+            .env("TZ", tz)
+            .args(["--format", "json"])
+            .args(args)
+            .arg("USERWORD|LATEWORD|TITLEWORD")
+            .arg(&path)
+            .output()
+            .unwrap();
+        json_lines(&out.stdout)
+            .iter()
+            .filter(|r| r["type"] == "match")
+            .count()
+    };
+    // T0 is 2026-09-21T14:13:20Z: the 21st in UTC, in Tokyo (23:13) too; the 22nd in
+    // Auckland (02:13 the next day).
+    for (tz, day) in [
+        ("UTC", "2026-09-21"),
+        ("Asia/Tokyo", "2026-09-21"),
+        ("Pacific/Auckland", "2026-09-22"),
+    ] {
+        assert_eq!(count(tz, &["--since", day, "--until", day]), 3, "{tz}");
+        assert_eq!(count(tz, &["--until", day]), 3, "{tz}");
+        assert_eq!(count(tz, &["--since", day]), 3, "{tz}");
+    }
+    assert_eq!(count("Pacific/Auckland", &["--until", "2026-09-21"]), 0);
+    assert_eq!(count("UTC", &["--since", "2026-09-22"]), 0);
+    let out = grep()
+        .args(["--since", "9999-12-31", "x"])
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("outside the times dshs can compare"), "{err}");
+}
+
+/// Issue 37 item 18: a tool call's arguments are searched whole: its keys (under their own
+/// path), its numbers, booleans and nulls, not only its strings; in a message's tool-call
+/// block and in a `tool/call` event alike.
+#[test]
+fn keys_numbers_and_booleans_of_tool_call_arguments_are_searched() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    l.push("step/start", r#"{"turn":1,"step":1}"#, "");
+    let args = r#"{\"command\":\"sleep\",\"timeout_ms\":4567,\"recursive\":true,\"opts\":{\"depth\":-2.5,\"cwd\":null}}"#;
+    l.append(
+        "assistant/message",
+        &format!(
+            r#"{{"turn":1,"step":1,"message":{{"id":"a1","role":"assistant","content":[{{"type":"tool-call","id":"c1","name":"bash","arguments":"{args}"}}]}},"stream":[]}}"#
+        ),
+    );
+    l.push(
+        "tool/call",
+        &format!(r#"{{"turn":1,"step":1,"id":"c1","name":"bash","arguments":"{args}"}}"#),
+        "",
+    );
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    let found = |pattern: &str| -> Vec<(String, String, String)> {
+        matches(&["-w", pattern], &[path.as_path()])
+            .iter()
+            .map(|m| {
+                (
+                    m["eventType"].as_str().unwrap().to_owned(),
+                    m["key"].as_str().unwrap_or_default().to_owned(),
+                    m["text"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    };
+    let both = |key: &str, text: &str| {
+        vec![
+            (
+                "assistant/message".to_owned(),
+                key.to_owned(),
+                text.to_owned(),
+            ),
+            ("tool/call".to_owned(), key.to_owned(), text.to_owned()),
+        ]
+    };
+    assert_eq!(found("4567"), both("timeout_ms", "4567"));
+    assert_eq!(found("timeout_ms"), both("timeout_ms", "timeout_ms"));
+    assert_eq!(found("true"), both("recursive", "true"));
+    assert_eq!(found("depth"), both("opts.depth", "depth"));
+    assert_eq!(found("2.5"), both("opts.depth", "-2.5"));
+    assert_eq!(found("null"), both("opts.cwd", "null"));
+    assert_eq!(found("sleep"), both("command", "sleep"));
+}
+
+/// Issue 37 item 18: with `--surface`, `-C N` shows the N nearest neighbours on the final
+/// surface (an event off it is passed over, not dropped from the count), one group when they
+/// are neighbours on the surface; with `--role`, neighbours are events with text from those
+/// roles.
+#[test]
+fn context_follows_the_surface_and_role_filters() {
+    let dir = tempfile::tempdir().unwrap();
+    let (log, _) = rich(4);
+    let path = write(dir.path(), "v4.jsonl", log.text().as_bytes());
+    let p = [path.as_path()];
+    let records = |args: &[&str]| -> Vec<(String, String, String)> {
+        run_json(args, &p)
+            .0
+            .iter()
+            .filter(|r| r["type"] != "summary")
+            .map(|r| {
+                (
+                    r["type"].as_str().unwrap().to_owned(),
+                    r["eventType"].as_str().unwrap().to_owned(),
+                    r["surface"].as_str().unwrap_or("-").to_owned(),
+                )
+            })
+            .collect()
+    };
+    let rec = |t: &str, e: &str, s: &str| (t.to_owned(), e.to_owned(), s.to_owned());
+    // Between the system message and the checkpoint lie shadowed and log-only events; after
+    // the checkpoint, a title and todos (log-only), then the developer message.
+    assert_eq!(
+        records(&["--surface", "-C", "1", "CHECKPOINTWORD"]),
+        [
+            rec("context", "system/message", "visible"),
+            rec("match", "user/message", "visible"),
+            rec("context", "developer/message", "visible"),
+        ]
+    );
+    assert_eq!(
+        records(&["--surface", "-C", "2", "LATEWORD"]),
+        [
+            rec("context", "user/message", "visible"),
+            rec("context", "developer/message", "visible"),
+            rec("match", "user/message", "visible"),
+        ]
+    );
+    // Neighbours on the surface are one group, whatever left the surface between them.
+    let out = grep()
+        .args([
+            "--color",
+            "never",
+            "--surface",
+            "-C",
+            "1",
+            "SYSWORD|LATEWORD",
+        ])
+        .arg(&path)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.lines().count(), 4, "{text}");
+    assert!(!text.contains("\n--\n"), "{text}");
+    // --role: the neighbour before the late user message is the checkpoint (a user message),
+    // not the developer message, the todos or the title.
+    assert_eq!(
+        records(&["--role", "user", "-C", "1", "LATEWORD"]),
+        [
+            rec("context", "user/message", "visible"),
+            rec("match", "user/message", "visible"),
+        ]
+    );
+    let (all, _) = run_json(&["--role", "user", "-C", "1", "LATEWORD"], &p);
+    assert_eq!(all[0]["text"], "CHECKPOINTWORD: turn one compacted");
+}
+
+/// Issue 37 item 18: a log nested deeper than a storage root's sessions are looked for (or
+/// lying loose) is not read by `ls ROOT` and `grep ROOT` either; like `validate ROOT`, they
+/// say so, naming it.
+#[test]
+fn ls_and_grep_name_the_logs_a_root_walk_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("root");
+    let (log, _) = rich(3);
+    write(&root, "proj/sess/session.v3.jsonl", log.text().as_bytes());
+    let deep = write(
+        &root,
+        "proj/a/b/c/d/session.v3.jsonl",
+        log.text().as_bytes(),
+    );
+    let loose = write(&root, "proj/loose.jsonl", log.text().as_bytes());
+    for args in [
+        &["validate"][..],
+        &["ls"],
+        &["grep", "LATEWORD"],
+        &["grep", "-c", "LATEWORD"],
+    ] {
+        let out = dshs()
+            .env_remove("DSH_HOME")
+            .args(args)
+            .arg(&root)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("2 log files below it were not read"),
+            "{args:?}: {err}"
+        );
+        for p in [&deep, &loose] {
+            assert!(err.contains(&p.display().to_string()), "{args:?}: {err}");
+        }
+    }
+    // Only loose logs, no session: the same note, not "no sessions" alone.
+    let bare = dir.path().join("bare");
+    write(&bare, "x/y.jsonl", log.text().as_bytes());
+    for args in [&["ls"][..], &["grep", "LATEWORD"]] {
+        let out = dshs().args(args).arg(&bare).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("not a DSH storage root"), "{args:?}: {err}");
+    }
+}
+
+/// `--surface` keeps only what may still be on the final surface as the log is read (the
+/// matches counted by `-c`, the neighbours of `-C`): many events, most of them compacted
+/// away, give the counts and neighbours of the final surface.
+#[test]
+fn surface_counts_and_neighbours_stay_right_past_many_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut l = Log::new(3);
+    l.push("turn/start", r#"{"turn":1}"#, "");
+    let mut users = Vec::new();
+    for i in 0..300 {
+        users.push(l.append(
+            "user/message",
+            &format!(
+                r#"{{"id":"u{i}","role":"user","content":[{{"type":"text","text":"word {i}"}}],"source":{{"kind":"user"}}}}"#
+            ),
+        ));
+    }
+    l.push(
+        "turn/end",
+        r#"{"turn":1,"reason":{"kind":"completed"}}"#,
+        "",
+    );
+    let (first, last) = (users[0], users[249]);
+    let start = l.push(
+        "compaction/start",
+        r#"{"compactionId":"c1","turn":null}"#,
+        "",
+    );
+    let shadowed: Vec<String> = users[..250].iter().map(u64::to_string).collect();
+    let summary = l.push(
+        "compaction/summary",
+        &format!(
+            r#"{{"compactionId":"c1","summary":[{{"type":"text","text":"a summary"}}],"shadowedRange":{{"start":{first},"end":{last}}},"shadowedSeqs":[{}],"shadowedTokenCount":10,"provider":"p","model":"m"}}"#,
+            shadowed.join(",")
+        ),
+        "",
+    );
+    let op = l.replace(first, last);
+    l.push(
+        "user/message",
+        r#"{"id":"k1","role":"user","content":[{"type":"text","text":"checkpoint"}],"source":{"kind":"plugin","plugin":"compact","compactionId":"c1"}}"#,
+        &format!(
+            r#","sourceEventSeqs":[{start},{summary},{}],"surfaceOp":{op}"#,
+            shadowed.join(",")
+        ),
+    );
+    l.push("compaction/end", r#"{"compactionId":"c1","turn":null}"#, "");
+    let path = write(dir.path(), "s.jsonl", l.text().as_bytes());
+    validate_ok(&path);
+    let p = [path.as_path()];
+    grep()
+        .args(["-c", "--surface", "word"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:50\n", path.display()));
+    grep()
+        .args(["-c", "word"])
+        .arg(&path)
+        .assert()
+        .success()
+        .stdout(format!("{}:300\n", path.display()));
+    // In log order the surface holds "word 250" to "word 299", then the checkpoint (it
+    // comes later in the log): nothing before "word 250", the checkpoint after "word 299".
+    let (records, _) = run_json(&["--surface", "-C", "1", "^word (250|299)$"], &p);
+    let texts: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] != "summary")
+        .map(|r| r["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        ["word 250", "word 251", "word 298", "word 299", "checkpoint"]
+    );
 }

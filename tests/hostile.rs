@@ -352,3 +352,73 @@ fn a_zstd_bomb_stops_at_the_default_line_limit_with_bounded_memory() {
     let peak_kib = usage.ru_maxrss as u64;
     assert!(peak_kib < 1024 * 1024, "peak {peak_kib} KiB");
 }
+
+/// Issue 37 item 18: line and paragraph separators, the byte order mark and zero width
+/// spaces are invisible or break lines on a terminal: like control characters they are
+/// escaped wherever log text reaches one (message text, a title, ids, the cwd, a tool name,
+/// an event type), in every command's human output.
+#[test]
+fn invisible_and_line_breaking_characters_never_reach_the_terminal_raw() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = dir.path().join("root").join("proj").join("sess");
+    std::fs::create_dir_all(&s).expect("mkdir");
+    let sneaky = r"a\u2028b\u2029c\ufeffd\u200be";
+    let log = [
+        format!(
+            r#"{{"type":"session","version":3,"id":"id-{sneaky}","createdAt":1,"cwd":"/w/{sneaky}","delegationDepth":0,"isSeeded":false}}"#
+        ),
+        START.to_owned(),
+        format!(
+            r#"{{"type":"user/message","seq":1,"time":0,"data":{{"id":"u","role":"user","content":[{{"type":"text","text":"hello {sneaky} world"}}],"source":{{"kind":"user"}}}},"surfaceOp":"append"}}"#
+        ),
+        format!(
+            r#"{{"type":"session/title","seq":2,"time":0,"data":{{"title":"hello {sneaky}","messageSeqs":[],"source":{{"kind":"fallback"}}}}}}"#
+        ),
+        format!(r#"{{"type":"acme/{sneaky}","seq":3,"time":0,"data":{{}},"ignorable":true}}"#),
+        r#"{"type":"turn/end","seq":4,"time":0,"data":{"turn":1,"reason":{"kind":"completed"}}}"#
+            .to_owned(),
+    ];
+    let path = s.join("session.v3.jsonl");
+    std::fs::write(&path, log.join("\n") + "\n").expect("write");
+    let root = dir.path().join("root");
+    let commands: Vec<Vec<&std::ffi::OsStr>> = vec![
+        vec!["show".as_ref(), path.as_ref()],
+        vec!["surface".as_ref(), path.as_ref()],
+        vec!["stats".as_ref(), path.as_ref()],
+        vec!["validate".as_ref(), path.as_ref()],
+        vec!["grep".as_ref(), "hello".as_ref(), path.as_ref()],
+        vec![
+            "grep".as_ref(),
+            "-C".as_ref(),
+            "3".as_ref(),
+            "world".as_ref(),
+            root.as_ref(),
+        ],
+        vec!["ls".as_ref(), root.as_ref()],
+    ];
+    for args in &commands {
+        let out = dshs().args(args).output().expect("dshs runs");
+        let what = format!("{args:?}");
+        assert!(!out.stdout.is_empty(), "{what}");
+        for (stream, bytes) in [("stdout", &out.stdout), ("stderr", &out.stderr)] {
+            let text = String::from_utf8_lossy(bytes);
+            for c in ['\u{2028}', '\u{2029}', '\u{feff}', '\u{200b}'] {
+                assert!(
+                    !text.contains(c),
+                    "{what} {stream}: raw U+{:04X}: {text}",
+                    c as u32
+                );
+            }
+        }
+    }
+    let out = dshs()
+        .args(["grep", "hello"])
+        .arg(&path)
+        .output()
+        .expect("dshs runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(r"a\u{2028}b\u{2029}c\u{feff}d\u{200b}e"),
+        "{text}"
+    );
+}

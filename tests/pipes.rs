@@ -284,3 +284,126 @@ fn ls_and_validate_of_a_root_skip_a_fifo_session_with_a_finding_and_go_on() {
         "{o:?}"
     );
 }
+
+/// Issue 37 item 8: `grep` read a path twice (a raw pass, then the fold), so a FIFO hung
+/// and `<(cat log)` came back empty (a false "no match", exit 1). Such a path is read once,
+/// like standard input, and gives what the regular file gives, in every output mode.
+#[test]
+fn grep_reads_a_fifo_or_a_pipe_by_path_once() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let log = dir.path().join("log.jsonl");
+    std::fs::copy(common::testdata("sample/session.v4.jsonl"), &log).expect("copy");
+    let commands: &[&[&str]] = &[
+        &["grep", "e"],
+        &["grep", "--format", "json", "e"],
+        &["grep", "-c", "e"],
+        &["grep", "-l", "e"],
+        // No literal to test raw lines with: the fold alone reads it.
+        &["grep", "."],
+        &["grep", "NOSUCHWORD"],
+    ];
+    for args in commands {
+        let regular = run(args, &log);
+        let fifo = dir.path().join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        mkfifo(&fifo);
+        let _feeder = Feeder::start(&log, &fifo);
+        let piped = run(args, &fifo);
+        same(&regular, &piped, &log, &fifo, &format!("{args:?} FIFO"));
+        // `dshs grep e <(cat log)`, as a shell gives it: a pipe named by a path.
+        let cat = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "cat \"$1\" | \"$2\" {} /dev/stdin",
+                args.iter()
+                    .map(|a| format!("'{a}'"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ))
+            .arg("sh")
+            .arg(&log)
+            .arg(dshs_bin())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("sh");
+        let through_pipe = finish(cat, &format!("cat | {args:?} /dev/stdin"));
+        same(
+            &regular,
+            &through_pipe,
+            &log,
+            Path::new("/dev/stdin"),
+            &format!("{args:?} pipe"),
+        );
+    }
+}
+
+/// Issue 37 item 17: a session found below a root that is gone when its turn comes (removed
+/// or moved while the run reads others) is a note, not the end of the run: `grep ROOT` and
+/// `validate ROOT` go on with the rest and keep the status the rest gives, as `ls` does.
+/// A FIFO named first holds the run after the root is listed: the writer's open returns only
+/// once dshs has opened it, and the session is removed then, before the FIFO is fed.
+#[test]
+fn a_session_gone_in_the_middle_of_a_root_is_a_note() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("root");
+    let sample = std::fs::read(common::testdata("sample/session.v4.jsonl")).expect("sample");
+    for s in ["a", "b", "c"] {
+        let d = root.join("proj").join(s);
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("session.v4.jsonl"), &sample).expect("write");
+    }
+    let log = dir.path().join("log.jsonl");
+    std::fs::write(&log, &sample).expect("write");
+    let gone = root.join("proj").join("b");
+    let commands: &[&[&str]] = &[
+        &["grep", "-j", "1", "--format", "json", "e"],
+        &["grep", "-j", "1", "-c", "e"],
+        &["validate", "-j", "1", "--format", "json"],
+        &["validate", "-j", "1"],
+    ];
+    for args in commands {
+        let d = root.join("proj").join("b");
+        std::fs::create_dir_all(&d).expect("mkdir");
+        std::fs::write(d.join("session.v4.jsonl"), &sample).expect("write");
+        let fifo = dir.path().join("gate");
+        let _ = std::fs::remove_file(&fifo);
+        mkfifo(&fifo);
+        let child = Command::new(dshs_bin())
+            .args(*args)
+            .arg(&fifo)
+            .arg(&root)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dshs");
+        // Opening the FIFO for writing returns once dshs has it open: the root is listed.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let f = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(std::fs::OpenOptions::new().write(true).open(&f));
+        });
+        let mut writer = rx
+            .recv_timeout(DEADLINE)
+            .expect("dshs opens the FIFO in time")
+            .expect("open the FIFO");
+        std::fs::remove_dir_all(&gone).expect("remove a session");
+        std::io::Write::write_all(&mut writer, &sample).expect("feed");
+        drop(writer);
+        let out = finish(child, &format!("{args:?}"));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains("the session is gone") && stderr.contains(&gone.display().to_string()),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("error"), "{args:?}: {stderr}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // The others are all read.
+        for s in ["a", "c"] {
+            let p = root.join("proj").join(s).display().to_string();
+            assert!(stdout.contains(&p), "{args:?}: {s} missing: {stdout}");
+        }
+    }
+}

@@ -865,3 +865,53 @@ fn compact_appends_one_zstd_frame_and_derive_shows_the_summary() {
     assert_eq!(code, 0);
     assert!(String::from_utf8_lossy(&out).contains("\"text\":\"S\""));
 }
+
+/// Issue 37 item 18: `ls` measures its cells in terminal columns, not characters: a CJK or
+/// emoji id, cwd or path (two columns a character) keeps every later column in line.
+#[test]
+fn ls_aligns_wide_characters_by_display_width() {
+    use unicode_width::UnicodeWidthStr;
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("sessions");
+    for (dir, id, cwd) in [
+        ("会话", "会话一号", "/工作/项目"),
+        ("plain", "plain-id", "/work/p"),
+        ("emoji", "🚀🚀", "/w/🎉"),
+    ] {
+        let log = v3_log(id, 1000, &[]).replace("/work/p", cwd);
+        write(
+            &root.join("proj").join(dir),
+            "session.v3.jsonl",
+            log.as_bytes(),
+        );
+    }
+    let out = dshs()
+        .env("TZ", "UTC")
+        .args(["ls", "--color", "never"])
+        .arg(&root)
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = text.lines().take(4).collect();
+    // Where the CREATED column starts (after ID and CWD), in columns, on every line.
+    let starts: Vec<usize> = lines
+        .iter()
+        .map(|l| {
+            let at = l
+                .find("CREATED")
+                .or_else(|| l.find("1970-01-01"))
+                .unwrap_or_else(|| panic!("{l}"));
+            // The last-event column holds a date too: take the second one on data lines.
+            let at = if l.contains("CREATED") {
+                at
+            } else {
+                l[at + 1..].find("1970-01-01").map_or(at, |i| at + 1 + i)
+            };
+            UnicodeWidthStr::width(&l[..at])
+        })
+        .collect();
+    assert!(
+        starts.windows(2).all(|w| w[0] == w[1]),
+        "{starts:?}\n{text}"
+    );
+}

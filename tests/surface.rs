@@ -598,3 +598,38 @@ fn a_slow_first_chunk_of_rows_does_not_stall_the_table() {
         &table[table.len() - 500..]
     );
 }
+
+/// Issue 37 item 16: a fork child's log starts with the events it inherited, closed by a
+/// `session/end-seed {inherited:true}` marker. `--at` inside that prefix is a replay of the
+/// prefix, not a log that lacks the marker: every seq of a valid seeded log folds, with
+/// `surface` and `derive` alike; the whole log missing its marker is still refused.
+#[test]
+fn at_inside_a_fork_child_s_inherited_prefix_folds() {
+    let path = testdata("fixtures/zdsh__vfs__preview-architecture-review__session.v3.raw.jsonl");
+    dshs().arg("validate").arg(&path).assert().success();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let marker = text
+        .lines()
+        .position(|l| l.contains("\"session/end-seed\""))
+        .expect("an end-seed marker");
+    // Seqs are assigned in line order from 0 after the header.
+    for seq in [0, 3, marker - 2, marker - 1, marker + 2] {
+        let (code, doc, err) = surface_json(&path, &["--at", &seq.to_string()]);
+        assert_eq!(code, 0, "--at {seq}: {err}");
+        assert!(doc.is_some());
+        let derived = dshs()
+            .args(["derive", "--at", &seq.to_string()])
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(derived.status.success(), "derive --at {seq}");
+    }
+    // The same prefix as a log of its own does lack its marker.
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.jsonl");
+    let prefix: Vec<&str> = text.lines().take(5).collect();
+    std::fs::write(&cut, prefix.join("\n") + "\n").unwrap();
+    let (code, _, err) = surface_json(&cut, &[]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("seed-marker-mismatch"), "{err}");
+}

@@ -845,3 +845,30 @@ fn a_closed_pipe_ends_quietly_with_status_0() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Issue 37 item 18: a session directory holding one generation both plain and compressed
+/// does not call either "older": the note says they are the same generation, which one is
+/// read and why; a truly older generation is still named as such.
+#[test]
+fn the_same_generation_plain_and_compressed_is_not_called_older() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = dir.path().join("sess");
+    std::fs::create_dir_all(&s).unwrap();
+    let log = std::fs::read(common::testdata("sample/crashed.v3.jsonl")).unwrap();
+    std::fs::write(s.join("session.v3.jsonl"), &log).unwrap();
+    std::fs::write(s.join("session.v3.jsonl.zstd"), common::compress(&log, 3)).unwrap();
+    std::fs::write(s.join("session.jsonl"), &log).unwrap();
+    let out = common::dshs().arg("validate").arg(&s).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(
+            "session.v3.jsonl and session.v3.jsonl.zstd hold the same generation; reading session.v3.jsonl (the plain file is preferred"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains("older generation not read: session.jsonl\n"),
+        "{err}"
+    );
+    assert!(!err.contains("not read: session.v3.jsonl.zstd"), "{err}");
+}

@@ -16,8 +16,8 @@ use anyhow::Result;
 use dshs::log::Finding;
 use dshs::log::finding::FirstError;
 use dshs::log::grep::{
-    Candidates, Extract, Hit, Keep, Pattern, PatternOptions, Query, Role, Search, Totals, Turns,
-    confirm, prefilter,
+    Candidates, Extract, Keep, Matches, Pattern, PatternOptions, Query, Role, Search, Turns,
+    confirm, prefilter, text,
 };
 use dshs::log::input::{self, Opened, Source};
 use dshs::log::scan::{Scan, ScanOptions, Status};
@@ -54,26 +54,33 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         stop_after: args.at,
         ..env.scan_options()
     };
-    let mut printer = Printer::new(out, env.color_out, args.format, mode(args));
+    let mut printer = Printer::new(
+        out,
+        env.color_out,
+        args.format,
+        mode(args),
+        query.pattern.regex(),
+    );
     let mut summary = Summary::default();
     let result = super::in_parallel(
         &targets,
         jobs,
         |t| search_target(t, &query, env, &opts, &args.session),
         |found| {
-            summary.logs += u64::from(!matches!(found, Found::NotWanted));
+            summary.logs += u64::from(!matches!(found, Found::NotWanted | Found::Vanished));
             match found {
                 Found::NotWanted => {}
                 Found::Unreadable(message) => {
                     errors += 1;
                     crate::render::error_message(&message);
                 }
-                Found::Nothing => {}
+                Found::Nothing | Found::Vanished => {}
                 Found::Searched(log) => {
                     summary.parsed += 1;
                     report_state(&log, args.at, env.quiet, &mut summary);
-                    summary.add(&log.totals);
-                    printer.log(&log.name, &log.hits, &log.totals)?;
+                    let Searched { name, matches, .. } = *log;
+                    let totals = printer.log(&name, matches)?;
+                    summary.add(&totals);
                     // `-q`: the first match decides the exit status; the rest is not read.
                     if env.quiet && summary.lines > 0 {
                         return Err(anyhow::Error::new(QuietMatch));
@@ -128,7 +135,7 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
     .map_err(|e| format!("invalid pattern: {e}"))?;
     let counting = args.count || args.files_with_matches;
     if let (Some(since), Some(until)) = (&args.since, &args.until)
-        && since.ms > until.ms
+        && since.ms > until.last_ms
     {
         return Err(format!(
             "--since {} is after --until {}: no event can be in between",
@@ -155,7 +162,7 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
             last: t.last,
         }),
         since: args.since.as_ref().map(|t| t.ms),
-        until: args.until.as_ref().map(|t| t.ms),
+        until: args.until.as_ref().map(|t| t.last_ms),
         surface_only: args.surface,
         extract: Extract {
             chunks: args.chunks,
@@ -180,8 +187,12 @@ fn query_of(args: &GrepArgs, quiet: bool) -> Result<Query, String> {
 /// A log to search.
 enum Target {
     Stdin,
-    /// A log file or a session directory, named as given (or as found below a root).
-    Path(String),
+    /// A log file or a session directory, named as given (or as found below a root:
+    /// `listed`, and it may be gone by the time it is read).
+    Path {
+        name: String,
+        listed: bool,
+    },
     /// One session of a SQLite store (`STORE.db#ID`, or each session of `STORE.db`).
     Session {
         path: PathBuf,
@@ -231,13 +242,20 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
         } else if path.is_dir() && !input::is_session_dir(path) {
             match input::find_sessions(path) {
                 Ok(found) if found.is_empty() => {
-                    diag!("dshs: note: no DSH sessions under {}", escape(&arg));
+                    let strays = input::stray_logs(path, &found);
+                    if strays.is_empty() {
+                        diag!("dshs: note: no DSH sessions under {}", escape(&arg));
+                    }
+                    super::note_strays(&arg, &strays, false);
                 }
-                Ok(found) => out.extend(
-                    found
-                        .into_iter()
-                        .map(|p| Target::Path(p.display().to_string())),
-                ),
+                Ok(found) => {
+                    // As `validate ROOT` does: the logs the walk leaves out are named.
+                    super::note_strays(&arg, &input::stray_logs(path, &found), true);
+                    out.extend(found.into_iter().map(|p| Target::Path {
+                        name: p.display().to_string(),
+                        listed: true,
+                    }));
+                }
                 Err(e) => {
                     errors += 1;
                     crate::render::error_message(&format!("cannot list {arg}: {e}"));
@@ -249,7 +267,10 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
                 escape(&arg)
             ));
         } else {
-            out.push(Target::Path(arg));
+            out.push(Target::Path {
+                name: arg,
+                listed: false,
+            });
         }
     }
     Ok((out, errors))
@@ -262,15 +283,18 @@ enum Found {
     Unreadable(String),
     /// No line of it could hold a match (it was not parsed).
     Nothing,
+    /// Found below a root, gone when it was read (a note has said so).
+    Vanished,
     Searched(Box<Searched>),
 }
 
 struct Searched {
     name: String,
-    hits: Vec<Hit>,
-    totals: Totals,
+    matches: Matches,
     scan: Scan,
     first_error: Option<Finding>,
+    /// The seq of the log's last event read (the fold's state is dropped before printing).
+    last_seq: Option<u64>,
 }
 
 /// A log that can be opened again from the start.
@@ -287,7 +311,13 @@ impl Reopen {
                     o.name = name.clone();
                     o
                 })
-                .map_err(|e| io::Error::other(e.to_string())),
+                .map_err(|e| match &e {
+                    // The kind says whether the log is gone.
+                    input::InputError::Open { source, .. } => {
+                        io::Error::new(source.kind(), e.to_string())
+                    }
+                    _ => io::Error::other(e.to_string()),
+                }),
             Reopen::Spool(s) => s.open(),
         }
     }
@@ -301,9 +331,24 @@ fn search_target(
     sessions: &[String],
 ) -> Found {
     let (first, again) = match target {
-        Target::Path(name) => {
+        Target::Path { name, listed } => {
             let path = PathBuf::from(name);
-            match input::open(&Source::Path(path.clone())) {
+            let open = || input::open(&Source::Path(path.clone()));
+            let opened = if *listed {
+                super::open_listed(name, open).transpose()
+            } else {
+                Some(open())
+            };
+            let Some(opened) = opened else {
+                return Found::Vanished;
+            };
+            match opened {
+                // A path that is not a regular file (a FIFO, `<(…)`, `/dev/stdin`) can be
+                // read once: spooled like standard input, never opened a second time.
+                Ok(o) if o.path.is_none() => match spool(o, name) {
+                    Ok(pair) => pair,
+                    Err(e) => return Found::Unreadable(e),
+                },
                 Ok(o) => (o, Reopen::Path(path, name.clone())),
                 Err(e) => return Found::Unreadable(e.to_string()),
             }
@@ -326,22 +371,20 @@ fn search_target(
                 Err(e) => return Found::Unreadable(e.to_string()),
             }
         }
-        Target::Stdin => {
-            let spooled = input::open(&Source::Stdin)
-                .map_err(|e| e.to_string())
-                .and_then(|o| Seekable::new(o).map_err(|e| format!("cannot read -: {e}")));
-            let spool = match spooled {
-                Ok(s) => s,
-                Err(e) => return Found::Unreadable(e),
-            };
-            match spool.open() {
-                Ok(o) => (o, Reopen::Spool(spool)),
-                Err(e) => return Found::Unreadable(format!("cannot read -: {e}")),
-            }
-        }
+        Target::Stdin => match input::open(&Source::Stdin)
+            .map_err(|e| e.to_string())
+            .and_then(|o| spool(o, "-"))
+        {
+            Ok(pair) => pair,
+            Err(e) => return Found::Unreadable(e),
+        },
     };
     let name = first.name.clone();
-    let filter = query.pattern.prefilter();
+    let filter = query
+        .pattern
+        .prefilter()
+        .map(|f| f.keeping(text::joined_stream_markers(&query.extract)));
+    let filter = filter.as_ref();
     let candidates = if filter.is_some() || !sessions.is_empty() {
         let mut reader = first.reader;
         let version = std::cell::Cell::new(None);
@@ -392,7 +435,17 @@ fn search_target(
     };
     let opened = match again.open() {
         Ok(o) => o,
-        Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
+        Err(e) => {
+            // Gone between the raw pass and the fold.
+            if let (Target::Path { listed: true, .. }, Reopen::Path(..)) = (target, &again)
+                && e.kind() == io::ErrorKind::NotFound
+                && !input::is_session_dir(std::path::Path::new(&name))
+            {
+                super::note_vanished(&name);
+                return Found::Vanished;
+            }
+            return Found::Unreadable(format!("cannot read {name}: {e}"));
+        }
     };
     let mut search = Search::new(query, candidates);
     let mut first_error = FirstError::default();
@@ -401,16 +454,30 @@ fn search_target(
         Ok(s) => s,
         Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
     };
-    let (hits, totals) = search.finish(scan.state.as_ref());
+    let matches = search.finish(scan.state.as_ref());
+    let last_seq = scan
+        .state
+        .as_ref()
+        .and_then(|s| s.surface.next_seq().checked_sub(1));
     // The surface is not needed any more; the result may wait a while to be printed.
     scan.state = None;
     Found::Searched(Box::new(Searched {
         name,
-        hits,
-        totals,
+        matches,
         scan,
         first_error: first_error.0,
+        last_seq,
     }))
+}
+
+/// A log that can be read only once, copied to a temporary file: a reader of the copy, and
+/// the copy to read it again.
+fn spool(opened: Opened, name: &str) -> Result<(Opened, Reopen), String> {
+    let spool = Seekable::new(opened).map_err(|e| format!("cannot read {name}: {e}"))?;
+    match spool.open() {
+        Ok(o) => Ok((o, Reopen::Spool(spool))),
+        Err(e) => Err(format!("cannot read {name}: {e}")),
+    }
 }
 
 /// Is the header's `id` one of `sessions` (or does it start with one)?
@@ -433,10 +500,13 @@ fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summ
         && !log.scan.ended_early
         && !quiet
     {
+        let last = match log.last_seq {
+            Some(last) => format!("its last event is seq {last}"),
+            None => "it has no events".to_owned(),
+        };
         diag!(
-            "dshs: note: --at {at}: {} has no event with seq {at}; all {} of its events were searched",
+            "dshs: note: --at {at}: {} has no event with seq {at} ({last}); it was searched whole, as it stands at its end",
             escape(&log.name),
-            log.scan.events()
         );
     }
 }

@@ -135,13 +135,13 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             )));
         }
     };
-    if sessions.is_empty() {
-        super::note_strays(
-            &root.display().to_string(),
-            &input::stray_logs(&root, &sessions),
-            false,
-        );
-    }
+    // Logs the walk does not read (loose, or nested deeper than sessions are looked for)
+    // are named, as `validate ROOT` names them.
+    super::note_strays(
+        &root.display().to_string(),
+        &input::stray_logs(&root, &sessions),
+        !sessions.is_empty(),
+    );
     let mut rows = Vec::with_capacity(sessions.len());
     let jobs = super::jobs(args.jobs);
     let env = &env.for_jobs(jobs, sessions.len());
@@ -407,10 +407,13 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
             c
         })
         .collect();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    // Cells are measured in terminal columns (a CJK character or an emoji takes two), as
+    // `surface` measures its previews.
+    let width_of = crate::render::surface::width_of;
+    let mut widths: Vec<usize> = header.iter().map(|h| width_of(h)).collect();
     for row in &cells {
         for (w, c) in widths.iter_mut().zip(row) {
-            *w = (*w).max(c.chars().count());
+            *w = (*w).max(width_of(c));
         }
     }
     let last = header.len() - 1;
@@ -421,7 +424,7 @@ fn print_table(rows: &[Row], root: &Path, env: &Env, out: &mut dyn Write) -> Res
             if i > 0 {
                 s.push_str("  ");
             }
-            let pad = w.saturating_sub(c.chars().count());
+            let pad = w.saturating_sub(width_of(c));
             if numbers.contains(&i) {
                 s.push_str(&" ".repeat(pad));
                 s.push_str(c);

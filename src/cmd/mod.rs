@@ -255,14 +255,41 @@ pub fn open(arg: &str) -> Result<Opened, InputError> {
             p.file_name()
                 .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         };
-        let older: Vec<String> = opened.older.iter().map(|p| name(p)).collect();
-        crate::render::diag!(
-            "dshs: note: {}: reading the newest generation {}; older generation{} not read: {}",
-            crate::render::escape(arg),
-            crate::render::escape(&name(newest)),
-            if older.len() == 1 { "" } else { "s" },
-            crate::render::escape(&older.join(", "))
+        let generation = |p: &std::path::Path| input::generation_of_name(&name(p));
+        // The same generation plain and compressed is not an older one: say which is read
+        // and why.
+        let (same, older): (Vec<&PathBuf>, Vec<&PathBuf>) = opened
+            .older
+            .iter()
+            .partition(|p| generation(p) == generation(newest));
+        let (same, older): (Vec<String>, Vec<String>) = (
+            same.iter().map(|p| name(p)).collect(),
+            older.iter().map(|p| name(p)).collect(),
         );
+        if !same.is_empty() {
+            let read = name(newest);
+            let why = if read.ends_with(".jsonl") {
+                "the plain file is preferred"
+            } else {
+                "the first by name"
+            };
+            crate::render::diag!(
+                "dshs: note: {}: {} and {} hold the same generation; reading {} ({why}; DSH writes one of them, so the other is likely a copy: check they agree)",
+                crate::render::escape(arg),
+                crate::render::escape(&read),
+                crate::render::escape(&same.join(", ")),
+                crate::render::escape(&read),
+            );
+        }
+        if !older.is_empty() {
+            crate::render::diag!(
+                "dshs: note: {}: reading the newest generation {}; older generation{} not read: {}",
+                crate::render::escape(arg),
+                crate::render::escape(&name(newest)),
+                if older.len() == 1 { "" } else { "s" },
+                crate::render::escape(&older.join(", "))
+            );
+        }
     }
     Ok(opened)
 }
@@ -270,27 +297,72 @@ pub fn open(arg: &str) -> Result<Opened, InputError> {
 /// Expand command-line paths into logs: `-` and files stay as they are, a session
 /// directory is one log (its newest generation), any other directory is a storage root
 /// standing for every session directory below it (§2.1).
-pub fn expand_paths(args: &[String]) -> Vec<String> {
+/// Each path comes with whether it was found below a storage root (rather than named on the
+/// command line): such a session may be gone by the time it is read.
+pub fn expand_paths_listed(args: &[String]) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     for arg in args {
         let path = std::path::Path::new(arg);
         if arg == "-" || !path.is_dir() || input::is_session_dir(path) {
-            out.push(arg.clone());
+            out.push((arg.clone(), false));
             continue;
         }
         match input::find_sessions(path) {
             Ok(found) if !found.is_empty() => {
                 note_strays(arg, &input::stray_logs(path, &found), true);
-                out.extend(found.into_iter().map(|p| p.display().to_string()));
+                out.extend(found.into_iter().map(|p| (p.display().to_string(), true)));
             }
             // Nothing found (or unreadable): opening it reports why.
             _ => {
                 note_strays(arg, &input::stray_logs(path, &[]), false);
-                out.push(arg.clone());
+                out.push((arg.clone(), false));
             }
         }
     }
     out
+}
+
+/// Did opening the session directory `dir`, found below a storage root, fail because the
+/// session is gone (removed or moved since the root was listed)? Such a session is a note,
+/// not the end of the run: the root was read as it stood.
+pub fn vanished(dir: &str, e: &InputError) -> bool {
+    let gone = match e {
+        InputError::NoGeneration { .. } => true,
+        InputError::Open { source, .. } => source.kind() == io::ErrorKind::NotFound,
+        _ => false,
+    };
+    gone && !input::is_session_dir(std::path::Path::new(dir))
+}
+
+/// Open a session found below a storage root with `open`: None when it is gone (see
+/// [`vanished`]; a note says so). A generation file that went away while the directory
+/// still holds a session (DSH started a newer generation) is looked up once more.
+pub fn open_listed<T>(
+    dir: &str,
+    open: impl Fn() -> Result<T, InputError>,
+) -> Result<Option<T>, InputError> {
+    let retry = |e: &InputError| matches!(e, InputError::Open { source, .. } if source.kind() == io::ErrorKind::NotFound);
+    let result = match open() {
+        Err(e) if retry(&e) && !vanished(dir, &e) => open(),
+        other => other,
+    };
+    match result {
+        Err(e) if vanished(dir, &e) => {
+            note_vanished(dir);
+            Ok(None)
+        }
+        other => other.map(Some),
+    }
+}
+
+/// The note for a session that is gone.
+pub fn note_vanished(dir: &str) {
+    if !QUIET_NOTES.load(Ordering::Relaxed) {
+        crate::render::diag!(
+            "dshs: note: {}: the session is gone (removed or moved since the storage root was listed); skipped",
+            crate::render::escape(dir)
+        );
+    }
 }
 
 /// Say on stderr which log files below the directory `arg` a walk of it as a storage root

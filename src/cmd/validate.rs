@@ -120,12 +120,12 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
         color: env.color_out && args.format == ReportFormat::Human,
     };
     let mut worst = Outcome::Success;
-    let files = super::expand_paths(&args.files);
+    let files = super::expand_paths_listed(&args.files);
     let jobs = super::jobs(args.jobs);
     if jobs <= 1 || files.len() <= 1 {
         // One at a time, findings streamed as they are found.
-        for file in &files {
-            let outcome = validate_one(file, args, env, painter, out)?;
+        for (file, listed) in &files {
+            let outcome = validate_one(file, *listed, args, env, painter, out)?;
             worst = worst.worst(outcome);
         }
         return Ok(worst);
@@ -135,9 +135,9 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
     super::in_parallel(
         &files,
         jobs,
-        |file| {
+        |(file, listed)| {
             let mut buf = Vec::new();
-            let outcome = validate_one(file, args, env, painter, &mut buf);
+            let outcome = validate_one(file, *listed, args, env, painter, &mut buf);
             (buf, outcome)
         },
         |(buf, outcome)| {
@@ -149,8 +149,10 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
     Ok(worst)
 }
 
+/// `listed`: the log was found below a storage root (it may be gone by now: a note).
 fn validate_one(
     file: &str,
+    listed: bool,
     args: &ValidateArgs,
     env: &Env,
     painter: Painter,
@@ -163,7 +165,15 @@ fn validate_one(
         };
         return validate_store(&path, &shown, &ids, args, env, painter, out);
     }
-    let opened = match super::open(file) {
+    let opened = if listed {
+        super::open_listed(file, || super::open(file)).transpose()
+    } else {
+        Some(super::open(file))
+    };
+    let Some(opened) = opened else {
+        return Ok(Outcome::Success);
+    };
+    let opened = match opened {
         Ok(mut o) => match super::store::refuse_streamed_database(&mut o) {
             Ok(()) => o,
             Err(e) => {

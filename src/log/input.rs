@@ -288,6 +288,11 @@ fn split_compression(name: &str) -> (&str, bool) {
     (name, false)
 }
 
+/// The generation a canonical generation file name (§2.2) stands for, plain or compressed.
+pub fn generation_of_name(name: &str) -> Option<u64> {
+    canonical_generation(split_compression(name).0)
+}
+
 /// Whether `name` is a canonical generation file name (§2.2), plain or compressed.
 pub fn is_generation_name(name: &str) -> bool {
     canonical_generation(split_compression(name).0).is_some()

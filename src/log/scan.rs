@@ -868,7 +868,10 @@ pub fn scan_framed(
     }
     result.zstd = zstd;
     if !result.ended_early {
-        finish(dialect, &header, &state, &mut out);
+        // Stopped at `stop_after`: the log goes on, so what only its whole can show (the
+        // inherited prefix's end marker, a seed length) is not asked of the prefix.
+        let prefix_only = opts.stop_after.is_some() && reached_stop;
+        finish(dialect, &header, &state, prefix_only, &mut out);
     }
     result.stop_not_reached = !reached_stop;
     result.header = Some(header);
@@ -1645,7 +1648,13 @@ fn fold_candidate(
 }
 
 /// End-of-log rules on the committed prefix.
-fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink) {
+fn finish(
+    d: &'static Dialect,
+    h: &Header,
+    state: &FoldState,
+    prefix_only: bool,
+    out: &mut dyn Sink,
+) {
     let at = |pos: Pos, seq: Option<u64>, ty: Option<&'static str>| Reporter {
         version: Some(d.version),
         pos,
@@ -1672,7 +1681,9 @@ fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink
     match d.seed_field {
         SeedField::Length => {
             if let Some(len) = h.seed_length
-                && len > state.events {
+                && len > state.events
+                && !prefix_only
+            {
                     out.push(at(header_pos, None, None).finding(
                         Code::SeedLengthExceedsEvents,
                         format!(
@@ -1683,7 +1694,7 @@ fn finish(d: &'static Dialect, h: &Header, state: &FoldState, out: &mut dyn Sink
                 }
         }
         SeedField::Flag => match (h.is_seeded, state.inherited_marker) {
-            (Some(true), None) => out.push(at(header_pos, None, None).finding(
+            (Some(true), None) if !prefix_only => out.push(at(header_pos, None, None).finding(
                 Code::SeedMarkerMismatch,
                 format!(
                     "released v{} seeded Session lacks an inherited end-seed marker (isSeeded is true but no session/end-seed {{inherited:true}} exists)",

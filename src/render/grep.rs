@@ -7,7 +7,8 @@ use std::io::{self, Write};
 use owo_colors::Style;
 use serde::Serialize;
 
-use dshs::log::grep::{Hit, Mark, PartKind, Totals};
+use dshs::log::grep::{Hit, Mark, Matches, PartKind, Totals};
+use regex::Regex;
 
 use super::escape;
 use super::human::Painter;
@@ -60,6 +61,8 @@ pub struct Printer<'o> {
     mode: Mode,
     /// Something was printed (context groups are separated by `--`).
     printed: bool,
+    /// The pattern: a whole line's matches (JSON) are found again as it is printed.
+    regex: Regex,
 }
 
 #[derive(Serialize)]
@@ -85,7 +88,22 @@ struct HitRecord<'a> {
     surface: Option<&'static str>,
     text: &'a str,
     #[serde(skip_serializing_if = "Option::is_none")]
-    submatches: Option<Vec<Submatch>>,
+    submatches: Option<Submatches<'a>>,
+}
+
+/// A line's matches, written as they are found (a line may hold millions).
+struct Submatches<'a> {
+    regex: &'a Regex,
+    line: &'a str,
+}
+
+impl Serialize for Submatches<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.regex.find_iter(self.line).map(|m| Submatch {
+            start: m.start(),
+            end: m.end(),
+        }))
+    }
 }
 
 #[derive(Serialize)]
@@ -135,7 +153,13 @@ fn part_label(h: &Hit) -> Option<String> {
 }
 
 impl<'o> Printer<'o> {
-    pub fn new(out: &'o mut dyn Write, color: bool, format: ReportFormat, mode: Mode) -> Self {
+    pub fn new(
+        out: &'o mut dyn Write,
+        color: bool,
+        format: ReportFormat,
+        mode: Mode,
+        regex: &Regex,
+    ) -> Self {
         let json = format == ReportFormat::Json;
         Printer {
             out,
@@ -145,11 +169,31 @@ impl<'o> Printer<'o> {
             json,
             mode,
             printed: false,
+            regex: regex.clone(),
         }
     }
 
-    /// Everything found in one log.
-    pub fn log(&mut self, name: &str, hits: &[Hit], totals: &Totals) -> io::Result<()> {
+    /// Everything found in one log, printed as it is read out; its counts.
+    pub fn log(&mut self, name: &str, matches: Matches) -> io::Result<Totals> {
+        if let Some(totals) = matches.counted() {
+            self.counts(name, &totals)?;
+            return Ok(totals);
+        }
+        let context = matches!(self.mode, Mode::Lines { context: true });
+        let mut last: Option<u64> = None;
+        matches.for_each(|h| {
+            if context && !self.json && self.printed && last.is_none_or(|l| h.event_index > l + 1) {
+                writeln!(self.out, "{}", self.painter.dim("--"))?;
+            }
+            last = Some(h.event_index);
+            self.hit(name, h)?;
+            self.printed = true;
+            Ok(())
+        })
+    }
+
+    /// A log's counts (`-c`, `-l`).
+    fn counts(&mut self, name: &str, totals: &Totals) -> io::Result<()> {
         match self.mode {
             Mode::Files | Mode::Count if totals.lines > 0 => {
                 if self.json {
@@ -176,23 +220,7 @@ impl<'o> Printer<'o> {
                     )
                 }
             }
-            Mode::Files | Mode::Count => Ok(()),
-            Mode::Lines { context } => {
-                let mut last: Option<u64> = None;
-                for h in hits {
-                    if context
-                        && !self.json
-                        && self.printed
-                        && last.is_none_or(|l| h.event_index > l + 1)
-                    {
-                        writeln!(self.out, "{}", self.painter.dim("--"))?;
-                    }
-                    last = Some(h.event_index);
-                    self.hit(name, h)?;
-                    self.printed = true;
-                }
-                Ok(())
-            }
+            Mode::Files | Mode::Count | Mode::Lines { .. } => Ok(()),
         }
     }
 
@@ -215,14 +243,9 @@ impl<'o> Printer<'o> {
                 shadowed: h.mark == Mark::Shadowed,
                 surface: h.mark.as_str(),
                 text: &h.text,
-                submatches: h.is_match.then(|| {
-                    h.submatches
-                        .iter()
-                        .map(|r| Submatch {
-                            start: r.start,
-                            end: r.end,
-                        })
-                        .collect()
+                submatches: h.is_match.then_some(Submatches {
+                    regex: &self.regex,
+                    line: &h.text,
                 }),
             };
             serde_json::to_writer(&mut *self.out, &record)?;

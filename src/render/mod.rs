@@ -90,19 +90,40 @@ pub fn error_message(message: &str) {
     error(&anyhow::anyhow!("{message}"));
 }
 
-/// A closed reader of our output (`| head`) is not an error.
+/// A closed reader of our output (`| head`) is not an error: an `io::Error` anywhere in the
+/// chain, or one inside a `serde_json::Error` (whose `source()` skips the `io::Error` itself,
+/// so `serde_json::to_writer(out, …)?` into a closed pipe used to end as a failure).
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<io::Error>()
             .is_some_and(|io| io.kind() == io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .is_some_and(|j| j.io_error_kind() == Some(io::ErrorKind::BrokenPipe))
     })
 }
 
-/// Characters that must never reach a terminal raw: controls (C0, DEL, C1) and bidi
-/// overrides.
+/// Characters that must never reach a terminal raw: controls (C0, DEL, C1), bidi overrides
+/// and marks, line and paragraph separators (U+2028, U+2029: a line break to some
+/// terminals and editors), and invisible characters that hide or join text unseen (U+200B
+/// zero width space, U+2060–U+2064 word joiner and invisible operators, U+FEFF byte order
+/// mark, U+FFF9–U+FFFB annotation marks). Zero width (non-)joiners stay: emoji and scripts
+/// need them.
 fn unsafe_char(c: char) -> bool {
     c.is_control()
-        || matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}')
+        || matches!(
+            c,
+            '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{061C}'
+                | '\u{2028}'
+                | '\u{2029}'
+                | '\u{200B}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{FEFF}'
+                | '\u{FFF9}'..='\u{FFFB}'
+        )
 }
 
 /// Multi-line text from a log (a transcript) made safe for a terminal: like [`escape`], but
@@ -355,6 +376,16 @@ mod tests {
         assert_eq!(escape("plain é"), "plain é");
         assert_eq!(escape("a\x1b[31mred\nb"), "a\\u{1b}[31mred\\nb");
         assert_eq!(escape("x\u{202E}y\u{85}"), "x\\u{202e}y\\u{85}");
+        assert_eq!(
+            escape("a\u{2028}b\u{2029}c\u{FEFF}d\u{200B}e\u{2060}f"),
+            "a\\u{2028}b\\u{2029}c\\u{feff}d\\u{200b}e\\u{2060}f"
+        );
+        assert_eq!(escape_keeping_lines("a\u{2028}b"), "a\\u{2028}b");
+        // An emoji sequence keeps its joiner.
+        assert_eq!(
+            escape("\u{1F468}\u{200D}\u{1F469}"),
+            "\u{1F468}\u{200D}\u{1F469}"
+        );
     }
 
     #[test]

@@ -10,9 +10,11 @@
 //! folded to its end: matches are held per log and resolved by [`Search::finish`].
 
 pub mod prefilter;
+pub mod spill;
 pub mod text;
 
 use std::collections::VecDeque;
+use std::io;
 use std::ops::Range;
 
 use regex::Regex;
@@ -26,6 +28,7 @@ use crate::log::scan::{EventInfo, FoldState, Observer};
 use crate::log::vocab::TypeClass;
 
 pub use prefilter::{Candidates, LinePrefilter};
+use spill::Spill;
 pub use text::{Extract, Part, PartKind, Role};
 
 /// How the pattern is written.
@@ -126,9 +129,11 @@ impl Pattern {
         &self.regex
     }
 
-    /// The matches in each line of `text` (split at `\n`; a `\r` before it is not part of
-    /// the line), as `(line number from 1, line, match ranges in it)`.
-    pub fn lines<'t>(&self, text: &'t str, mut f: impl FnMut(u32, &'t str, Vec<Range<usize>>)) {
+    /// Each line of `text` that holds a match (split at `\n`; a `\r` before it is not part
+    /// of the line), as `(line number from 1, line)`. The matches themselves are left to the
+    /// caller ([`Pattern::regex`]): a count needs none of them, and a line of a million
+    /// matches would hold them all.
+    pub fn lines<'t>(&self, text: &'t str, mut f: impl FnMut(u32, &'t str)) {
         let mut line_no = 1u32;
         let mut counted_to = 0;
         let mut at = 0;
@@ -136,15 +141,24 @@ impl Pattern {
             // The next line that may hold a match: where the whole text has one (a match
             // there may cross a line end; each line is then matched on its own). With `\A`
             // or `\z`, which mean a line's ends here but the text's there, every line is.
+            let mut found_end = None;
             let start = if self.per_line {
                 at
             } else {
                 match self.regex.find_at(text, at) {
-                    Some(m) => memchr::memrchr(b'\n', &text.as_bytes()[at..m.start()])
-                        .map_or(at, |i| at + i + 1),
+                    Some(m) => {
+                        found_end = Some(m.end());
+                        memchr::memrchr(b'\n', &text.as_bytes()[at..m.start()])
+                            .map_or(at, |i| at + i + 1)
+                    }
                     None => break,
                 }
             };
+            // A text that ends in a line break has no line after it (an empty match at the
+            // very end, `^$` say, is not a line of the text).
+            if start >= text.len() {
+                break;
+            }
             let end =
                 memchr::memchr(b'\n', &text.as_bytes()[start..]).map_or(text.len(), |i| start + i);
             let skipped = memchr::memchr_iter(b'\n', &text.as_bytes()[counted_to..start]).count();
@@ -152,9 +166,10 @@ impl Pattern {
             counted_to = start;
             let line = &text[start..end];
             let line = line.strip_suffix('\r').unwrap_or(line);
-            let found: Vec<Range<usize>> = self.regex.find_iter(line).map(|m| m.range()).collect();
-            if !found.is_empty() {
-                f(line_no, line, found);
+            // A match of the whole text that ends within the line is one of the line's own
+            // (the pattern holds no line break, and `^`/`$` mean a line's ends in both).
+            if found_end.is_some_and(|e| e <= start + line.len()) || self.regex.is_match(line) {
+                f(line_no, line);
             }
             at = end + 1;
         }
@@ -292,7 +307,7 @@ pub fn confirm(q: &Query, version: Option<u64>, lines: &[(u64, Vec<u8>)]) -> boo
                     continue;
                 }
                 let mut found = false;
-                q.pattern.lines(&part.text, |_, _, _| found = true);
+                q.pattern.lines(&part.text, |_, _| found = true);
                 if found {
                     return true;
                 }
@@ -357,6 +372,8 @@ pub struct Hit {
     surface: bool,
     accepted: bool,
     speculative: bool,
+    /// The speculation it was found in (a crash tail is kept if that one is committed).
+    epoch: u32,
 }
 
 /// The counts of one log's search.
@@ -384,8 +401,10 @@ pub struct Search<'q> {
     q: &'q Query,
     candidates: Candidates,
     cursor: usize,
-    hits: Vec<Hit>,
+    hits: Spill,
     counted: Vec<Counted>,
+    /// `counted`'s length after its last pruning.
+    counted_pruned: usize,
     totals: Totals,
     /// Recent events in scope that did not match (for context before the next match).
     before: VecDeque<Hit>,
@@ -395,6 +414,18 @@ pub struct Search<'q> {
     /// The latest `request/header` (v0–v2: its system prompt is the current one).
     last_header: Option<u64>,
     saved_header: Option<Option<u64>>,
+    /// With `--surface` and context: every neighbour that may still be on the final surface
+    /// (pruned as replacements take events off it, so it stays the size of the surface);
+    /// the neighbours of each match are chosen among those left at the end.
+    pool: Vec<Hit>,
+    /// The pool's length after its last pruning.
+    pruned_len: usize,
+    /// Speculations started, and those committed (see [`Hit::epoch`]).
+    epoch: u32,
+    /// Inside one: the fold may be on a copy of the state, put back at its end, so what
+    /// leaves the surface now may come back; nothing is pruned.
+    speculating: bool,
+    committed: Vec<u32>,
 }
 
 impl<'q> Search<'q> {
@@ -403,75 +434,81 @@ impl<'q> Search<'q> {
             q,
             candidates,
             cursor: 0,
-            hits: Vec::new(),
+            hits: Spill::default(),
             counted: Vec::new(),
+            counted_pruned: 0,
             totals: Totals::default(),
             before: VecDeque::new(),
             after: 0,
             next_index: 0,
             last_header: None,
             saved_header: None,
+            pool: Vec::new(),
+            pruned_len: 0,
+            epoch: 0,
+            speculating: false,
+            committed: Vec::new(),
         }
     }
 
-    /// Mark each match against the surface as folded to the end (`state`: the scan's final
-    /// state, None when the header stopped the pass), drop what `--surface` leaves out, and
-    /// return the matches (and context) in log order with the counts.
-    pub fn finish(self, state: Option<&FoldState>) -> (Vec<Hit>, Totals) {
-        let on_surface = |seq: u64| state.is_some_and(|s| s.surface.contains(seq));
+    /// Neighbours are chosen at the end, among the events on the final surface.
+    fn surface_context(&self) -> bool {
+        self.q.surface_only && self.q.context > 0
+    }
+
+    /// Drop the pooled neighbours that can no longer be on the final surface: a node off the
+    /// surface now never comes back, nor does a rejected or log-only event; a crash-tail
+    /// row is kept until its fate is known.
+    fn prune_pool(&mut self, state: &FoldState) {
         let last_header = self.last_header;
-        let mark = |surface: bool, accepted: bool, speculative: bool, seq: u64, header: bool| {
-            if speculative {
-                Mark::CrashTail
-            } else if header {
-                if Some(seq) == last_header {
-                    Mark::Visible
-                } else {
-                    Mark::LogOnly
-                }
-            } else if !surface {
-                Mark::LogOnly
-            } else if !accepted {
-                Mark::Rejected
-            } else if on_surface(seq) {
-                Mark::Visible
+        self.pool.retain(|h| {
+            if h.speculative {
+                true
+            } else if h.kind == PartKind::SystemPrompt && h.event_type == "request/header" {
+                Some(h.seq) == last_header
             } else {
-                Mark::Shadowed
+                h.surface && h.accepted && state.surface.contains(h.seq)
             }
+        });
+        self.pruned_len = self.pool.len();
+    }
+
+    /// Mark each match against the surface as folded to the end (`state`: the scan's final
+    /// state, None when the header stopped the pass): what is kept of the state to do so,
+    /// and the matches, read out in log order by [`Matches::for_each`].
+    pub fn finish(self, state: Option<&FoldState>) -> Matches {
+        let visible: Vec<u64> = state.map(|s| s.surface.seqs()).unwrap_or_default();
+        let mut marks = Marks {
+            visible,
+            last_header: self.last_header,
+            committed: self.committed,
         };
-        let keep = |m: Mark| !self.q.surface_only || m == Mark::Visible;
+        marks.visible.sort_unstable();
+        let mut totals = None;
         if self.q.keep == Keep::Count {
-            let mut totals = if self.q.surface_only {
-                Totals::default()
-            } else {
-                self.totals
-            };
-            if self.q.surface_only {
+            totals = Some(if self.q.surface_only {
+                let mut t = Totals::default();
                 for c in &self.counted {
-                    if keep(mark(c.surface, c.accepted, c.speculative, c.seq, c.header)) {
-                        totals.lines += c.lines;
-                        totals.events += 1;
+                    let m = marks.mark(c.surface, c.accepted, c.speculative, 0, c.seq, c.header);
+                    if m == Mark::Visible {
+                        t.lines += c.lines;
+                        t.events += 1;
                     }
                 }
-            }
-            return (Vec::new(), totals);
+                t
+            } else {
+                self.totals
+            });
         }
-        let mut hits = self.hits;
-        for h in &mut hits {
-            let header = h.kind == PartKind::SystemPrompt && h.event_type == "request/header";
-            h.mark = mark(h.surface, h.accepted, h.speculative, h.seq, header);
+        Matches {
+            hits: self.hits,
+            pool: self.pool,
+            marks,
+            surface_only: self.q.surface_only,
+            context: self.q.context,
+            surface_context: self.q.surface_only && self.q.context > 0,
+            totals,
         }
-        hits.retain(|h| keep(h.mark));
-        let mut totals = Totals::default();
-        let mut last_event = None;
-        for h in hits.iter().filter(|h| h.is_match) {
-            totals.lines += 1;
-            if last_event != Some(h.event_index) {
-                totals.events += 1;
-                last_event = Some(h.event_index);
-            }
-        }
-        (hits, totals)
     }
 
     fn push(&mut self, hit: Hit) {
@@ -501,7 +538,166 @@ impl<'q> Search<'q> {
             surface: matches!(info.class, TypeClass::Surface(_)),
             accepted: info.accepted,
             speculative: info.speculative,
+            epoch: self.epoch,
         }
+    }
+}
+
+/// What decides each match's [`Mark`] once the log is folded: the final surface's seqs
+/// (sorted), the latest request header, and the speculations that were committed.
+struct Marks {
+    visible: Vec<u64>,
+    last_header: Option<u64>,
+    committed: Vec<u32>,
+}
+
+impl Marks {
+    fn mark(
+        &self,
+        surface: bool,
+        accepted: bool,
+        speculative: bool,
+        epoch: u32,
+        seq: u64,
+        header: bool,
+    ) -> Mark {
+        if speculative && !self.committed.contains(&epoch) {
+            Mark::CrashTail
+        } else if header {
+            if Some(seq) == self.last_header {
+                Mark::Visible
+            } else {
+                Mark::LogOnly
+            }
+        } else if !surface {
+            Mark::LogOnly
+        } else if !accepted {
+            Mark::Rejected
+        } else if self.visible.binary_search(&seq).is_ok() {
+            Mark::Visible
+        } else {
+            Mark::Shadowed
+        }
+    }
+
+    fn of(&self, h: &Hit) -> Mark {
+        let header = h.kind == PartKind::SystemPrompt && h.event_type == "request/header";
+        self.mark(h.surface, h.accepted, h.speculative, h.epoch, h.seq, header)
+    }
+}
+
+/// One log's matches (and context), marked as they are read out, in log order.
+pub struct Matches {
+    hits: Spill,
+    pool: Vec<Hit>,
+    marks: Marks,
+    surface_only: bool,
+    context: usize,
+    surface_context: bool,
+    /// The counts, known at once when only counts were kept.
+    totals: Option<Totals>,
+}
+
+impl Matches {
+    /// The counts when only counts were kept (`-c`, `-l`); None otherwise (they come with
+    /// [`Matches::for_each`]).
+    pub fn counted(&self) -> Option<Totals> {
+        self.totals
+    }
+
+    /// Each match and context line in log order, marked, without what `--surface` leaves
+    /// out; then the counts of what was given.
+    pub fn for_each(mut self, mut f: impl FnMut(&Hit) -> io::Result<()>) -> io::Result<Totals> {
+        if let Some(t) = self.totals {
+            return Ok(t);
+        }
+        let mut totals = Totals::default();
+        let mut last_event = None;
+        let mut count = |h: &Hit| {
+            if h.is_match {
+                totals.lines += 1;
+                if last_event != Some(h.event_index) {
+                    totals.events += 1;
+                    last_event = Some(h.event_index);
+                }
+            }
+        };
+        let marks = &self.marks;
+        let surface_only = self.surface_only;
+        if !self.surface_context {
+            self.hits.for_each(|h| {
+                let mark = marks.of(h);
+                if surface_only && mark != Mark::Visible {
+                    return Ok(());
+                }
+                h.mark = mark;
+                count(h);
+                f(h)
+            })?;
+            return Ok(totals);
+        }
+        // --surface with context: the neighbours of each match are the nearest pooled
+        // events on the final surface; every event is numbered by its place on the surface.
+        let mut pool: Vec<Hit> = std::mem::take(&mut self.pool);
+        for h in &mut pool {
+            h.mark = marks.of(h);
+        }
+        pool.retain(|h| h.mark == Mark::Visible);
+        let mut chosen = vec![false; pool.len()];
+        let context = self.context;
+        let mut last = None;
+        self.hits.for_each(|h| {
+            if marks.of(h) != Mark::Visible || last == Some(h.event_index) {
+                return Ok(());
+            }
+            last = Some(h.event_index);
+            let at = pool.partition_point(|p| p.event_index < h.event_index);
+            for c in &mut chosen[at.saturating_sub(context)..at] {
+                *c = true;
+            }
+            for c in chosen.iter_mut().skip(at).take(context) {
+                *c = true;
+            }
+            Ok(())
+        })?;
+        // Merge in log order; an event's number is how many events on the surface (matches
+        // and pooled alike) come before it.
+        let mut next_pool = 0;
+        // Distinct matching events read so far.
+        let mut seen = 0u64;
+        let mut last_hit_event = None;
+        let emit_pool_before = |limit: u64,
+                                next_pool: &mut usize,
+                                seen: u64,
+                                f: &mut dyn FnMut(&Hit) -> io::Result<()>|
+         -> io::Result<()> {
+            while let Some(p) = pool.get(*next_pool).filter(|p| p.event_index < limit) {
+                if chosen[*next_pool] {
+                    let mut p = p.clone();
+                    p.event_index = seen + *next_pool as u64;
+                    f(&p)?;
+                }
+                *next_pool += 1;
+            }
+            Ok(())
+        };
+        self.hits.for_each(|h| {
+            let mark = marks.of(h);
+            if mark != Mark::Visible {
+                return Ok(());
+            }
+            emit_pool_before(h.event_index, &mut next_pool, seen, &mut f)?;
+            if last_hit_event != Some(h.event_index) {
+                seen += 1;
+                last_hit_event = Some(h.event_index);
+            }
+            h.mark = mark;
+            h.event_index = seen - 1 + next_pool as u64;
+            count(h);
+            f(h)
+        })?;
+        emit_pool_before(u64::MAX, &mut next_pool, seen, &mut f)?;
+        Ok(totals)
     }
 }
 
@@ -521,16 +717,13 @@ fn first_line(text: &str, max: usize) -> (String, bool) {
 /// At most `max` characters of `line` around its first match: from a little before it, on
 /// character boundaries; the ranges are moved to the window (those past its end dropped,
 /// one it cuts through shortened).
-fn window(
-    line: &str,
-    found: &[Range<usize>],
-    max: usize,
-) -> (String, Vec<Range<usize>>, (bool, bool)) {
+fn window(line: &str, regex: &Regex, max: usize) -> (String, Vec<Range<usize>>, (bool, bool)) {
     if line.chars().count() <= max {
-        return (line.to_owned(), found.to_vec(), (false, false));
+        let found = regex.find_iter(line).map(|m| m.range()).collect();
+        return (line.to_owned(), found, (false, false));
     }
     const LEAD: usize = 40;
-    let first = found.first().map_or(0, |r| r.start);
+    let first = regex.find(line).map_or(0, |m| m.start());
     // Start LEAD characters before the first match, but keep the window full near the end.
     let before: Vec<usize> = line[..first].char_indices().map(|(i, _)| i).collect();
     let mut start = before.len().checked_sub(LEAD).map_or(0, |i| before[i]);
@@ -542,8 +735,11 @@ fn window(
         .char_indices()
         .nth(max)
         .map_or(line.len(), |(i, _)| start + i);
-    let ranges = found
-        .iter()
+    // Only the matches the window shows are collected: a long line may hold millions.
+    let ranges = regex
+        .find_iter(line)
+        .map(|m| m.range())
+        .take_while(|r| r.start <= end)
         .filter(|r| {
             r.start < end && r.end > start || (r.is_empty() && r.start >= start && r.start <= end)
         })
@@ -594,34 +790,40 @@ impl Observer for Search<'_> {
             return;
         }
         let parts = text::parts(ev, &q.extract);
-        if parts.is_empty() {
+        // Under a role filter an event none of whose text is from those roles is neither a
+        // match nor a neighbour.
+        let Some(first) = parts.iter().find(|p| q.role_matches(p.role)) else {
             return;
-        }
-        let mut matched = Vec::new();
+        };
         let mut lines = 0u64;
         if candidate {
             for part in parts.iter().filter(|p| q.role_matches(p.role)) {
-                q.pattern.lines(&part.text, |no, line, found| {
+                q.pattern.lines(&part.text, |no, line| {
                     lines += 1;
                     if q.keep == Keep::Count {
                         return;
+                    }
+                    // The context before the event's first match goes first; then each
+                    // match as it is found (an event may hold millions: none is held here).
+                    if lines == 1 && !self.surface_context() {
+                        while let Some(h) = self.before.pop_front() {
+                            self.push(h);
+                        }
                     }
                     let mut h = self.hit(info, turn, part);
                     h.is_match = true;
                     h.text_line = no;
                     match q.keep {
                         Keep::Window(max) => {
-                            let (text, ranges, clipped) = window(line, &found, max);
+                            let (text, ranges, clipped) = window(line, q.pattern.regex(), max);
                             h.text = text;
                             h.submatches = ranges;
                             h.clipped = clipped;
                         }
-                        _ => {
-                            h.text = line.to_owned();
-                            h.submatches = found;
-                        }
+                        // The whole line: its matches are found again as it is printed.
+                        _ => h.text = line.to_owned(),
                     }
-                    matched.push(h);
+                    self.push(h);
                 });
             }
         }
@@ -632,6 +834,21 @@ impl Observer for Search<'_> {
             self.totals.events += 1;
             if q.keep == Keep::Count {
                 if q.surface_only {
+                    // Only matches that may still be on the final surface are kept: a count
+                    // of a million matching events needs no million entries.
+                    if self.counted.len() >= 2 * self.counted_pruned + 64 && !self.speculating {
+                        let last_header = self.last_header;
+                        self.counted.retain(|c| {
+                            if c.speculative {
+                                true
+                            } else if c.header {
+                                Some(c.seq) == last_header
+                            } else {
+                                c.surface && c.accepted && state.surface.contains(c.seq)
+                            }
+                        });
+                        self.counted_pruned = self.counted.len();
+                    }
                     self.counted.push(Counted {
                         seq: ev.seq,
                         lines,
@@ -643,25 +860,23 @@ impl Observer for Search<'_> {
                 }
                 return;
             }
-            while let Some(h) = self.before.pop_front() {
-                self.push(h);
-            }
-            for h in matched {
-                self.push(h);
-            }
             self.after = q.context;
             return;
         }
         if q.context == 0 {
             return;
         }
-        let Some(first) = parts.first() else { return };
         let mut h = self.hit(info, turn, first);
         h.event_index = index;
         let (text, cut) = first_line(&first.text, CONTEXT_CHARS);
         h.text = text;
         h.clipped = (false, cut);
-        if self.after > 0 {
+        if self.surface_context() {
+            if self.pool.len() >= 2 * self.pruned_len + 64 && !self.speculating {
+                self.prune_pool(state);
+            }
+            self.pool.push(h);
+        } else if self.after > 0 {
             self.after -= 1;
             self.push(h);
         } else {
@@ -674,17 +889,24 @@ impl Observer for Search<'_> {
 
     fn speculation_started(&mut self) {
         self.saved_header = Some(self.last_header);
+        self.epoch += 1;
+        self.speculating = true;
     }
 
     fn speculation_ended(&mut self, committed: bool) {
+        self.speculating = false;
         let saved = self.saved_header.take();
         let settle = |h: &mut Hit| {
             if committed {
                 h.speculative = false;
             }
         };
-        self.hits.iter_mut().for_each(settle);
+        // Matches already held (perhaps on disk) are settled by their epoch at the end.
+        if committed {
+            self.committed.push(self.epoch);
+        }
         self.before.iter_mut().for_each(settle);
+        self.pool.iter_mut().for_each(settle);
         if committed {
             for c in &mut self.counted {
                 c.speculative = false;
@@ -713,7 +935,8 @@ mod tests {
     fn matches_are_found_line_by_line() {
         let p = pattern("b+");
         let mut got = Vec::new();
-        p.lines("abba\nccc\r\nbx\r\n", |no, line, found| {
+        p.lines("abba\nccc\r\nbx\r\n", |no, line| {
+            let found: Vec<Range<usize>> = p.regex().find_iter(line).map(|m| m.range()).collect();
             got.push((no, line.to_owned(), found));
         });
         assert_eq!(
@@ -726,7 +949,7 @@ mod tests {
         // Anchors are a line's ends, not the text's; so are \A and \z here.
         for p in ["^c+$", r"\Ac+\z", "c+$", r"\bc+\b"] {
             let mut got = Vec::new();
-            pattern(p).lines("ab\nccc\r\nd\nxc", |no, line, _| got.push((no, line)));
+            pattern(p).lines("ab\nccc\r\nd\nxc", |no, line| got.push((no, line)));
             let want: &[(u32, &str)] = if p == r"\bc+\b" {
                 &[(2, "ccc")]
             } else if p == "c+$" {
@@ -738,12 +961,45 @@ mod tests {
         }
         // A match of the whole text across a line end: each line is matched on its own.
         let mut got = Vec::new();
-        pattern(r"a\s+b|zz").lines("xa\nb\nzz", |no, line, _| got.push((no, line)));
+        pattern(r"a\s+b|zz").lines("xa\nb\nzz", |no, line| got.push((no, line)));
         assert_eq!(got, [(3, "zz")]);
         // Line numbers count every line before, matched or not.
         let mut got = Vec::new();
-        pattern("k").lines("k\n\n\nxk\nk", |no, _, _| got.push(no));
+        pattern("k").lines("k\n\n\nxk\nk", |no, _| got.push(no));
         assert_eq!(got, [1, 4, 5]);
+    }
+
+    #[test]
+    fn a_final_line_break_ends_the_last_line_and_adds_none() {
+        for (text, want) in [
+            ("a\n", &[][..]),
+            ("a\r\n", &[][..]),
+            ("a\n\n", &[2][..]),
+            ("\n", &[1][..]),
+            ("a\n\nb", &[2][..]),
+            ("", &[][..]),
+        ] {
+            for p in ["^$", r"\A\z", "^", "$"] {
+                let mut got = Vec::new();
+                pattern(p).lines(text, |no, _| got.push(no));
+                let want: Vec<u32> = if p == "^" || p == "$" {
+                    // Every line matches an anchor alone: as many as the text has.
+                    let n = text
+                        .strip_suffix('\n')
+                        .map_or(text, |t| t)
+                        .split('\n')
+                        .count();
+                    if text.is_empty() {
+                        vec![]
+                    } else {
+                        (1..=n as u32).collect()
+                    }
+                } else {
+                    want.to_vec()
+                };
+                assert_eq!(got, want, "{p} in {text:?}");
+            }
+        }
     }
 
     #[test]
@@ -781,18 +1037,17 @@ mod tests {
     #[test]
     fn a_long_line_is_cut_to_a_window_around_its_first_match() {
         let line = format!("{}needle{}", "a".repeat(500), "b".repeat(500));
-        let (text, ranges, clipped) = window(&line, &[500..506], 100);
+        let (text, ranges, clipped) = window(&line, pattern("needle").regex(), 100);
         assert_eq!(text.chars().count(), 100);
         assert_eq!(&text[ranges[0].clone()], "needle");
         assert_eq!(clipped, (true, true));
         // Near the end the window stays full.
         let line = format!("{}needle", "é".repeat(500));
-        let at = line.len() - 6;
-        let (text, ranges, clipped) = window(&line, &[at..line.len()], 50);
+        let (text, ranges, clipped) = window(&line, pattern("needle").regex(), 50);
         assert_eq!(text.chars().count(), 50);
         assert_eq!(&text[ranges[0].clone()], "needle");
         assert_eq!(clipped, (true, false));
-        let (text, _, clipped) = window("short", &[0..1], 50);
+        let (text, _, clipped) = window("short", pattern("s").regex(), 50);
         assert_eq!((text.as_str(), clipped), ("short", (false, false)));
     }
 }

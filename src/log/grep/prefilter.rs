@@ -33,6 +33,9 @@ pub struct LinePrefilter {
     /// be found. Other needles are in such a decoding only where they are in the bytes
     /// (UTF-8 resynchronises at every lead byte).
     check_utf8: bool,
+    /// Lines holding one of these (as they are or unescaped) are candidates whatever their
+    /// needles: their text is searched joined across JSON strings (see [`LinePrefilter::keeping`]).
+    markers: Option<aho_corasick::AhoCorasick>,
 }
 
 #[derive(Clone, Debug)]
@@ -169,6 +172,7 @@ impl LinePrefilter {
             finder,
             needles,
             check_utf8,
+            markers: None,
         })
     }
 
@@ -196,7 +200,24 @@ impl LinePrefilter {
             finder,
             needles,
             check_utf8: false,
+            markers: None,
         })
+    }
+
+    /// This test, keeping also every line that holds one of `markers` (as it is, or once its
+    /// `\u` escapes are undone). `grep` searches a cut-off stream's deltas joined: a match
+    /// there may span two JSON strings, so no needle need be in the line; the type of the
+    /// event (or the stream record) marks such a line instead.
+    pub fn keeping(&self, markers: &[&str]) -> LinePrefilter {
+        let mut kept = self.clone();
+        kept.markers = (!markers.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(markers).ok())
+            .flatten();
+        kept
+    }
+
+    fn marked(&self, line: &[u8]) -> bool {
+        self.markers.as_ref().is_some_and(|m| m.is_match(line))
     }
 
     /// The length of the shortest needle: more is more selective.
@@ -211,6 +232,7 @@ impl LinePrefilter {
     /// Could this one line (without its `\n`) hold a match?
     pub fn may_match(&self, line: &[u8]) -> bool {
         self.finder.find(line, 0).is_some()
+            || self.marked(line)
             || (memchr::memmem::find(line, b"\\u").is_some() && self.in_unescaped(line))
             || (self.check_utf8 && std::str::from_utf8(line).is_err())
     }
@@ -219,7 +241,7 @@ impl LinePrefilter {
     fn in_unescaped(&self, line: &[u8]) -> bool {
         let mut once = Vec::with_capacity(line.len());
         unescape_lenient(line, &mut once);
-        if self.finder.find(&once, 0).is_some() {
+        if self.finder.find(&once, 0).is_some() || self.marked(&once) {
             return true;
         }
         let mut twice = Vec::with_capacity(once.len());
@@ -235,6 +257,7 @@ impl LinePrefilter {
         // The next hit of each kind at or after `at` (recomputed only once `at` passes it).
         let mut needle: Option<Option<usize>> = None;
         let mut esc: Option<Option<usize>> = None;
+        let mut mark: Option<Option<usize>> = None;
         let mut at = 0;
         while at < block.len() {
             let n = *needle
@@ -243,19 +266,30 @@ impl LinePrefilter {
             let e = *esc
                 .get_or_insert_with(|| escape.find(&block[at..]).map(|i| at + i))
                 .get_or_insert(usize::MAX);
-            let hit = n.min(e);
+            let m = *mark
+                .get_or_insert_with(|| {
+                    self.markers.as_ref().and_then(|f| {
+                        f.find(aho_corasick::Input::new(block).span(at..block.len()))
+                            .map(|m| m.start())
+                    })
+                })
+                .get_or_insert(usize::MAX);
+            let hit = n.min(e).min(m);
             if hit == usize::MAX {
                 break;
             }
             let start = memchr::memrchr(b'\n', &block[at..hit]).map_or(at, |i| at + i + 1);
             let end = memchr::memchr(b'\n', &block[hit..]).map_or(block.len(), |i| hit + i);
             let line = &block[start..end];
-            if n < end || self.in_unescaped(line) {
+            if n < end || m < end || self.in_unescaped(line) {
                 out.push(base + start as u64);
             }
             at = end + 1;
             if n < at {
                 needle = None;
+            }
+            if m < at {
+                mark = None;
             }
             if e < at {
                 esc = None;

@@ -18,14 +18,14 @@
 //!
 //! Content blocks: `text`, `reasoning`, `tool-call` (its `name`; its `arguments`, JSON text,
 //! is parsed and each string in it searched decoded, under its key path — `command`,
-//! `edits[0].old_string` — or searched as it is when it is not JSON), a `tool-result` block's
+//! `edits[0].old_string` — as are its keys, numbers, booleans and nulls; or searched as it is when it is not JSON), a `tool-result` block's
 //! own content, and v4's `tool-addition`/`tool-removal` tool names. Images and files carry no
 //! text. The streamed form of a model response — v0/v1 `assistant/chunk` events, the v2+
 //! `stream` of an `assistant/message` — repeats what its message holds whole, so it is
 //! searched only when asked for ([`Extract::chunks`]). A stream is searched as its
 //! `block-end` blocks, whole, and the deltas of a block that never ended (a response cut
-//! off), each on its own: pieces are never joined, so every text searched is one JSON string
-//! of the line, as the raw-line test of `prefilter` requires. v0 pre-release shapes arrive normalized by the scan (§16), so
+//! off) joined in order, as the block's text would have been (the raw-line test keeps every
+//! line that holds such a stream, since a match may span two of its JSON strings). v0 pre-release shapes arrive normalized by the scan (§16), so
 //! `steering/message`, messageless `user/message`, `assistant/message` and `tool/result`,
 //! and `compact/*` are searched as their current shapes. Other types carry no text `grep`
 //! knows of.
@@ -139,6 +139,23 @@ pub fn carries_text(kind: Kind, opts: &Extract) -> bool {
             | Kind::SessionTitle
             | Kind::TodoWrite
     ) || (opts.chunks && kind == Kind::AssistantChunk)
+}
+
+/// What marks a raw line whose text is searched joined across its JSON strings (a stream's
+/// cut-off deltas): an `assistant/attempt` (its stream is always searched), and with
+/// `--chunks` any embedded stream run or delta. A `\/` may stand for the slash; `\u`
+/// escapes are undone by the raw-line test before it looks.
+pub fn joined_stream_markers(opts: &Extract) -> &'static [&'static str] {
+    if opts.chunks {
+        &[
+            "assistant/attempt",
+            "assistant\\/attempt",
+            "-chunks\"",
+            "-delta\"",
+        ]
+    } else {
+        &["assistant/attempt", "assistant\\/attempt"]
+    }
 }
 
 /// The text of `ev`, in the order it appears, empty pieces left out.
@@ -357,8 +374,10 @@ impl<'e> Parts<'e> {
     }
 
     /// A v2+ embedded stream: each `block-end` block whole, and the pieces of a block that
-    /// never ended (a response cut off) each on its own. Pieces are not joined: every text
-    /// searched is then one JSON string of the line, which the raw-line test relies on.
+    /// never ended (a response cut off) joined in order, as the block's text would have been:
+    /// a word split across deltas is found, and `-w` sees whole words. Blocks come in the
+    /// order they first appear. (The raw-line test keeps such lines: see
+    /// [`crate::log::grep::prefilter::LinePrefilter::keeping`].)
     fn stream(&mut self, stream: Option<&'e Json<'_>>) {
         let records = blocks_of(stream);
         let ended: Vec<i64> = records
@@ -367,6 +386,10 @@ impl<'e> Parts<'e> {
             .filter(|c| c.get("type").and_then(Json::as_str) == Some("block-end"))
             .map(|c| index_of(c))
             .collect();
+        let mut joined = Joined {
+            blocks: Vec::new(),
+            at: self.list.len(),
+        };
         for record in records {
             // A `chunk` record's index is its chunk's; a run's is its own.
             let index = record
@@ -382,37 +405,62 @@ impl<'e> Parts<'e> {
                     };
                     for piece in blocks_of(record.get("texts")) {
                         if let Some(p) = piece.as_str() {
-                            self.push(Role::Assistant, kind, None, None, p.into());
+                            joined.add(index, kind, None, p);
                         }
                     }
                 }
                 Some("tool-call-chunks") if open => {
-                    let name = str_at(record, "name").map(Cow::Borrowed);
-                    if let Some(n) = name.clone() {
-                        self.push(Role::Assistant, PartKind::ToolName, None, None, n);
-                    }
+                    let name = str_at(record, "name");
                     for piece in blocks_of(record.get("args")) {
                         if let Some(p) = piece.as_str() {
-                            self.push(
-                                Role::Assistant,
-                                PartKind::Arguments,
-                                name.clone(),
-                                None,
-                                p.into(),
-                            );
+                            joined.add(index, PartKind::Arguments, name, p);
                         }
                     }
+                    joined.add(index, PartKind::Arguments, name, "");
                 }
                 Some("chunk") => {
-                    if let Some(c) = record.get("chunk")
-                        && (open || c.get("type").and_then(Json::as_str) == Some("block-end"))
-                    {
-                        self.chunk(c);
+                    let Some(c) = record.get("chunk") else {
+                        continue;
+                    };
+                    let text = str_at(c, "text").unwrap_or_default();
+                    match c.get("type").and_then(Json::as_str) {
+                        Some("block-end") => {
+                            self.chunk(c);
+                            joined.done(self.list.len());
+                        }
+                        Some("text-delta") if open => joined.add(index, PartKind::Text, None, text),
+                        Some("reasoning-delta") if open => {
+                            joined.add(index, PartKind::Reasoning, None, text);
+                        }
+                        Some("tool-call-delta") if open => {
+                            let args = str_at(c, "argumentsDelta").unwrap_or_default();
+                            joined.add(index, PartKind::Arguments, str_at(c, "name"), args);
+                        }
+                        _ => {}
                     }
                 }
                 _ => {}
             }
         }
+        // Each joined block goes where it first appeared among the whole ones.
+        let whole = std::mem::take(&mut self.list);
+        let mut whole = whole.into_iter().enumerate().peekable();
+        for block in joined.blocks {
+            while let Some((_, part)) = whole.next_if(|(i, _)| *i < block.at) {
+                self.list.push(part);
+            }
+            let tool = block.name.map(Cow::Borrowed);
+            if let Some(n) = tool.clone() {
+                self.push(Role::Assistant, PartKind::ToolName, None, None, n);
+            }
+            match block.kind {
+                PartKind::Arguments => {
+                    self.arguments_text(Some(Role::Assistant), tool, block.text.into());
+                }
+                kind => self.push(Role::Assistant, kind, None, None, block.text.into()),
+            }
+        }
+        self.list.extend(whole.map(|(_, p)| p));
     }
 
     /// One v0/v1 `assistant/chunk`: its delta on its own, or its `block-end` block whole.
@@ -448,15 +496,63 @@ impl<'e> Parts<'e> {
     }
 }
 
+/// The pieces of a stream's open blocks, each block's joined in order.
+struct Joined<'e> {
+    blocks: Vec<OpenBlock<'e>>,
+    /// Parts (of the whole list) already in place when the next block first appears.
+    at: usize,
+}
+
+struct OpenBlock<'e> {
+    index: i64,
+    kind: PartKind,
+    name: Option<&'e str>,
+    text: String,
+    /// How many parts come before it.
+    at: usize,
+}
+
+impl<'e> Joined<'e> {
+    fn add(&mut self, index: i64, kind: PartKind, name: Option<&'e str>, piece: &str) {
+        match self
+            .blocks
+            .iter_mut()
+            .find(|b| b.index == index && b.kind == kind)
+        {
+            Some(b) => {
+                b.text.push_str(piece);
+                b.name = b.name.or(name);
+            }
+            None => self.blocks.push(OpenBlock {
+                index,
+                kind,
+                name,
+                text: piece.to_owned(),
+                at: self.at,
+            }),
+        }
+    }
+
+    /// `parts` whole parts are now in place: later blocks come after them.
+    fn done(&mut self, parts: usize) {
+        self.at = parts;
+    }
+}
+
 /// A stream record's or chunk's block index.
 fn index_of(v: &Json<'_>) -> i64 {
     v.get("index").and_then(Json::safe_int).unwrap_or(0)
 }
 
 /// The strings of a JSON tree with their key paths (`a.b`, `list[2]`), in document order.
+/// Every key is one too (under its own path), and so is every number (as dshs spells it),
+/// `true`, `false` and `null`: `--timeout 30` is `timeout` and `30`, both searchable.
 fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
     match v {
         Json::Str(s) => out.push((path.clone(), s.as_str().to_owned())),
+        Json::Num(n) => out.push((path.clone(), n.to_string())),
+        Json::Bool(b) => out.push((path.clone(), b.to_string())),
+        Json::Null => out.push((path.clone(), "null".to_owned())),
         Json::Obj(members) => {
             for (k, child) in members.iter() {
                 let len = path.len();
@@ -464,6 +560,7 @@ fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
                     path.push('.');
                 }
                 path.push_str(k);
+                out.push((path.clone(), k.to_string()));
                 leaves_of(child, path, out);
                 path.truncate(len);
             }
@@ -476,6 +573,5 @@ fn leaves_of(v: &Json<'_>, path: &mut String, out: &mut Vec<(String, String)>) {
                 path.truncate(len);
             }
         }
-        _ => {}
     }
 }
