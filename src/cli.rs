@@ -13,7 +13,9 @@ Exit status:
   1  the log is invalid or corrupt; repair/compact refused because of it
   2  usage error, unreadable file, I/O failure
   3  refused as unsupported: unknown or newer format version, a V4-draft log,
-     an unknown event type not marked ignorable, or a live writer holds the session";
+     an unknown event type not marked ignorable, or a live writer holds the session
+  4  a line or row past one of dshs's own guards (line size: DSHS_MAX_LINE_BYTES;
+     JSON depth: DSHS_MAX_JSON_DEPTH): not read, never called damage, nothing cut";
 
 /// `(code, meaning)` rows of an exit-status text such as [`EXIT_CODES`], continuation lines
 /// joined: the man page renders these as a table.

@@ -100,6 +100,7 @@ pub fn outcome_of_class(class: Class) -> Outcome {
         Class::Invalid => Outcome::Invalid,
         Class::Failure => Outcome::Failure,
         Class::Unsupported => Outcome::Unsupported,
+        Class::Limit => Outcome::Limit,
     }
 }
 

@@ -12,6 +12,7 @@ use rusqlite::types::ValueRef;
 use super::Schema;
 use super::js::{self, Value};
 use crate::log::json::MAX_SAFE;
+use crate::log::limits::{Guard, LimitHit};
 
 /// The most bytes a packed row's `data` may hold, decoded (S5).
 pub const PACKED_MAX_BYTES: usize = 1 << 20;
@@ -64,15 +65,19 @@ pub type Undecodable = String;
 #[derive(Default)]
 pub struct Scratch {
     data: Vec<u8>,
-    seqs: Vec<u64>,
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// Why the last row that did not decode was not read at all: it passed a guard of
+    /// dshs's own (a size or depth limit, [`crate::log::limits`]). Such a row is not
+    /// undecodable — DSH reads it — so its caller must not judge it (see [`decode_row`]).
+    pub limit: Option<LimitHit>,
 }
 
 /// How a row is decoded.
 #[derive(Debug, Clone, Copy)]
 pub struct Mode {
     pub schema: Schema,
-    /// Refuse scalar `data` BLOBs decompressing to more than this.
+    /// The line-size guard: a scalar row whose `data` text, or whose logical line, would be
+    /// longer is not read (a [`LimitHit`] in [`Scratch::limit`]).
     pub max_scalar_bytes: u64,
     /// Write a valid packed row as one JSONL v0 packed row (FORMAT.md §5.2) instead of its
     /// member events.
@@ -80,7 +85,8 @@ pub struct Mode {
 }
 
 /// Decode `row` and append its logical lines (each ending in `\n`) to `out`; on failure
-/// `out` is left as it was.
+/// `out` is left as it was. A failure with [`Scratch::limit`] set is not a verdict on the
+/// row: dshs did not read it (issue 37 item 2).
 pub fn decode_row(
     row: &RawRow<'_>,
     mode: Mode,
@@ -88,6 +94,7 @@ pub fn decode_row(
     out: &mut Vec<u8>,
 ) -> Result<Decoded, Undecodable> {
     let mark = out.len();
+    scratch.limit = None;
     let r = decode_into(row, mode, scratch, out);
     if r.is_err() {
         out.truncate(mark);
@@ -147,12 +154,41 @@ fn decode_into(
     if schema == Schema::V17 && ignorable == Some(0) {
         return packed(row, &ty, time, keep_packed, scratch, out);
     }
-    let data = data_text(
+    if let ValueRef::Text(t) = row.data
+        && t.len() as u64 > max_scalar_bytes
+    {
+        return Err(limited(
+            scratch,
+            LimitHit::new(
+                Guard::LineBytes,
+                max_scalar_bytes,
+                t.len() as u64,
+                true,
+                format!("the data TEXT of row seq {}", row.seq),
+            ),
+        ));
+    }
+    let data = match data_text(
         row.data,
         max_scalar_bytes,
         &mut scratch.data,
         &mut scratch.zstd,
-    )?;
+    ) {
+        Ok(data) => data,
+        Err(DataError::Bad(why)) => return Err(why),
+        Err(DataError::TooBig(found)) => {
+            return Err(limited(
+                scratch,
+                LimitHit::new(
+                    Guard::LineBytes,
+                    max_scalar_bytes,
+                    found,
+                    true,
+                    format!("the data BLOB of row seq {} (decompressed)", row.seq),
+                ),
+            ));
+        }
+    };
     // Everything is checked before a byte is written, so a failure leaves no partial line.
     let line_start = out.len();
     out.extend_from_slice(b"{\"type\":");
@@ -162,18 +198,46 @@ fn decode_into(
     out.extend_from_slice(b",\"time\":");
     push_int(out, time);
     out.extend_from_slice(b",\"data\":");
-    js::write_value(&data, out).map_err(|e| format!("data is not JSON ({e})"))?;
+    if let Err(e) = js::write_value(&data, out) {
+        // Too deep for dshs to rebuild is dshs's limit, not a row JSON.parse refuses.
+        if let Some(hit) = crate::log::json::depth_limit(data.as_bytes()) {
+            let at = format!("the data of row seq {}", row.seq);
+            return Err(limited(scratch, hit.at(at)));
+        }
+        return Err(format!("data is not JSON ({e})"));
+    }
     match (schema, row.sources) {
         (_, ValueRef::Null) => {}
         (Schema::V17, ValueRef::Blob(b)) => {
-            decode_sources(b, &mut scratch.seqs).map_err(|e| format!("source_event_seqs: {e}"))?;
+            // Each seq takes at least two bytes of the line ("0,"): a list that cannot fit
+            // is refused before it is decoded (memory bounded by the guard, not the BLOB).
+            let seqs = b.iter().filter(|&&byte| byte < 0x80).count() as u64;
+            let least = (out.len() - line_start) as u64 + 2 * seqs;
+            if least > max_scalar_bytes {
+                return Err(limited(
+                    scratch,
+                    LimitHit::new(
+                        Guard::LineBytes,
+                        max_scalar_bytes,
+                        least,
+                        true,
+                        format!(
+                            "row seq {} (its source_event_seqs BLOB of {} bytes lists {seqs} seqs)",
+                            row.seq,
+                            b.len()
+                        ),
+                    ),
+                ));
+            }
             out.extend_from_slice(b",\"sourceEventSeqs\":[");
-            for (i, s) in scratch.seqs.iter().enumerate() {
-                if i > 0 {
+            let mut first = true;
+            for_each_source(b, |seq| {
+                if !std::mem::take(&mut first) {
                     out.push(b',');
                 }
-                push_int(out, *s as i64);
-            }
+                push_int(out, seq as i64);
+            })
+            .map_err(|e| format!("source_event_seqs: {e}"))?;
             out.push(b']');
         }
         (Schema::V15, ValueRef::Text(t)) => {
@@ -198,6 +262,19 @@ fn decode_into(
     }
     out.extend_from_slice(b"}\n");
     debug_assert!(!out[line_start..out.len() - 1].contains(&b'\n'));
+    let len = (out.len() - 1 - line_start) as u64;
+    if len > max_scalar_bytes {
+        return Err(limited(
+            scratch,
+            LimitHit::new(
+                Guard::LineBytes,
+                max_scalar_bytes,
+                len,
+                false,
+                format!("the logical line of row seq {}", row.seq),
+            ),
+        ));
+    }
     Ok(Decoded {
         members: 1,
         lines: 1,
@@ -308,6 +385,27 @@ fn decimal_len(v: i64) -> u64 {
     digits + u64::from(v < 0)
 }
 
+/// Why `data` gave no text.
+enum DataError {
+    /// The row does not decode (S4.1).
+    Bad(Undecodable),
+    /// The text would be longer than asked for: at least this many bytes.
+    TooBig(u64),
+}
+
+impl From<Undecodable> for DataError {
+    fn from(why: Undecodable) -> Self {
+        DataError::Bad(why)
+    }
+}
+
+/// Note that the row was not read because of a guard; the error to return.
+fn limited(scratch: &mut Scratch, hit: LimitHit) -> Undecodable {
+    let why = hit.to_string();
+    scratch.limit = Some(hit);
+    why
+}
+
 /// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd
 /// frame of strict UTF-8 whose leading U+FEFF is dropped, at most `max` bytes.
 fn data_text<'r>(
@@ -315,7 +413,7 @@ fn data_text<'r>(
     max: u64,
     buf: &'r mut Vec<u8>,
     zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
-) -> Result<Cow<'r, str>, Undecodable> {
+) -> Result<Cow<'r, str>, DataError> {
     match v {
         ValueRef::Text(t) => Ok(lossy(t)),
         ValueRef::Blob(b) => {
@@ -324,26 +422,32 @@ fn data_text<'r>(
                 .map_err(|e| format!("data BLOB decompresses to invalid UTF-8 ({e})"))?;
             Ok(Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)))
         }
-        other => Err(format!(
+        other => Err(DataError::Bad(format!(
             "data is {}, not TEXT or BLOB",
             storage_class(other)
-        )),
+        ))),
     }
 }
 
-/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output. A
-/// frame that states its content size (upstream's always do) is decoded in one call by a
-/// reused context; any other through the streaming decoder.
-pub fn decompress(
+/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output.
+///
+/// The rule is libzstd's (`ZSTD_decompress`, and the streaming decoder Node's
+/// `zstdDecompressSync` runs): the BLOB is one or more whole frames, their outputs
+/// concatenated; anything after the last frame that is not a frame (garbage), or a frame cut
+/// short, makes it undecodable — whatever the frames' content-size flags say. A BLOB that
+/// is exactly one frame stating its content size (upstream's always are) is decoded in one
+/// call by a reused context; any other through the streaming decoder.
+fn decompress(
     frame: &[u8],
     max: u64,
     buf: &mut Vec<u8>,
     zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
-) -> Result<(), Undecodable> {
+) -> Result<(), DataError> {
     buf.clear();
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
+    let whole = zstd::zstd_safe::find_frame_compressed_size(frame).ok() == Some(frame.len());
+    if whole && let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
         if size > max {
-            return Err(format!("data BLOB decompresses to more than {max} bytes"));
+            return Err(DataError::TooBig(size));
         }
         if zstd.is_none() {
             *zstd = Some(
@@ -357,21 +461,21 @@ pub fn decompress(
                 .decompress_to_buffer(frame, buf)
                 .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
             if n as u64 != size {
-                return Err(format!(
+                return Err(DataError::Bad(format!(
                     "data BLOB decompresses to {n} bytes, its frame says {size}"
-                ));
+                )));
             }
             return Ok(());
         }
     }
     let decoder = zstd::stream::read::Decoder::with_buffer(frame)
         .map_err(|e| format!("data BLOB is not a zstd frame ({e})"))?;
-    let mut limited = decoder.single_frame().take(max.saturating_add(1));
+    let mut limited = decoder.take(max.saturating_add(1));
     limited
         .read_to_end(buf)
         .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
     if buf.len() as u64 > max {
-        return Err(format!("data BLOB decompresses to more than {max} bytes"));
+        return Err(DataError::TooBig(buf.len() as u64));
     }
     Ok(())
 }
@@ -379,8 +483,15 @@ pub fn decompress(
 /// Decode a schema-17 `source_event_seqs` BLOB (S4.2) into `out`.
 pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
     out.clear();
+    for_each_source(b, |seq| out.push(seq))
+}
+
+/// Each seq of a schema-17 `source_event_seqs` BLOB (S4.2), in order, without holding the
+/// list (a BLOB of N bytes lists up to N seqs).
+pub fn for_each_source(b: &[u8], mut each: impl FnMut(u64)) -> Result<(), String> {
     let mut i = 0;
     let mut prev: i64 = 0;
+    let mut first = true;
     while i < b.len() {
         let mut value: u64 = 0;
         let mut shift = 0u32;
@@ -401,7 +512,7 @@ pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
             }
             shift += 7;
         }
-        let seq = if out.is_empty() {
+        let seq = if std::mem::take(&mut first) {
             if value > MAX_SAFE {
                 return Err("first seq is out of range".into());
             }
@@ -420,7 +531,7 @@ pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
         if !(0..=MAX_SAFE as i64).contains(&seq) {
             return Err("decoded seq is out of range".into());
         }
-        out.push(seq as u64);
+        each(seq as u64);
         prev = seq;
     }
     Ok(())
@@ -490,12 +601,21 @@ fn packed(
             }
             lossy(t)
         }
-        other => data_text(
+        other => match data_text(
             other,
             PACKED_MAX_BYTES as u64,
             &mut scratch.data,
             &mut scratch.zstd,
-        )?,
+        ) {
+            Ok(text) => text,
+            Err(DataError::Bad(why)) => return Err(why),
+            // S5's own bound, upstream's rule: the row does not decode.
+            Err(DataError::TooBig(n)) => {
+                return Err(format!(
+                    "packed row data decompresses to {n} bytes or more, more than {PACKED_MAX_BYTES}"
+                ));
+            }
+        },
     };
     if text.len() > PACKED_MAX_BYTES {
         return Err(format!(
