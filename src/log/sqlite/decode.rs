@@ -957,6 +957,51 @@ mod tests {
         assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
     }
 
+    /// A frame of `text` with or without the content-size field.
+    fn frame(text: &[u8], content_size: bool) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(content_size).unwrap();
+        if content_size {
+            e.set_pledged_src_size(Some(text.len() as u64)).unwrap();
+        }
+        std::io::Write::write_all(&mut e, text).unwrap();
+        let f = e.finish().unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&f).ok().flatten(),
+            content_size.then_some(text.len() as u64)
+        );
+        f
+    }
+
+    #[test]
+    fn a_data_blob_is_read_by_libzstds_rule_whatever_the_content_size_flag() {
+        let mut buf = Vec::new();
+        let mut ctx = None;
+        let mut read = |blob: &[u8]| match decompress(blob, 1 << 20, &mut buf, &mut ctx) {
+            Ok(()) => Ok(String::from_utf8(buf.clone()).unwrap()),
+            Err(DataError::Bad(why)) => Err(why),
+            Err(DataError::TooBig(n)) => Err(format!("too big {n}")),
+        };
+        for flag in [true, false] {
+            let one = frame(br#"{"a":"#, flag);
+            let two = frame(br#"1}"#, flag);
+            assert_eq!(read(&one).as_deref(), Ok(r#"{"a":"#));
+            // Concatenated frames are one text (ZSTD_decompress, Node's streaming decoder).
+            let both = [one.clone(), two.clone()].concat();
+            assert_eq!(read(&both).as_deref(), Ok(r#"{"a":1}"#), "flag {flag}");
+            // Anything after the last frame that is not a frame fails, as does a frame cut
+            // short.
+            for junk in [&b"x"[..], b"\0\0\0\0", b"garbage after the frame"] {
+                let blob = [both.clone(), junk.to_vec()].concat();
+                assert!(read(&blob).is_err(), "flag {flag} junk {junk:?}");
+                let blob = [frame(br#"{"a":1}"#, flag), junk.to_vec()].concat();
+                assert!(read(&blob).is_err(), "flag {flag} junk {junk:?}");
+            }
+            let cut = &both[..both.len() - 1];
+            assert!(read(cut).is_err(), "flag {flag}: cut short");
+        }
+    }
+
     #[test]
     fn integers_are_written_in_plain_decimal() {
         for v in [
