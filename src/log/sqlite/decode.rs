@@ -70,6 +70,60 @@ pub struct Scratch {
     /// dshs's own (a size or depth limit, [`crate::log::limits`]). Such a row is not
     /// undecodable — DSH reads it — so its caller must not judge it (see [`decode_row`]).
     pub limit: Option<LimitHit>,
+    /// Hand a packed row's member lines out as [`Expansion`] (in `pending`) instead of
+    /// writing them all: 1,024 members sharing a 500 KB id are 500 MB of lines, from a row
+    /// of 1 MiB.
+    pub lazy: bool,
+    /// The member lines of the last packed row decoded with `lazy`, still to be written.
+    pub pending: Option<Expansion>,
+}
+
+/// The member lines of a valid packed row (S5), written one at a time: what is kept is the
+/// row's text (at most 1 MiB) and the bytes every line shares, not the lines.
+#[derive(Debug)]
+pub struct Expansion {
+    seq0: i64,
+    /// `,"data":{…,"text":` (or `"argumentsDelta":`), the same in every line.
+    fixed: Vec<u8>,
+    /// The run data text the member strings are in.
+    text: String,
+    /// Each member string's raw contents (between the quotes), as a range of `text`.
+    members: Vec<(usize, usize)>,
+    times: Vec<i64>,
+    /// `text` is `JSON.stringify` output: a member is written as it is stored.
+    canonical: bool,
+    next: usize,
+}
+
+impl Expansion {
+    /// The member the next line is (from 0).
+    pub fn next_member(&self) -> usize {
+        self.next
+    }
+
+    /// Append the next member's line (ending in `\n`); false when none is left.
+    pub fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        let k = self.next;
+        let Some(&(start, end)) = self.members.get(k) else {
+            return false;
+        };
+        self.next += 1;
+        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
+        push_int(out, self.seq0 + k as i64);
+        out.extend_from_slice(b",\"time\":");
+        push_int(out, self.times[k]);
+        out.extend_from_slice(&self.fixed);
+        let member = &self.text[start..end];
+        if self.canonical {
+            out.push(b'"');
+            out.extend_from_slice(member.as_bytes());
+            out.push(b'"');
+        } else {
+            js::write_string(member, out);
+        }
+        out.extend_from_slice(b"}}}\n");
+        true
+    }
 }
 
 /// How a row is decoded.
@@ -95,6 +149,7 @@ pub fn decode_row(
 ) -> Result<Decoded, Undecodable> {
     let mark = out.len();
     scratch.limit = None;
+    scratch.pending = None;
     let r = decode_into(row, mode, scratch, out);
     if r.is_err() {
         out.truncate(mark);
@@ -675,6 +730,8 @@ fn packed(
         + b"}}}\n".len()) as u64;
     let mut expanded_bytes = 0u64;
     let mut t = time0;
+    let mut times = Vec::new();
+    let mut ranges = Vec::new();
     for (k, m) in members.iter().enumerate() {
         let Some(member) = m else {
             return Err(format!("packed row member {k} is not a string"));
@@ -708,19 +765,27 @@ fn packed(
                 + member_bytes;
             continue;
         }
-        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
-        push_int(out, row.seq + k as i64);
-        out.extend_from_slice(b",\"time\":");
-        push_int(out, t);
-        out.extend_from_slice(&fixed);
-        if run.canonical {
-            out.push(b'"');
-            out.extend_from_slice(member.as_bytes());
-            out.push(b'"');
+        // Member strings are slices of the text: kept as ranges of it.
+        let start = member.as_ptr() as usize - text.as_ptr() as usize;
+        debug_assert!(start + member.len() <= text.len());
+        ranges.push((start, start + member.len()));
+        times.push(t);
+    }
+    if !keep_packed {
+        let mut expansion = Expansion {
+            seq0: row.seq,
+            fixed,
+            text: text.clone().into_owned(),
+            members: ranges,
+            times,
+            canonical: run.canonical,
+            next: 0,
+        };
+        if scratch.lazy {
+            scratch.pending = Some(expansion);
         } else {
-            js::write_string(member, out);
+            while expansion.write_next(out) {}
         }
-        out.extend_from_slice(b"}}}\n");
     }
     if keep_packed {
         out.extend_from_slice(b"{\"type\":\"");

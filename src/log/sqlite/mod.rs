@@ -627,6 +627,9 @@ pub struct SessionReader<C: Borrow<Connection>> {
     packed_map: Vec<PackedLine>,
     /// The state before the first line: (storage findings, refused, boundary).
     first: Option<(usize, bool, Option<i64>)>,
+    /// The member lines of a packed row not handed out yet, and its row seq: written a
+    /// few at a time, so a row of 1 MiB never becomes hundreds of MB of lines at once.
+    pending: Option<(decode::Expansion, u64)>,
 }
 
 /// A packed row handed on packed: its line in the stream, and how many lines and bytes the
@@ -700,6 +703,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             stream_lines: 0,
             packed_map: Vec::new(),
             first: None,
+            pending: None,
         }
     }
 
@@ -848,6 +852,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.keep_packed = false;
         self.packed_map = Vec::new();
         self.stream_lines = 0;
+        self.pending = None;
         if self.class_check == ClassCheck::Inline {
             self.class_check = ClassCheck::Pending;
         }
@@ -1094,6 +1099,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let Phase::Rows(from) = self.phase else {
             return Ok(());
         };
+        if !self.write_pending() {
+            return Ok(());
+        }
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
         let mut stmt = select_events_from(self.conn.borrow(), "").map_err(sql)?;
@@ -1120,7 +1128,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(());
             }
             let start = self.buf.len();
+            self.scratch.lazy = true;
             let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
+            self.scratch.lazy = false;
             if let Some(hit) = self.scratch.limit.take() {
                 // Not read, so not judged: neither torn nor damaged (issue 37 item 2).
                 self.phase = Phase::Ended;
@@ -1130,7 +1140,23 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 Err(why) => Some(Failure::Malformed(why)),
                 Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
                     self.buf.truncate(start);
+                    self.scratch.pending = None;
                     Some(Failure::Gap)
+                }
+                Ok(d) if self.scratch.pending.is_some() => {
+                    // A packed row, valid and in sequence: its member lines follow, a few at a
+                    // time.
+                    if let Some(e) = self.scratch.pending.take() {
+                        self.pending = Some((e, raw.seq as u64));
+                    }
+                    self.stream_lines += d.lines;
+                    self.expected += d.members;
+                    self.events += d.members;
+                    self.last_time = Some(d.last_time);
+                    drop(rows);
+                    drop(stmt);
+                    self.write_pending();
+                    return Ok(());
                 }
                 Ok(d) => {
                     let mut at = start;
@@ -1175,6 +1201,28 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(());
             }
         }
+    }
+
+    /// Write the pending member lines of a packed row until the buffer holds
+    /// [`FILL_TARGET`] bytes; whether none is left.
+    fn write_pending(&mut self) -> bool {
+        let Some((e, row_seq)) = &mut self.pending else {
+            return true;
+        };
+        while self.buf.len() < FILL_TARGET {
+            let (start, member) = (self.buf.len(), e.next_member() as u32);
+            if !e.write_next(&mut self.buf) {
+                self.pending = None;
+                return true;
+            }
+            self.spans.push(Span {
+                row_seq: Some(*row_seq),
+                member,
+                start,
+                end: self.buf.len() - 1,
+            });
+        }
+        false
     }
 
     /// The error of a row past a guard of dshs's own.
