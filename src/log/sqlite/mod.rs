@@ -1015,7 +1015,13 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// field.
     pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
         self.class_pass_if_due()?;
-        if self.refused || self.header_sent || self.row.version.is_none_or(|v| v < 2) {
+        // Only for a version dshs reads: an unsupported one is refused by the header check,
+        // and a derived field would be a warning about a header nobody reads.
+        let supported = self.row.version.is_some_and(|v| {
+            u8::try_from(v).is_ok_and(|v| crate::log::dialect::Dialect::for_version(v).is_some())
+        });
+        if self.refused || self.header_sent || !supported || self.row.version.is_none_or(|v| v < 2)
+        {
             return Ok(None);
         }
         let seeded = self.is_seeded()?;
