@@ -13,7 +13,9 @@ Exit status:
   1  the log is invalid or corrupt; repair/compact refused because of it
   2  usage error, unreadable file, I/O failure
   3  refused as unsupported: unknown or newer format version, a V4-draft log,
-     an unknown event type not marked ignorable, or a live writer holds the session";
+     an unknown event type not marked ignorable, or a live writer holds the session
+  4  a line or row past one of dshs's own guards (line size: DSHS_MAX_LINE_BYTES;
+     JSON depth: DSHS_MAX_JSON_DEPTH): not read, never called damage, nothing cut";
 
 /// `(code, meaning)` rows of an exit-status text such as [`EXIT_CODES`], continuation lines
 /// joined: the man page renders these as a table.
@@ -630,7 +632,9 @@ Exit status (what can be read is printed in every case):
   1  the log is invalid or corrupt (run `dshs validate` for the findings)
   2  usage error, unreadable file, I/O failure
   3  refused as unsupported: unknown or newer format version, a V4-draft log,
-     an unknown event type not marked ignorable";
+     an unknown event type not marked ignorable
+  4  a line or row past one of dshs's own guards (DSHS_MAX_LINE_BYTES,
+     DSHS_MAX_JSON_DEPTH): not read, never called damage";
 
 #[derive(Debug, Args)]
 pub struct ShowArgs {
@@ -956,14 +960,15 @@ mod tests {
     fn exit_tables_parse_into_rows_with_continuations_joined() {
         let rows = exit_table(EXIT_CODES);
         let codes: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
-        assert_eq!(codes, ["0", "1", "2", "3"]);
+        assert_eq!(codes, ["0", "1", "2", "3", "4"]);
         assert!(rows[3].1.starts_with("refused as unsupported"));
         assert!(rows[3].1.ends_with("or a live writer holds the session"));
+        assert!(rows[4].1.ends_with("nothing cut"));
         assert!(
             !rows[3].1.contains("  "),
             "continuation joined with one space"
         );
-        assert_eq!(exit_table(INSPECT_EXIT_CODES).len(), 4);
+        assert_eq!(exit_table(INSPECT_EXIT_CODES).len(), 5);
     }
 
     #[test]

@@ -14,6 +14,9 @@ pub enum Outcome {
     Unsupported,
     /// 1: `grep` found nothing (the grep convention).
     NoMatch,
+    /// 4: a row past one of dshs's own limits (a size or depth guard): refused, never
+    /// called damage.
+    Limit,
 }
 
 impl Outcome {
@@ -24,6 +27,17 @@ impl Outcome {
             Outcome::Failure => 2,
             Outcome::Unsupported => 3,
             Outcome::NoMatch => 1,
+            Outcome::Limit => 4,
+        }
+    }
+
+    /// The exit status of a read that failed: 4 when it stopped at one of dshs's limits,
+    /// else 2.
+    pub fn of_read(e: &std::io::Error) -> Outcome {
+        if dshs::log::limits::LimitHit::of_io(e).is_some() {
+            Outcome::Limit
+        } else {
+            Outcome::Failure
         }
     }
 
@@ -61,10 +75,21 @@ impl Failure {
         Failure::of(Outcome::Failure, message)
     }
 
-    /// The exit status of an error a command returned.
+    /// The exit status of an error a command returned: its own, or 4 when a reader stopped
+    /// at one of dshs's limits anywhere in its chain, else 2.
     pub fn outcome_of(e: &anyhow::Error) -> Outcome {
-        e.downcast_ref::<Failure>()
-            .map_or(Outcome::Failure, |f| f.outcome)
+        if let Some(f) = e.downcast_ref::<Failure>() {
+            return f.outcome;
+        }
+        let limit = |c: &(dyn std::error::Error + 'static)| {
+            dshs::log::limits::LimitHit::in_chain(c).is_some()
+                || c.downcast_ref::<dshs::log::sqlite::StoreError>()
+                    .is_some_and(|s| s.class() == dshs::log::sqlite::Class::Limit)
+        };
+        if e.chain().any(limit) {
+            return Outcome::Limit;
+        }
+        Outcome::Failure
     }
 }
 

@@ -186,7 +186,7 @@ fn planned(
     match compact::plan(scan, lookout, req, minted, &mut deriver) {
         Ok(p) => Ok(p),
         Err(PlanError::Refused(r)) => Err(refuse(name, &r, errors)),
-        Err(PlanError::Read(e)) => Err(cannot_read(&e)),
+        Err(PlanError::Read(e)) => Err(Failure::usage(format!("cannot read {name}: {e}"))),
         Err(e @ PlanError::Encode(_)) => Err(Failure::usage(format!("{name}: {e}"))),
     }
 }

@@ -38,7 +38,11 @@ const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "DSHS_MAX_LINE_BYTES",
-        "The longest line, in bytes, a zstd log may decompress to before reading stops (default 268435456; a guard against zstd bombs).",
+        "The line-size guard: the longest line (plain or zstd log) or decoded SQLite row, in bytes, dshs reads (default 268435456). A longer one stops the command with exit 4; it is never called damage or cut.",
+    ),
+    (
+        "DSHS_MAX_JSON_DEPTH",
+        "The JSON depth guard: the deepest nesting of arrays and objects dshs reads (default 1000, at most 2000). Deeper JSON stops the command with exit 4; it is never called damage or cut.",
     ),
     ("TZ", "The time zone of the times `show` prints."),
     (

@@ -435,7 +435,7 @@ pub fn in_parallel<T: Sync, R: Send>(
         for _ in 0..jobs.min(items.len()) {
             let tx = tx.clone();
             let (next, stop, work, emitted) = (&next, &stop, &work, &emitted);
-            scope.spawn(move || {
+            dshs::log::limits::spawn_scoped(scope, move || {
                 while !stop.load(Ordering::Relaxed) {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(item) = items.get(i) else { break };
@@ -565,7 +565,10 @@ impl Seekable {
 
 /// Reading failed part-way: the command's error (exit 2).
 pub fn read_failure(name: &str, e: &io::Error) -> anyhow::Error {
-    Failure::usage(format!("cannot read {}: {e}", crate::render::escape(name)))
+    Failure::of(
+        Outcome::of_read(e),
+        format!("cannot read {}: {e}", crate::render::escape(name)),
+    )
 }
 
 /// The exit status of an inspection command: what `validate` would say about the log.

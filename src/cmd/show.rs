@@ -96,7 +96,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let (second, printed) = std::thread::scope(|scope| {
         // The printer moves into the pass's thread: when it is dropped there, the outbox's
         // sender goes with it and the loop below ends.
-        let pass = scope.spawn(move || {
+        let pass = dshs::log::limits::spawn_scoped(scope, move || {
             let second = file.open().and_then(|mut o| {
                 o.reader = Box::new(Tap {
                     inner: o.reader,

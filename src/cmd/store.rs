@@ -40,7 +40,7 @@ pub fn name(arg: &str, session: Option<&str>) -> Result<Named> {
     let path = Path::new(arg);
     let named = if arg == "-" {
         Named::Log
-    } else if path.is_file() && sqlite::has_magic(path).unwrap_or(false) {
+    } else if path.is_file() && (sqlite::has_magic(path).unwrap_or(false) || empty_store(path)) {
         Named::Store {
             path: path.to_owned(),
             shown: arg.to_owned(),
@@ -100,6 +100,7 @@ pub fn outcome_of_class(class: Class) -> Outcome {
         Class::Invalid => Outcome::Invalid,
         Class::Failure => Outcome::Failure,
         Class::Unsupported => Outcome::Unsupported,
+        Class::Limit => Outcome::Limit,
     }
 }
 
@@ -141,15 +142,40 @@ pub fn open_one(path: &Path, shown: &str, id: Option<&str>) -> Result<(Store, St
     Ok((store, id))
 }
 
-/// The usage error of a command that needs one session, on a store holding several.
+/// Session ids a usage error lists at most (a store may hold 100,000).
+const LISTED_IDS: usize = 20;
+
+/// A 0-byte file named like a database (`.db`, `.sqlite`, `.sqlite3`): an empty store (SQLITE.md
+/// S2: SQLite reads it as a database with nothing in it), not a JSONL log without a header.
+/// Only the name can tell, so only these names; any other 0-byte file stays a log.
+fn empty_store(path: &Path) -> bool {
+    let named = path
+        .extension()
+        .and_then(|x| x.to_str())
+        .is_some_and(|x| matches!(x, "db" | "sqlite" | "sqlite3"));
+    named && std::fs::metadata(path).is_ok_and(|m| m.len() == 0)
+}
+
+/// The usage error of a command that needs one session, on a store holding several: the
+/// first [`LISTED_IDS`] ids and how many more there are.
 fn several_sessions(shown: &str, ids: &[String]) -> String {
-    let list: Vec<String> = ids.iter().map(|i| escape(i).into_owned()).collect();
+    let list: Vec<String> = ids
+        .iter()
+        .take(LISTED_IDS)
+        .map(|i| escape(i).into_owned())
+        .collect();
+    let more = ids.len().saturating_sub(LISTED_IDS);
     format!(
-        "{} holds {} sessions; name one as {}#ID or with --session ID: {}",
+        "{} holds {} sessions; name one as {}#ID or with --session ID: {}{}",
         escape(shown),
         ids.len(),
         escape(shown),
-        list.join(", ")
+        list.join(", "),
+        if more > 0 {
+            format!(" and {more} more (`dshs ls {}` lists them)", escape(shown))
+        } else {
+            String::new()
+        }
     )
 }
 

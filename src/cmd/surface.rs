@@ -235,7 +235,7 @@ fn write_in_parallel(
         let (made, finished) = crossbeam_channel::unbounded::<(usize, Made)>();
         for d in derivers.iter_mut() {
             let (taken, made) = (taken.clone(), made.clone());
-            scope.spawn(move || {
+            dshs::log::limits::spawn_scoped(scope, move || {
                 for index in taken {
                     let lines = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                         chunk_lines(index, Some(&mut *d))

@@ -225,7 +225,7 @@ fn validate_one(
         Err(e) => {
             let message = format!("cannot read {file}: {e}");
             write_unreadable(&message, file, args, env, painter, out)?;
-            return Ok(Outcome::Failure);
+            return Ok(Outcome::of_read(&e));
         }
     };
     write_hidden_note(hidden, quiet, file, args, painter, out)?;
@@ -364,7 +364,7 @@ fn validate_store(
             Err(e) => {
                 let message = format!("cannot read {name}: {e}");
                 write_unreadable(&message, &name, args, env, painter, out)?;
-                worst = worst.worst(Outcome::Failure);
+                worst = worst.worst(Outcome::of_read(&e));
                 continue;
             }
         };

@@ -15,8 +15,9 @@ pub const SHOWN_ERRORS: usize = 50;
 
 /// The usage failure of a log `name` (shown, escaped) that could not be read, for
 /// `map_err` wherever a writing command reads it.
-pub fn cannot_read(name: &str) -> impl Fn(&dyn std::fmt::Display) -> anyhow::Error + '_ {
-    move |e| Failure::usage(format!("cannot read {name}: {e}"))
+pub fn cannot_read(name: &str) -> impl Fn(&std::io::Error) -> anyhow::Error + '_ {
+    // A read stopped at one of dshs's limits is exit 4, never a verdict on the log.
+    move |e| Failure::of(Outcome::of_read(e), format!("cannot read {name}: {e}"))
 }
 
 /// Open `arg` to be changed as `mode` says, saying on stderr what finishing an earlier,

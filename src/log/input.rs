@@ -6,6 +6,8 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::log::limits::{Guard, LimitHit};
+
 pub(crate) mod chunks;
 pub mod zstd;
 
@@ -464,6 +466,8 @@ pub struct LineReader<R> {
     /// [`read_block`](Self::read_block) has taken what the reader buffered and reads
     /// straight from it now.
     direct: bool,
+    /// The line-size guard ([`crate::log::limits`]): a longer line stops the reading.
+    max_line: u64,
 }
 
 /// What [`LineReader::read_block`] read.
@@ -484,7 +488,22 @@ impl<R: BufRead> LineReader<R> {
             next_no: 1,
             offset: 0,
             direct: false,
+            max_line: crate::log::limits::max_line_bytes(),
         }
+    }
+
+    /// Lines longer than `bytes` stop the reading (a [`LimitHit`]).
+    pub fn set_max_line(&mut self, bytes: u64) {
+        self.max_line = bytes;
+    }
+
+    /// The line starting at `byte` is past the line-size guard: at least `len` bytes.
+    fn too_long(&self, line: Option<u64>, byte: u64, len: u64) -> io::Error {
+        let at = match line {
+            Some(no) => format!("line {no} (byte {byte})"),
+            None => format!("the line at byte {byte}"),
+        };
+        LimitHit::new(Guard::LineBytes, self.max_line, len, true, at).into_io()
     }
 
     /// The byte offset just past everything returned so far.
@@ -546,6 +565,14 @@ impl<R: BufRead> LineReader<R> {
         // No `\n` lies in `buf[..searched]` past those already looked at.
         let mut searched = 0;
         loop {
+            if searched == 0
+                && len as u64 > self.max_line
+                && memchr::memchr(b'\n', &buf[..len]).is_none()
+            {
+                // One line, and already past the guard: stop before reading the rest of it.
+                let e = self.too_long(None, self.offset, len as u64);
+                return self.cut(buf, 0, Some(e));
+            }
             if len >= min {
                 if let Some(last) = memchr::memrchr(b'\n', &buf[searched..len]) {
                     let end = searched + last + 1;
@@ -604,11 +631,30 @@ impl<R: BufRead> LineReader<R> {
             self.reader.consume(end + 1);
             return Ok(Some(self.line(end + 1)));
         }
-        let n = self.reader.read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
+        // Gathered a piece at a time, so a line past the guard stops where it passes it.
+        loop {
+            let available = self.reader.fill_buf()?;
+            if available.is_empty() {
+                break;
+            }
+            let (take, done) = match memchr::memchr(b'\n', available) {
+                Some(end) => (end + 1, true),
+                None => (available.len(), false),
+            };
+            self.buf.extend_from_slice(&available[..take]);
+            self.reader.consume(take);
+            let len = self.buf.len() - usize::from(done);
+            if len as u64 > self.max_line {
+                return Err(self.too_long(Some(self.next_no), self.offset, len as u64));
+            }
+            if done {
+                break;
+            }
+        }
+        if self.buf.is_empty() {
             return Ok(None);
         }
-        Ok(Some(self.line(n)))
+        Ok(Some(self.line(self.buf.len())))
     }
 
     /// The line of `n` bytes now in `buf`.

@@ -11,6 +11,8 @@ use std::hash::Hasher;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
+use crate::log::limits::{self, Guard, LimitHit};
+
 mod fast;
 
 pub(crate) use fast::escaped_char;
@@ -512,7 +514,11 @@ pub fn parse(bytes: &[u8]) -> Result<Json<'_>, String> {
     match std::str::from_utf8(bytes) {
         Ok(text) => parse_str(text),
         Err(_) => {
+            if let Some(deep) = too_deep(bytes) {
+                return Err(deep);
+            }
             let mut de = serde_json::Deserializer::from_slice(bytes);
+            de.disable_recursion_limit();
             let value = Json::deserialize(&mut de).map_err(describe_error)?;
             de.end().map_err(describe_error)?;
             Ok(value)
@@ -652,8 +658,62 @@ pub fn parse_tallied_in<'a>(
     }
 }
 
+/// How deep the arrays and objects of a JSON text nest (strings skipped), counted without
+/// recursion; invalid text is counted as far as it goes.
+pub fn nesting_depth(text: &[u8]) -> u64 {
+    let (mut depth, mut deepest) = (0u64, 0u64);
+    let mut i = 0;
+    while let Some(at) = memchr::memchr3(b'"', b'[', b'{', &text[i..]).map(|k| i + k) {
+        // Closers between here and there.
+        depth = depth.saturating_sub(memchr::memchr2_iter(b']', b'}', &text[i..at]).count() as u64);
+        match text[at] {
+            b'"' => {
+                // To the closing quote: past escapes.
+                let mut j = at + 1;
+                loop {
+                    match memchr::memchr2(b'"', b'\\', &text[j..]) {
+                        Some(k) if text[j + k] == b'\\' => j += k + 2,
+                        Some(k) => {
+                            j += k + 1;
+                            break;
+                        }
+                        None => return deepest,
+                    }
+                }
+                i = j.min(text.len());
+            }
+            _ => {
+                depth += 1;
+                deepest = deepest.max(depth);
+                i = at + 1;
+            }
+        }
+    }
+    deepest
+}
+
+/// The text nests deeper than the depth guard: the guard it passes (see
+/// [`crate::log::limits`]), with no place yet.
+pub fn depth_limit(text: &[u8]) -> Option<LimitHit> {
+    let max = u64::from(limits::max_json_depth());
+    // Cheap first: a text this short cannot nest that deep.
+    if (text.len() as u64) <= max {
+        return None;
+    }
+    let depth = nesting_depth(text);
+    (depth > max).then(|| LimitHit::new(Guard::JsonDepth, max, depth, false, String::new()))
+}
+
+/// The error of a text past the depth guard (said before any recursive parser sees it).
+fn too_deep(text: &[u8]) -> Option<String> {
+    depth_limit(text).map(|hit| hit.to_string())
+}
+
 /// serde_json with DSH's JavaScript corner cases (the reference the fast path must match).
 fn parse_careful(text: &str) -> Result<Json<'_>, String> {
+    if let Some(deep) = too_deep(text.as_bytes()) {
+        return Err(deep);
+    }
     match parse_exact(text) {
         Ok(v) => Ok(v),
         Err(e) if e.contains("number out of range") => {
@@ -714,6 +774,9 @@ pub(crate) fn number_tail_end(s: &[u8], mut i: usize) -> Option<usize> {
 
 fn parse_exact(text: &str) -> Result<Json<'_>, String> {
     let mut de = serde_json::Deserializer::from_str(text);
+    // `JSON.parse` takes any depth: the depth guard (checked before, without recursion)
+    // bounds it here instead of serde_json's 128.
+    de.disable_recursion_limit();
     let value = Json::deserialize(&mut de).map_err(describe_error)?;
     de.end().map_err(describe_error)?;
     Ok(value)
@@ -1600,7 +1663,22 @@ mod tests {
     fn deep_nesting_is_an_error_not_a_crash() {
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         let err = parse(deep.as_bytes()).unwrap_err();
-        assert!(err.contains("nested deeper"), "{err}");
+        assert!(err.contains("JSON depth guard"), "{err}");
+        assert!(depth_limit(deep.as_bytes()).is_some());
+        // Deeper than serde_json's own 128 and the fast parser's 100, within the guard: read.
+        let ok = "[".repeat(900) + &"]".repeat(900);
+        assert!(parse(ok.as_bytes()).is_ok());
+        assert!(depth_limit(ok.as_bytes()).is_none());
+    }
+
+    #[test]
+    fn nesting_is_counted_outside_strings_only() {
+        assert_eq!(nesting_depth(b"[]"), 1);
+        assert_eq!(nesting_depth(br#"{"a":[1,{"b":[]}],"c":{}}"#), 4);
+        assert_eq!(nesting_depth(br#"["[[[[", "\"[[[", "\\", [[]]]"#), 3);
+        assert_eq!(nesting_depth(br#"[][][]"#), 1);
+        assert_eq!(nesting_depth(b"\"unterminated [[["), 0);
+        assert_eq!(nesting_depth(b"42"), 0);
     }
 
     #[test]

@@ -40,6 +40,7 @@ pub mod input;
 pub mod json;
 pub mod legacy;
 pub mod lifecycle;
+pub mod limits;
 pub mod payload;
 pub mod repair;
 pub mod rows;

@@ -139,6 +139,9 @@ pub enum BadKind {
     NotEvent,
     /// B3: packed-row validation, v2+ packed tag, or range decoding failed.
     Malformed(Code),
+    /// Not bad at all: past one of dshs's own guards (JSON nested deeper than the depth
+    /// guard, [`crate::log::limits`]). The pass stops at it instead of judging it.
+    Limit,
 }
 
 #[derive(Debug)]
@@ -231,8 +234,13 @@ pub fn decode_in<'a>(
     let (value, audit, tally) = match parsed {
         Ok(parsed) => parsed,
         Err(why) => {
+            let deep = json::depth_limit(text.as_bytes()).is_some();
             return Row::Bad(BadRow {
-                kind: BadKind::Unparsable,
+                kind: if deep {
+                    BadKind::Limit
+                } else {
+                    BadKind::Unparsable
+                },
                 why,
                 seq: None,
                 event_type: None,

@@ -24,6 +24,7 @@ use super::input::{self, Framing, LineReader, ZstdEnd};
 use super::json::{Json, Shape};
 use super::legacy::{self, Legacy};
 use super::lifecycle::Lifecycle;
+use super::limits::{Guard, LimitHit};
 use super::payload;
 use super::rows::{self, BadKind, Candidate, Event, Packed, Row};
 use super::surface::{self, SurfaceManager};
@@ -651,6 +652,11 @@ pub fn scan_framed(
         }
         Some(line) => {
             let pos = Pos { line: 1, byte: 0 };
+            // The header obeys the guards of every line (the reader already held it to the
+            // line-size guard).
+            if let Some(hit) = crate::log::json::depth_limit(line.bytes) {
+                return Err(hit.at("the header, line 1").into_io());
+            }
             result.committed_bytes = line.bytes.len() as u64 + 1;
             Some(header::check(line.bytes, pos, path, &mut out))
         }
@@ -697,6 +703,7 @@ pub fn scan_framed(
         committed_bytes: result.committed_bytes,
         dropped: None,
         failed: None,
+        max_line: crate::log::limits::max_line_bytes(),
     };
     let mut reached_stop = opts.stop_after.is_none();
     // Input folded to the end: read (and for zstd, decompress) and parse on worker threads
@@ -894,8 +901,11 @@ struct Pass<O, S> {
     committed_bytes: u64,
     /// The rows of a crash tail, once dropped (for the `crash-tail` finding).
     dropped: Option<Tail>,
-    /// Keeping or reading back rows failed: the pass reports it at the end.
+    /// Keeping or reading back rows failed, or a row passed a guard of dshs's own: the
+    /// pass reports it at the end.
     failed: Option<io::Error>,
+    /// The line-size guard ([`crate::log::limits`]).
+    max_line: u64,
 }
 
 /// One UTF-8 pass: borrowed when valid, decoded lossily (like DSH) when not.
@@ -918,6 +928,7 @@ impl<O, S> Pass<O, S> {
             committed_bytes,
             dropped,
             failed,
+            max_line,
         } = self;
         let Counting {
             inner: had,
@@ -937,6 +948,7 @@ impl<O, S> Pass<O, S> {
             committed_bytes,
             dropped,
             failed,
+            max_line,
         };
         (pass, had)
     }
@@ -953,6 +965,15 @@ impl<O: Observer, S: Sink> Pass<O, S> {
     /// end; once the answer is known they are read back and folded as decided
     /// ([`Pass::replay`]). Nothing about them is held in memory meanwhile, whatever follows.
     fn line(&mut self, pos: Pos, end: u64, raw: &[u8], utf8_ok: bool, row: &mut Row<'_>) -> bool {
+        // dshs's own limits come first, wherever the row is: it is not judged at all (neither
+        // committed nor a crash tail), the pass stops and says which guard (issue 37 item 2).
+        if self.failed.is_some() {
+            return true;
+        }
+        if let Some(hit) = limit_hit(pos, raw, row, self.max_line) {
+            self.failed.get_or_insert(hit.into_io());
+            return true;
+        }
         if let Some(spec) = &mut self.spec {
             spec.tail.rows += 1;
             if let Err(e) = spec.spool.push(raw) {
@@ -1300,6 +1321,37 @@ fn drain<R: BufRead>(lines: &mut LineReader<R>) -> io::Result<()> {
     Ok(())
 }
 
+/// The guard of dshs's own a line passes, if any: longer than the line-size guard (a row
+/// of a SQLite store or a line that came some way other than through [`LineReader`]), or
+/// nested deeper than the depth guard.
+fn limit_hit(pos: Pos, raw: &[u8], row: &Row<'_>, max_line: u64) -> Option<LimitHit> {
+    let at = || format!("line {} (byte {})", pos.line, pos.byte);
+    if raw.len() as u64 > max_line {
+        return Some(LimitHit::new(
+            Guard::LineBytes,
+            max_line,
+            raw.len() as u64,
+            false,
+            at(),
+        ));
+    }
+    match row {
+        Row::Bad(b) if b.kind == BadKind::Limit => {
+            let hit = crate::log::json::depth_limit(raw).unwrap_or_else(|| {
+                LimitHit::new(
+                    Guard::JsonDepth,
+                    u64::from(crate::log::limits::max_json_depth()),
+                    0,
+                    true,
+                    String::new(),
+                )
+            });
+            Some(hit.at(at()))
+        }
+        _ => None,
+    }
+}
+
 /// Is this row bad (§6.1), and does it hold a turn end?
 fn classify_row(
     row: &Row<'_>,
@@ -1314,6 +1366,8 @@ fn classify_row(
                 BadKind::Unparsable => Code::CommittedUnparsable,
                 BadKind::NotEvent => Code::CommittedNotEvent,
                 BadKind::Malformed(_) => Code::CommittedMalformedRow,
+                // Stopped at in `Pass::line` before it is classified.
+                BadKind::Limit => Code::CommittedUnparsable,
             };
             let info = BadRowInfo {
                 code,

@@ -5,6 +5,8 @@ use std::fs::File;
 use std::io;
 use std::sync::{Mutex, PoisonError};
 
+use crate::log::limits::{Guard, LimitHit};
+
 /// A block of whole lines some source read: the offset of its first byte, where its text
 /// starts in the buffer and its length, and whether the input ended with it.
 #[derive(Debug, Clone, Copy)]
@@ -27,6 +29,8 @@ pub(crate) struct Chunks<'f> {
     size: u64,
     /// The first chunk (by number) whose read failed, with the error.
     failed: Mutex<Option<(usize, io::Error)>>,
+    /// The line-size guard: a longer line ends the input with a [`LimitHit`].
+    max_line: u64,
 }
 
 /// What [`Chunks::read`] read: `buf[skip..skip + len]` holds the chunk's lines, and `buf`
@@ -47,6 +51,7 @@ impl<'f> Chunks<'f> {
             base,
             size: size.max(1),
             failed: Mutex::new(None),
+            max_line: crate::log::limits::max_line_bytes(),
         }
     }
 
@@ -100,6 +105,9 @@ impl<'f> Chunks<'f> {
             let mut search = want - 1;
             let mut more = 4096;
             let mut ended = false;
+            // Where the line running past the chunk starts (for the line-size guard).
+            let line_start =
+                memchr::memrchr(b'\n', &buf[first..want]).map_or(first, |i| first + i + 1);
             loop {
                 if let Some(i) = memchr::memchr(b'\n', &buf[search..got]) {
                     // The line ends before the end (or a failure, which a later chunk meets).
@@ -113,6 +121,23 @@ impl<'f> Chunks<'f> {
                 }
                 if ended {
                     break;
+                }
+                if (got - line_start) as u64 > self.max_line {
+                    // A line past the guard: the chunk ends before it, and so does the input.
+                    let e = LimitHit::new(
+                        Guard::LineBytes,
+                        self.max_line,
+                        (got - line_start) as u64,
+                        true,
+                        format!("the line at byte {}", at + line_start as u64),
+                    );
+                    return ChunkRead {
+                        at,
+                        skip: first,
+                        len: line_start - first,
+                        eof: true,
+                        error: Some(e.into_io()),
+                    };
                 }
                 search = got;
                 if buf.len() < got + more {

@@ -22,8 +22,8 @@
 //! live at once, each with a window of at most 2^[`PROBE_WINDOW_LOG`] bytes, and all run in
 //! step over the same bytes, so a file full of fake magics costs at most that many extra
 //! decoding passes over it: linear time, bounded memory. A frame that decompresses to
-//! one gigantic line (a "zstd bomb") stops with an error once the line passes
-//! [`max_line_bytes`].
+//! one gigantic line (a "zstd bomb") stops at the line-size guard once the line passes
+//! [`max_line_bytes`] (a [`LimitHit`], as for a plain log).
 
 use std::io::{self, Read};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
@@ -33,23 +33,11 @@ use zstd::stream::raw::{DParameter, Decoder, InBuffer, Operation, OutBuffer};
 
 use crate::log::codes::{Code, Severity};
 use crate::log::finding::{Finding, Pos, Sink};
+use crate::log::limits::{Guard, LimitHit};
 
 use super::ZSTD_MAGIC;
 
-/// Default longest decompressed line accepted from a zstd log (256 MiB).
-pub const DEFAULT_MAX_LINE: u64 = 256 << 20;
-
-/// The environment variable that overrides [`DEFAULT_MAX_LINE`] (bytes).
-pub const MAX_LINE_ENV: &str = "DSHS_MAX_LINE_BYTES";
-
-/// The longest decompressed line a zstd log may hold before reading stops.
-pub fn max_line_bytes() -> u64 {
-    std::env::var(MAX_LINE_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(DEFAULT_MAX_LINE)
-}
+pub use crate::log::limits::{DEFAULT_MAX_LINE, MAX_LINE_ENV, max_line_bytes};
 
 /// Damage found in the framing (always an error: corruption).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -701,12 +689,15 @@ impl<R: Read> ZstdReader<R> {
         self.last_byte = out.last().copied();
         if self.line_len > self.max_line {
             self.finish(false, true);
-            return Err(io::Error::other(format!(
-                "zstd frame {} decompresses to a line longer than {} bytes (line {}); refusing to read further (a corrupt or malicious file — a \"zstd bomb\"? raise the limit with {MAX_LINE_ENV})",
-                self.frame,
+            // The same line-size guard as a plain log's: dshs's limit, not damage (exit 4).
+            return Err(LimitHit::new(
+                Guard::LineBytes,
                 self.max_line,
-                self.newlines + 1
-            )));
+                self.line_len,
+                true,
+                format!("line {} (zstd frame {})", self.newlines + 1, self.frame),
+            )
+            .into_io());
         }
         Ok(())
     }
@@ -1322,6 +1313,7 @@ mod tests {
         assert!(data.len() < 4096);
         let (out, _, _) = read_all(&data, 1 << 20);
         let e = out.unwrap_err();
-        assert!(e.to_string().contains("longer than 1048576 bytes"), "{e}");
+        assert!(e.to_string().contains("limit of 1048576 bytes"), "{e}");
+        assert!(crate::log::limits::LimitHit::of_io(&e).is_some(), "{e}");
     }
 }

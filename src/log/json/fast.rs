@@ -22,7 +22,8 @@ use super::{
 };
 use crate::log::rows::PACKED_TAGS;
 
-/// Deeper lines go to serde_json (whose limit, 128, produces the error message).
+/// Deeper lines go to the careful path, which checks them against the depth guard
+/// ([`crate::log::limits`]) without recursion first: this parser's recursion stays shallow.
 const MAX_DEPTH: u32 = 100;
 
 /// Parse a whole line (surrounding JSON whitespace allowed); `None`: use the careful path.

@@ -751,7 +751,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     } else {
         thread::scope(|scope| {
             let others: Vec<_> = (1..threads)
-                .map(|_| scope.spawn(|| shared.run(None, true, |_| {})))
+                .map(|_| crate::log::limits::spawn_scoped(scope, || shared.run(None, true, |_| {})))
                 .collect();
             let mut left = shared.run(Some(first), false, &mut on_turn);
             // Exactly one thread leaves with the turn: the one whose block ended the input.

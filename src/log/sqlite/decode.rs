@@ -12,6 +12,7 @@ use rusqlite::types::ValueRef;
 use super::Schema;
 use super::js::{self, Value};
 use crate::log::json::MAX_SAFE;
+use crate::log::limits::{Guard, LimitHit};
 
 /// The most bytes a packed row's `data` may hold, decoded (S5).
 pub const PACKED_MAX_BYTES: usize = 1 << 20;
@@ -64,15 +65,73 @@ pub type Undecodable = String;
 #[derive(Default)]
 pub struct Scratch {
     data: Vec<u8>,
-    seqs: Vec<u64>,
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// Why the last row that did not decode was not read at all: it passed a guard of
+    /// dshs's own (a size or depth limit, [`crate::log::limits`]). Such a row is not
+    /// undecodable — DSH reads it — so its caller must not judge it (see [`decode_row`]).
+    pub limit: Option<LimitHit>,
+    /// Hand a packed row's member lines out as [`Expansion`] (in `pending`) instead of
+    /// writing them all: 1,024 members sharing a 500 KB id are 500 MB of lines, from a row
+    /// of 1 MiB.
+    pub lazy: bool,
+    /// The member lines of the last packed row decoded with `lazy`, still to be written.
+    pub pending: Option<Expansion>,
+}
+
+/// The member lines of a valid packed row (S5), written one at a time: what is kept is the
+/// row's text (at most 1 MiB) and the bytes every line shares, not the lines.
+#[derive(Debug)]
+pub struct Expansion {
+    seq0: i64,
+    /// `,"data":{…,"text":` (or `"argumentsDelta":`), the same in every line.
+    fixed: Vec<u8>,
+    /// The run data text the member strings are in.
+    text: String,
+    /// Each member string's raw contents (between the quotes), as a range of `text`.
+    members: Vec<(usize, usize)>,
+    times: Vec<i64>,
+    /// `text` is `JSON.stringify` output: a member is written as it is stored.
+    canonical: bool,
+    next: usize,
+}
+
+impl Expansion {
+    /// The member the next line is (from 0).
+    pub fn next_member(&self) -> usize {
+        self.next
+    }
+
+    /// Append the next member's line (ending in `\n`); false when none is left.
+    pub fn write_next(&mut self, out: &mut Vec<u8>) -> bool {
+        let k = self.next;
+        let Some(&(start, end)) = self.members.get(k) else {
+            return false;
+        };
+        self.next += 1;
+        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
+        push_int(out, self.seq0 + k as i64);
+        out.extend_from_slice(b",\"time\":");
+        push_int(out, self.times[k]);
+        out.extend_from_slice(&self.fixed);
+        let member = &self.text[start..end];
+        if self.canonical {
+            out.push(b'"');
+            out.extend_from_slice(member.as_bytes());
+            out.push(b'"');
+        } else {
+            js::write_string(member, out);
+        }
+        out.extend_from_slice(b"}}}\n");
+        true
+    }
 }
 
 /// How a row is decoded.
 #[derive(Debug, Clone, Copy)]
 pub struct Mode {
     pub schema: Schema,
-    /// Refuse scalar `data` BLOBs decompressing to more than this.
+    /// The line-size guard: a scalar row whose `data` text, or whose logical line, would be
+    /// longer is not read (a [`LimitHit`] in [`Scratch::limit`]).
     pub max_scalar_bytes: u64,
     /// Write a valid packed row as one JSONL v0 packed row (FORMAT.md §5.2) instead of its
     /// member events.
@@ -80,7 +139,8 @@ pub struct Mode {
 }
 
 /// Decode `row` and append its logical lines (each ending in `\n`) to `out`; on failure
-/// `out` is left as it was.
+/// `out` is left as it was. A failure with [`Scratch::limit`] set is not a verdict on the
+/// row: dshs did not read it (issue 37 item 2).
 pub fn decode_row(
     row: &RawRow<'_>,
     mode: Mode,
@@ -88,6 +148,8 @@ pub fn decode_row(
     out: &mut Vec<u8>,
 ) -> Result<Decoded, Undecodable> {
     let mark = out.len();
+    scratch.limit = None;
+    scratch.pending = None;
     let r = decode_into(row, mode, scratch, out);
     if r.is_err() {
         out.truncate(mark);
@@ -147,12 +209,41 @@ fn decode_into(
     if schema == Schema::V17 && ignorable == Some(0) {
         return packed(row, &ty, time, keep_packed, scratch, out);
     }
-    let data = data_text(
+    if let ValueRef::Text(t) = row.data
+        && t.len() as u64 > max_scalar_bytes
+    {
+        return Err(limited(
+            scratch,
+            LimitHit::new(
+                Guard::LineBytes,
+                max_scalar_bytes,
+                t.len() as u64,
+                true,
+                format!("the data TEXT of row seq {}", row.seq),
+            ),
+        ));
+    }
+    let data = match data_text(
         row.data,
         max_scalar_bytes,
         &mut scratch.data,
         &mut scratch.zstd,
-    )?;
+    ) {
+        Ok(data) => data,
+        Err(DataError::Bad(why)) => return Err(why),
+        Err(DataError::TooBig(found)) => {
+            return Err(limited(
+                scratch,
+                LimitHit::new(
+                    Guard::LineBytes,
+                    max_scalar_bytes,
+                    found,
+                    true,
+                    format!("the data BLOB of row seq {} (decompressed)", row.seq),
+                ),
+            ));
+        }
+    };
     // Everything is checked before a byte is written, so a failure leaves no partial line.
     let line_start = out.len();
     out.extend_from_slice(b"{\"type\":");
@@ -162,18 +253,46 @@ fn decode_into(
     out.extend_from_slice(b",\"time\":");
     push_int(out, time);
     out.extend_from_slice(b",\"data\":");
-    js::write_value(&data, out).map_err(|e| format!("data is not JSON ({e})"))?;
+    if let Err(e) = js::write_value(&data, out) {
+        // Too deep for dshs to rebuild is dshs's limit, not a row JSON.parse refuses.
+        if let Some(hit) = crate::log::json::depth_limit(data.as_bytes()) {
+            let at = format!("the data of row seq {}", row.seq);
+            return Err(limited(scratch, hit.at(at)));
+        }
+        return Err(format!("data is not JSON ({e})"));
+    }
     match (schema, row.sources) {
         (_, ValueRef::Null) => {}
         (Schema::V17, ValueRef::Blob(b)) => {
-            decode_sources(b, &mut scratch.seqs).map_err(|e| format!("source_event_seqs: {e}"))?;
+            // Each seq takes at least two bytes of the line ("0,"): a list that cannot fit
+            // is refused before it is decoded (memory bounded by the guard, not the BLOB).
+            let seqs = b.iter().filter(|&&byte| byte < 0x80).count() as u64;
+            let least = (out.len() - line_start) as u64 + 2 * seqs;
+            if least > max_scalar_bytes {
+                return Err(limited(
+                    scratch,
+                    LimitHit::new(
+                        Guard::LineBytes,
+                        max_scalar_bytes,
+                        least,
+                        true,
+                        format!(
+                            "row seq {} (its source_event_seqs BLOB of {} bytes lists {seqs} seqs)",
+                            row.seq,
+                            b.len()
+                        ),
+                    ),
+                ));
+            }
             out.extend_from_slice(b",\"sourceEventSeqs\":[");
-            for (i, s) in scratch.seqs.iter().enumerate() {
-                if i > 0 {
+            let mut first = true;
+            for_each_source(b, |seq| {
+                if !std::mem::take(&mut first) {
                     out.push(b',');
                 }
-                push_int(out, *s as i64);
-            }
+                push_int(out, seq as i64);
+            })
+            .map_err(|e| format!("source_event_seqs: {e}"))?;
             out.push(b']');
         }
         (Schema::V15, ValueRef::Text(t)) => {
@@ -198,6 +317,19 @@ fn decode_into(
     }
     out.extend_from_slice(b"}\n");
     debug_assert!(!out[line_start..out.len() - 1].contains(&b'\n'));
+    let len = (out.len() - 1 - line_start) as u64;
+    if len > max_scalar_bytes {
+        return Err(limited(
+            scratch,
+            LimitHit::new(
+                Guard::LineBytes,
+                max_scalar_bytes,
+                len,
+                false,
+                format!("the logical line of row seq {}", row.seq),
+            ),
+        ));
+    }
     Ok(Decoded {
         members: 1,
         lines: 1,
@@ -282,6 +414,27 @@ fn decimal_len(v: i64) -> u64 {
     digits + u64::from(v < 0)
 }
 
+/// Why `data` gave no text.
+enum DataError {
+    /// The row does not decode (S4.1).
+    Bad(Undecodable),
+    /// The text would be longer than asked for: at least this many bytes.
+    TooBig(u64),
+}
+
+impl From<Undecodable> for DataError {
+    fn from(why: Undecodable) -> Self {
+        DataError::Bad(why)
+    }
+}
+
+/// Note that the row was not read because of a guard; the error to return.
+fn limited(scratch: &mut Scratch, hit: LimitHit) -> Undecodable {
+    let why = hit.to_string();
+    scratch.limit = Some(hit);
+    why
+}
+
 /// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd
 /// frame of strict UTF-8 whose leading U+FEFF is dropped, at most `max` bytes.
 fn data_text<'r>(
@@ -289,7 +442,7 @@ fn data_text<'r>(
     max: u64,
     buf: &'r mut Vec<u8>,
     zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
-) -> Result<Cow<'r, str>, Undecodable> {
+) -> Result<Cow<'r, str>, DataError> {
     match v {
         ValueRef::Text(t) => Ok(lossy(t)),
         ValueRef::Blob(b) => {
@@ -298,26 +451,32 @@ fn data_text<'r>(
                 .map_err(|e| format!("data BLOB decompresses to invalid UTF-8 ({e})"))?;
             Ok(Cow::Borrowed(text.strip_prefix('\u{feff}').unwrap_or(text)))
         }
-        other => Err(format!(
+        other => Err(DataError::Bad(format!(
             "data is {}, not TEXT or BLOB",
             storage_class(other)
-        )),
+        ))),
     }
 }
 
-/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output. A
-/// frame that states its content size (upstream's always do) is decoded in one call by a
-/// reused context; any other through the streaming decoder.
-pub fn decompress(
+/// Decompress a zstd `data` BLOB into `buf`, refusing more than `max` bytes of output.
+///
+/// The rule is libzstd's (`ZSTD_decompress`, and the streaming decoder Node's
+/// `zstdDecompressSync` runs): the BLOB is one or more whole frames, their outputs
+/// concatenated; anything after the last frame that is not a frame (garbage), or a frame cut
+/// short, makes it undecodable — whatever the frames' content-size flags say. A BLOB that
+/// is exactly one frame stating its content size (upstream's always are) is decoded in one
+/// call by a reused context; any other through the streaming decoder.
+fn decompress(
     frame: &[u8],
     max: u64,
     buf: &mut Vec<u8>,
     zstd: &mut Option<zstd::bulk::Decompressor<'static>>,
-) -> Result<(), Undecodable> {
+) -> Result<(), DataError> {
     buf.clear();
-    if let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
+    let whole = zstd::zstd_safe::find_frame_compressed_size(frame).ok() == Some(frame.len());
+    if whole && let Ok(Some(size)) = zstd::zstd_safe::get_frame_content_size(frame) {
         if size > max {
-            return Err(format!("data BLOB decompresses to more than {max} bytes"));
+            return Err(DataError::TooBig(size));
         }
         if zstd.is_none() {
             *zstd = Some(
@@ -331,21 +490,21 @@ pub fn decompress(
                 .decompress_to_buffer(frame, buf)
                 .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
             if n as u64 != size {
-                return Err(format!(
+                return Err(DataError::Bad(format!(
                     "data BLOB decompresses to {n} bytes, its frame says {size}"
-                ));
+                )));
             }
             return Ok(());
         }
     }
     let decoder = zstd::stream::read::Decoder::with_buffer(frame)
         .map_err(|e| format!("data BLOB is not a zstd frame ({e})"))?;
-    let mut limited = decoder.single_frame().take(max.saturating_add(1));
+    let mut limited = decoder.take(max.saturating_add(1));
     limited
         .read_to_end(buf)
         .map_err(|e| format!("data BLOB does not decompress ({e})"))?;
     if buf.len() as u64 > max {
-        return Err(format!("data BLOB decompresses to more than {max} bytes"));
+        return Err(DataError::TooBig(buf.len() as u64));
     }
     Ok(())
 }
@@ -353,8 +512,15 @@ pub fn decompress(
 /// Decode a schema-17 `source_event_seqs` BLOB (S4.2) into `out`.
 pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
     out.clear();
+    for_each_source(b, |seq| out.push(seq))
+}
+
+/// Each seq of a schema-17 `source_event_seqs` BLOB (S4.2), in order, without holding the
+/// list (a BLOB of N bytes lists up to N seqs).
+pub fn for_each_source(b: &[u8], mut each: impl FnMut(u64)) -> Result<(), String> {
     let mut i = 0;
     let mut prev: i64 = 0;
+    let mut first = true;
     while i < b.len() {
         let mut value: u64 = 0;
         let mut shift = 0u32;
@@ -375,7 +541,7 @@ pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
             }
             shift += 7;
         }
-        let seq = if out.is_empty() {
+        let seq = if std::mem::take(&mut first) {
             if value > MAX_SAFE {
                 return Err("first seq is out of range".into());
             }
@@ -394,7 +560,7 @@ pub fn decode_sources(b: &[u8], out: &mut Vec<u64>) -> Result<(), String> {
         if !(0..=MAX_SAFE as i64).contains(&seq) {
             return Err("decoded seq is out of range".into());
         }
-        out.push(seq as u64);
+        each(seq as u64);
         prev = seq;
     }
     Ok(())
@@ -464,12 +630,21 @@ fn packed(
             }
             lossy(t)
         }
-        other => data_text(
+        other => match data_text(
             other,
             PACKED_MAX_BYTES as u64,
             &mut scratch.data,
             &mut scratch.zstd,
-        )?,
+        ) {
+            Ok(text) => text,
+            Err(DataError::Bad(why)) => return Err(why),
+            // S5's own bound, upstream's rule: the row does not decode.
+            Err(DataError::TooBig(n)) => {
+                return Err(format!(
+                    "packed row data decompresses to {n} bytes or more, more than {PACKED_MAX_BYTES}"
+                ));
+            }
+        },
     };
     if text.len() > PACKED_MAX_BYTES {
         return Err(format!(
@@ -529,6 +704,8 @@ fn packed(
         + b"}}}\n".len()) as u64;
     let mut expanded_bytes = 0u64;
     let mut t = time0;
+    let mut times = Vec::new();
+    let mut ranges = Vec::new();
     for (k, m) in members.iter().enumerate() {
         let Some(member) = m else {
             return Err(format!("packed row member {k} is not a string"));
@@ -562,19 +739,27 @@ fn packed(
                 + member_bytes;
             continue;
         }
-        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
-        push_int(out, row.seq + k as i64);
-        out.extend_from_slice(b",\"time\":");
-        push_int(out, t);
-        out.extend_from_slice(&fixed);
-        if run.canonical {
-            out.push(b'"');
-            out.extend_from_slice(member.as_bytes());
-            out.push(b'"');
+        // Member strings are slices of the text: kept as ranges of it.
+        let start = member.as_ptr() as usize - text.as_ptr() as usize;
+        debug_assert!(start + member.len() <= text.len());
+        ranges.push((start, start + member.len()));
+        times.push(t);
+    }
+    if !keep_packed {
+        let mut expansion = Expansion {
+            seq0: row.seq,
+            fixed,
+            text: text.clone().into_owned(),
+            members: ranges,
+            times,
+            canonical: run.canonical,
+            next: 0,
+        };
+        if scratch.lazy {
+            scratch.pending = Some(expansion);
         } else {
-            js::write_string(member, out);
+            while expansion.write_next(out) {}
         }
-        out.extend_from_slice(b"}}}\n");
     }
     if keep_packed {
         out.extend_from_slice(b"{\"type\":\"");
@@ -809,6 +994,51 @@ mod tests {
         .unwrap();
         assert_eq!(fields(&slow).0, "1");
         assert_eq!(fields(&slow).5, [Some("\"A\"".to_owned())]);
+    }
+
+    /// A frame of `text` with or without the content-size field.
+    fn frame(text: &[u8], content_size: bool) -> Vec<u8> {
+        let mut e = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(content_size).unwrap();
+        if content_size {
+            e.set_pledged_src_size(Some(text.len() as u64)).unwrap();
+        }
+        std::io::Write::write_all(&mut e, text).unwrap();
+        let f = e.finish().unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&f).ok().flatten(),
+            content_size.then_some(text.len() as u64)
+        );
+        f
+    }
+
+    #[test]
+    fn a_data_blob_is_read_by_libzstds_rule_whatever_the_content_size_flag() {
+        let mut buf = Vec::new();
+        let mut ctx = None;
+        let mut read = |blob: &[u8]| match decompress(blob, 1 << 20, &mut buf, &mut ctx) {
+            Ok(()) => Ok(String::from_utf8(buf.clone()).unwrap()),
+            Err(DataError::Bad(why)) => Err(why),
+            Err(DataError::TooBig(n)) => Err(format!("too big {n}")),
+        };
+        for flag in [true, false] {
+            let one = frame(br#"{"a":"#, flag);
+            let two = frame(br#"1}"#, flag);
+            assert_eq!(read(&one).as_deref(), Ok(r#"{"a":"#));
+            // Concatenated frames are one text (ZSTD_decompress, Node's streaming decoder).
+            let both = [one.clone(), two.clone()].concat();
+            assert_eq!(read(&both).as_deref(), Ok(r#"{"a":1}"#), "flag {flag}");
+            // Anything after the last frame that is not a frame fails, as does a frame cut
+            // short.
+            for junk in [&b"x"[..], b"\0\0\0\0", b"garbage after the frame"] {
+                let blob = [both.clone(), junk.to_vec()].concat();
+                assert!(read(&blob).is_err(), "flag {flag} junk {junk:?}");
+                let blob = [frame(br#"{"a":1}"#, flag), junk.to_vec()].concat();
+                assert!(read(&blob).is_err(), "flag {flag} junk {junk:?}");
+            }
+            let cut = &both[..both.len() - 1];
+            assert!(read(cut).is_err(), "flag {flag}: cut short");
+        }
     }
 
     #[test]

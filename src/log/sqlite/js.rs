@@ -11,11 +11,6 @@ use std::collections::HashSet;
 use super::decode::Run;
 use crate::log::json::js_number;
 
-/// Nesting the rebuild of a non-canonical text follows before giving up (V8's
-/// `JSON.stringify` is recursive too and throws on deep input; canonical text of any depth is
-/// copied without recursion).
-const MAX_REBUILD_DEPTH: usize = 512;
-
 /// Objects with more keys than this look for repeated keys in a hash set, not a list.
 const LINEAR_KEYS: usize = 16;
 
@@ -811,9 +806,12 @@ impl<'a> Parser<'a> {
 
     /// Write the value at the cursor as `JSON.stringify` would (the text is valid JSON).
     fn rebuild(&mut self, out: &mut Vec<u8>, depth: usize) -> Result<(), String> {
-        if depth > MAX_REBUILD_DEPTH {
+        // The depth guard (canonical text of any depth is copied without recursion; the
+        // caller tells a text past the guard from one `JSON.parse` refuses).
+        let max = crate::log::limits::max_json_depth() as usize;
+        if depth > max {
             return Err(format!(
-                "JSON nested deeper than {MAX_REBUILD_DEPTH} levels that is not in JSON.stringify form"
+                "JSON nested deeper than {max} levels that is not in JSON.stringify form"
             ));
         }
         let at = self.i;

@@ -22,6 +22,7 @@ use rusqlite::{Connection, OpenFlags};
 
 use crate::log::codes::{Code, SeverityRule};
 use crate::log::finding::{Finding, Pos};
+use crate::log::limits::LimitHit;
 use crate::log::scan::Status;
 
 mod decode;
@@ -67,6 +68,8 @@ pub enum Class {
     Failure,
     /// Exit 3: a database dshs does not read, or one in use by another process.
     Unsupported,
+    /// Exit 4: a row past one of dshs's own guards (not damage: DSH reads it).
+    Limit,
 }
 
 /// Why a store, or a session in it, cannot be read or written.
@@ -92,6 +95,9 @@ pub enum StoreError {
         message: String,
         corrupt: bool,
     },
+    /// A row past one of dshs's own guards ([`crate::log::limits`]): not read, not judged.
+    #[error("cannot read {path}: {hit}")]
+    Limit { path: String, hit: LimitHit },
     #[error("cannot read {path}: {source}")]
     Io {
         path: String,
@@ -148,6 +154,7 @@ impl StoreError {
                 }
             }
             StoreError::Sqlite { corrupt: true, .. } => Class::Invalid,
+            StoreError::Limit { .. } => Class::Limit,
             _ => Class::Failure,
         }
     }
@@ -620,6 +627,9 @@ pub struct SessionReader<C: Borrow<Connection>> {
     packed_map: Vec<PackedLine>,
     /// The state before the first line: (storage findings, refused, boundary).
     first: Option<(usize, bool, Option<i64>)>,
+    /// The member lines of a packed row not handed out yet, and its row seq: written a
+    /// few at a time, so a row of 1 MiB never becomes hundreds of MB of lines at once.
+    pending: Option<(decode::Expansion, u64)>,
 }
 
 /// A packed row handed on packed: its line in the stream, and how many lines and bytes the
@@ -693,6 +703,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             stream_lines: 0,
             packed_map: Vec::new(),
             first: None,
+            pending: None,
         }
     }
 
@@ -841,6 +852,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.keep_packed = false;
         self.packed_map = Vec::new();
         self.stream_lines = 0;
+        self.pending = None;
         if self.class_check == ClassCheck::Inline {
             self.class_check = ClassCheck::Pending;
         }
@@ -1003,7 +1015,13 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// field.
     pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
         self.class_pass_if_due()?;
-        if self.refused || self.header_sent || self.row.version.is_none_or(|v| v < 2) {
+        // Only for a version dshs reads: an unsupported one is refused by the header check,
+        // and a derived field would be a warning about a header nobody reads.
+        let supported = self.row.version.is_some_and(|v| {
+            u8::try_from(v).is_ok_and(|v| crate::log::dialect::Dialect::for_version(v).is_some())
+        });
+        if self.refused || self.header_sent || !supported || self.row.version.is_none_or(|v| v < 2)
+        {
             return Ok(None);
         }
         let seeded = self.is_seeded()?;
@@ -1031,9 +1049,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             while let Some(r) = rows.next().map_err(sql)? {
                 let raw = raw_row(r).map_err(sql)?;
                 line.clear();
-                if decode::decode_row(&raw, mode, &mut self.scratch, &mut line).is_ok()
-                    && inherited(&line)
-                {
+                let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
+                if let Some(hit) = self.scratch.limit.take() {
+                    return Err(self.limit(hit));
+                }
+                if decoded.is_ok() && inherited(&line) {
                     found.push(raw.seq);
                 }
             }
@@ -1085,6 +1105,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let Phase::Rows(from) = self.phase else {
             return Ok(());
         };
+        if !self.write_pending() {
+            return Ok(());
+        }
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
         let mut stmt = select_events_from(self.conn.borrow(), "").map_err(sql)?;
@@ -1111,12 +1134,35 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(());
             }
             let start = self.buf.len();
+            self.scratch.lazy = true;
             let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
+            self.scratch.lazy = false;
+            if let Some(hit) = self.scratch.limit.take() {
+                // Not read, so not judged: neither torn nor damaged (issue 37 item 2).
+                self.phase = Phase::Ended;
+                return Err(self.limit(hit));
+            }
             let failure = match result {
                 Err(why) => Some(Failure::Malformed(why)),
                 Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
                     self.buf.truncate(start);
+                    self.scratch.pending = None;
                     Some(Failure::Gap)
+                }
+                Ok(d) if self.scratch.pending.is_some() => {
+                    // A packed row, valid and in sequence: its member lines follow, a few at a
+                    // time.
+                    if let Some(e) = self.scratch.pending.take() {
+                        self.pending = Some((e, raw.seq as u64));
+                    }
+                    self.stream_lines += d.lines;
+                    self.expected += d.members;
+                    self.events += d.members;
+                    self.last_time = Some(d.last_time);
+                    drop(rows);
+                    drop(stmt);
+                    self.write_pending();
+                    return Ok(());
                 }
                 Ok(d) => {
                     let mut at = start;
@@ -1156,10 +1202,70 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 drop(rows);
                 drop(stmt);
                 self.phase = Phase::Ended;
+                self.no_limit_decides(seq)?;
                 self.failed(seq, ty.as_deref(), f)?;
                 return Ok(());
             }
         }
+    }
+
+    /// Write the pending member lines of a packed row until the buffer holds
+    /// [`FILL_TARGET`] bytes; whether none is left.
+    fn write_pending(&mut self) -> bool {
+        let Some((e, row_seq)) = &mut self.pending else {
+            return true;
+        };
+        while self.buf.len() < FILL_TARGET {
+            let (start, member) = (self.buf.len(), e.next_member() as u32);
+            if !e.write_next(&mut self.buf) {
+                self.pending = None;
+                return true;
+            }
+            self.spans.push(Span {
+                row_seq: Some(*row_seq),
+                member,
+                start,
+                end: self.buf.len() - 1,
+            });
+        }
+        false
+    }
+
+    /// The error of a row past a guard of dshs's own.
+    fn limit(&self, hit: LimitHit) -> StoreError {
+        let at = format!("{} of session {:?}", hit.at, self.id);
+        StoreError::Limit {
+            path: self.shown.clone(),
+            hit: hit.at(at),
+        }
+    }
+
+    /// Before a row from `from` on is judged (torn tail or damage, S7): whether it is
+    /// committed depends on the `turn/end` rows after it, so none of them may be one dshs
+    /// cannot read for a reason of its own — that refuses the read instead.
+    fn no_limit_decides(&mut self, from: i64) -> Result<(), StoreError> {
+        let mode = self.mode();
+        let shown = self.shown.clone();
+        let sql = |e| StoreError::sqlite(&shown, e);
+        let mut stmt = self
+            .conn
+            .borrow()
+            .prepare(&format!(
+                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
+                 AND seq > ?2 ORDER BY seq"
+            ))
+            .map_err(sql)?;
+        let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
+        let mut sink = Vec::new();
+        while let Some(r) = rows.next().map_err(sql)? {
+            let raw = raw_row(r).map_err(sql)?;
+            sink.clear();
+            let _ = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
+            if let Some(hit) = self.scratch.limit.take() {
+                return Err(self.limit(hit));
+            }
+        }
+        Ok(())
     }
 
     /// A row that fails to decode or breaks contiguity (S7 step 2).
@@ -1335,6 +1441,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             let raw = raw_row(r).map_err(sql)?;
             sink.clear();
             let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
+            if self.scratch.limit.take().is_some() {
+                // Not read, so not damage: passed over (the walk re-synchronises after it).
+                first_row = false;
+                expected = None;
+                continue;
+            }
             // The row already reported starts the walk.
             if std::mem::take(&mut first_row) {
                 expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
@@ -1446,7 +1558,11 @@ impl<C: Borrow<Connection>> Read for SessionReader<C> {
 impl<C: Borrow<Connection>> BufRead for SessionReader<C> {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if self.pos >= self.buf.len() {
-            self.refill().map_err(io::Error::other)?;
+            self.refill().map_err(|e| match e {
+                // What a line reader says of a line past a guard, said of a row.
+                StoreError::Limit { hit, .. } => hit.into_io(),
+                e => io::Error::other(e),
+            })?;
         }
         Ok(&self.buf[self.pos..])
     }
