@@ -114,9 +114,19 @@ pub fn session_name(shown: &str, id: &str) -> String {
     format!("{shown}#{id}")
 }
 
+/// Open the store for reading, and say on stderr what the open had to do (a hot journal
+/// rolled back, a read without locks).
+pub fn open_store(path: &Path) -> std::result::Result<Store, StoreError> {
+    let store = Store::open(path)?;
+    for n in store.notes() {
+        crate::render::diag!("dshs: note: {}", escape(n));
+    }
+    Ok(store)
+}
+
 /// Open the store and pick the one session a command reads: the named one, or the only one.
 pub fn open_one(path: &Path, shown: &str, id: Option<&str>) -> Result<(Store, String)> {
-    let store = Store::open(path).map_err(|e| store_failure(&e))?;
+    let store = open_store(path).map_err(|e| store_failure(&e))?;
     let id = match id {
         Some(id) => id.to_owned(),
         None => {
@@ -505,7 +515,7 @@ pub fn recheck(
     id: &str,
     opts: &dshs::log::scan::ScanOptions,
 ) -> Result<()> {
-    let mut store = Store::open(db).map_err(|e| store_failure(&e))?;
+    let mut store = open_store(db).map_err(|e| store_failure(&e))?;
     let mut r = store.read(id).map_err(|e| store_failure(&e))?;
     r.derive_is_seeded().map_err(|e| store_failure(&e))?;
     let mut findings: Vec<Finding> = Vec::new();

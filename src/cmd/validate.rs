@@ -242,8 +242,8 @@ fn validate_store(
     painter: Painter,
     out: &mut dyn Write,
 ) -> Result<Outcome> {
-    use dshs::log::sqlite::{self, Store, StoreError};
-    let mut store = match Store::open(path) {
+    use dshs::log::sqlite::{self, StoreError};
+    let mut store = match super::store::open_store(path) {
         Ok(s) => s,
         Err(e) => {
             // Refused (another schema, a foreign application id, a search index): the

@@ -8,9 +8,13 @@
 //! class, invalid session row, torn tail, committed damage: S7) kept apart for the caller.
 //! Everything above the storage layer is the ordinary pass over those lines.
 //!
-//! Reads never write: the file is opened immutable when no `-wal`/`-journal` exists (so no
-//! `-wal`/`-shm` appears), read-only otherwise, and each session is read inside one read
-//! transaction. Writing (`repair`, `compact`) is [`write`] (S8.2).
+//! Reads never change the database: it is opened read-only with SQLite's locks, and one read
+//! transaction spans every read of a [`Store`], so what it reports is one committed state
+//! whatever another process commits or checkpoints meanwhile. Two exceptions, each said in a
+//! note ([`Store::notes`]): a hot journal is rolled back first (SQLite's recovery of the
+//! last committed state, which every reader must do and which needs write access), and where
+//! SQLite cannot make its side files (a read-only file system) the file is read immutable.
+//! Writing (`repair`, `compact`) is [`write`] (S8.2).
 
 use std::borrow::Borrow;
 use std::fs::{self, File};
@@ -167,11 +171,124 @@ pub fn has_magic(path: &Path) -> io::Result<bool> {
     Ok(got == head.len() && &head == MAGIC)
 }
 
-/// Whether the database file says WAL mode (header bytes 18 and 19 are 2).
-fn is_wal(path: &Path) -> io::Result<bool> {
-    let mut head = [0u8; 20];
-    File::open(path)?.read_exact(&mut head)?;
-    Ok(head[18] == 2 && head[19] == 2)
+/// How long a reader waits for a writer's lock (DSH's own busy timeout): a rollback-journal
+/// writer holds the database exclusively while it commits.
+const READ_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
+
+/// Open `path` for reading with SQLite's locks and begin the one read transaction every read
+/// of the store runs in (one snapshot, whatever another process commits or checkpoints
+/// meanwhile), then check the identity in it. A hot journal is rolled back first (SQLite's
+/// own recovery, which needs write access); without a way to make SQLite's side files the
+/// file is read immutable, said in a note.
+fn open_read(
+    path: &Path,
+    shown: &str,
+) -> Result<(Connection, ReadMode, Vec<String>, Identity), StoreError> {
+    let sql = |e| StoreError::sqlite(shown, e);
+    let mut notes = Vec::new();
+    let conn = match begin_read(path, "mode=ro") {
+        Ok(conn) => Ok(conn),
+        Err(e) if extended_code(&e) == Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK) => {
+            roll_back_hot_journal(path, shown)?;
+            notes.push(format!(
+                "{shown}: found a hot journal ({shown}-journal) left by a write that was interrupted before it committed; SQLite rolled the database back to its last committed state (what any reader of it must do first) before dshs read it"
+            ));
+            begin_read(path, "mode=ro")
+        }
+        Err(e) if cannot_make_side_files(&e) => {
+            let wal = sibling(path, "-wal");
+            if fs::metadata(&wal).is_ok_and(|m| m.is_file() && m.len() > 0) {
+                return Err(StoreError::Sqlite {
+                    path: shown.to_owned(),
+                    message: format!(
+                        "SQLite cannot open its WAL index {} ({e}), which it needs to read the transactions committed in {} (read-only file system or directory?); run dshs where the directory is writable",
+                        sibling(path, "-shm").display(),
+                        wal.display()
+                    ),
+                    corrupt: false,
+                });
+            }
+            let conn = begin_read(path, "immutable=1").map_err(sql)?;
+            notes.push(format!(
+                "{shown}: SQLite cannot create or open its side files beside it ({e}; a read-only file system or directory?), so dshs read it without locks (immutable), which is exact only while no other process writes it"
+            ));
+            return finish_open(conn, ReadMode::Immutable, notes, shown);
+        }
+        Err(e) => Err(e),
+    }
+    .map_err(sql)?;
+    finish_open(conn, ReadMode::ReadOnly, notes, shown)
+}
+
+fn finish_open(
+    conn: Connection,
+    mode: ReadMode,
+    notes: Vec<String>,
+    shown: &str,
+) -> Result<(Connection, ReadMode, Vec<String>, Identity), StoreError> {
+    let identity = identity::check(&conn, shown)?;
+    Ok((conn, mode, notes, identity))
+}
+
+/// A read-only connection (`query`: its URI parameters) inside a read transaction that has
+/// read the schema, so its snapshot is taken.
+fn begin_read(path: &Path, query: &str) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        uri(path, query),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.pragma_update(None, "trusted_schema", "OFF")?;
+    conn.busy_timeout(READ_BUSY_TIMEOUT)?;
+    conn.execute_batch("BEGIN")?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(conn)
+}
+
+pub(crate) fn extended_code(e: &rusqlite::Error) -> Option<std::ffi::c_int> {
+    e.sqlite_error().map(|x| x.extended_code)
+}
+
+/// SQLite could not create or open `-shm`/`-wal` (a read-only file system or directory).
+fn cannot_make_side_files(e: &rusqlite::Error) -> bool {
+    use rusqlite::ffi;
+    matches!(
+        extended_code(e),
+        Some(
+            ffi::SQLITE_CANTOPEN
+                | ffi::SQLITE_READONLY_CANTINIT
+                | ffi::SQLITE_READONLY_DIRECTORY
+                | ffi::SQLITE_READONLY_RECOVERY
+                | ffi::SQLITE_READONLY_CANTLOCK
+        )
+    )
+}
+
+/// Let SQLite roll a hot journal back, on a read-write connection that reads only: the
+/// rollback restores the last committed state, which any reader must do before reading.
+fn roll_back_hot_journal(path: &Path, shown: &str) -> Result<(), StoreError> {
+    let result = (|| -> rusqlite::Result<()> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.pragma_update(None, "trusted_schema", "OFF")?;
+        conn.busy_timeout(READ_BUSY_TIMEOUT)?;
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(())
+    })();
+    result.map_err(|e| StoreError::Sqlite {
+        path: shown.to_owned(),
+        message: format!(
+            "{shown}-journal is a hot journal: a write to {shown} was interrupted before it committed, and SQLite must roll it back to the last committed state before anyone can read the database; that needs write access to {shown} and its directory, which dshs does not have here ({e}); run dshs (or sqlite3) as a user who can write them"
+        ),
+        corrupt: false,
+    })
 }
 
 /// Split `A#B` per S11.3: `A#B` itself when it exists; otherwise at the first `#` whose
@@ -248,10 +365,12 @@ pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
 /// How a read opened the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
-    /// A WAL database without a `-wal`: `immutable=1`, no lock, no side file (S11.4).
+    /// `immutable=1`, no lock: only when SQLite cannot make its side files (a read-only file
+    /// system or directory), where no WAL writer can run either; or an empty file.
     Immutable,
-    /// A `-wal` exists (DSH may be running), or the database uses a rollback journal:
-    /// read-only with SQLite's locks, in one read transaction per session.
+    /// Read-only with SQLite's locks, in one read transaction for the life of the [`Store`]
+    /// (or of the reader it hands its connection to). In WAL mode this creates `-shm` and
+    /// `-wal` when they are missing (a read-only connection leaves them, the `-wal` empty).
     ReadOnly,
 }
 
@@ -271,6 +390,7 @@ pub struct Store {
     identity: Identity,
     mode: ReadMode,
     findings: Vec<Finding>,
+    notes: Vec<String>,
     max_scalar_bytes: u64,
 }
 
@@ -306,40 +426,14 @@ impl Store {
                 shown,
                 identity: Identity::Empty,
                 mode: ReadMode::Immutable,
+                notes: Vec::new(),
                 max_scalar_bytes,
             });
         }
         if !has_magic(path).map_err(io_err)? {
             return Err(StoreError::NotDatabase { path: shown });
         }
-        // A WAL database read with locks needs a -shm (created if missing), so without a
-        // -wal, i.e. no connection and nothing to replay, it is read immutable. A
-        // rollback-journal database is read with its locks: that creates no file and stays
-        // consistent while DSH writes.
-        let busy = !is_wal(path).map_err(io_err)? || sibling(path, "-wal").exists();
-        let mode = if busy {
-            ReadMode::ReadOnly
-        } else {
-            ReadMode::Immutable
-        };
-        let query = match mode {
-            ReadMode::Immutable => "immutable=1",
-            ReadMode::ReadOnly => "mode=ro",
-        };
-        let sql = |e| StoreError::sqlite(&shown, e);
-        let conn = Connection::open_with_flags(
-            uri(path, query),
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
-        conn.pragma_update(None, "trusted_schema", "OFF")
-            .map_err(sql)?;
-        conn.execute_batch("BEGIN").map_err(sql)?;
-        let identity = identity::check(&conn, &shown);
-        conn.execute_batch("COMMIT").map_err(sql)?;
-        let identity = identity?;
+        let (conn, mode, notes, identity) = open_read(path, &shown)?;
         let findings = match identity {
             Identity::Empty => vec![empty_finding(&shown)],
             Identity::Store { .. } => Vec::new(),
@@ -351,8 +445,15 @@ impl Store {
             identity,
             mode,
             findings,
+            notes,
             max_scalar_bytes,
         })
+    }
+
+    /// What the open had to do that a user should hear of (a hot journal rolled back, a
+    /// read without locks), one sentence each.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn path(&self) -> &Path {
@@ -412,52 +513,19 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
 
-    /// Read session `id`: one read transaction, held until the reader is finished.
+    /// Read session `id`, in the store's read transaction (the snapshot [`Store::open`] took).
     pub fn read(&mut self, id: &str) -> Result<StoreReader<'_>, StoreError> {
         let schema = match (&self.conn, &self.identity) {
             (Some(_), Identity::Store { schema, .. }) => *schema,
-            _ => {
-                return Err(StoreError::NoSession {
-                    path: self.shown.clone(),
-                    id: id.to_owned(),
-                    ids: Vec::new(),
-                });
-            }
+            _ => return Err(self.no_session(id, Vec::new())),
         };
-        let ids: Vec<String> = {
-            let conn = self
-                .conn
-                .as_ref()
-                .ok_or_else(|| self.no_session(id, Vec::new()))?;
-            let sql = |e| StoreError::sqlite(&self.shown, e);
-            conn.execute_batch("BEGIN").map_err(sql)?;
-            let known = SessionRow::read(conn, id).map_err(sql);
-            match known {
-                Ok(Some(_)) => Vec::new(),
-                other => {
-                    let _ = conn.execute_batch("COMMIT");
-                    other?;
-                    let ids = self
-                        .sessions()
-                        .map(|s| s.into_iter().map(|i| i.row.id).collect())
-                        .unwrap_or_default();
-                    return Err(self.no_session(id, ids));
-                }
-            }
-        };
-        debug_assert!(ids.is_empty());
+        self.known(id)?;
         let (shown, max) = (self.shown.clone(), self.max_scalar_bytes);
-        let missing = |ids| StoreError::NoSession {
-            path: shown.clone(),
-            id: id.to_owned(),
-            ids,
-        };
+        let missing = self.no_session(id, Vec::new());
         let Some(conn) = self.conn.as_mut() else {
-            return Err(missing(Vec::new()));
+            return Err(missing);
         };
-        // On an error the reader (and with it the read transaction) is already gone.
-        SessionReader::begin(conn, &shown, id, schema, max, true)?
-            .ok_or_else(|| missing(Vec::new()))
+        SessionReader::begin(conn, &shown, id, schema, max, false)?.ok_or(missing)
     }
 
     /// Read session `id` like [`Store::read`], handing the store's connection to the reader:
@@ -468,24 +536,29 @@ impl Store {
             (Some(_), Identity::Store { schema, .. }) => *schema,
             _ => return Err(self.no_session(id, Vec::new())),
         };
-        let sql = |e| StoreError::sqlite(&self.shown, e);
-        let known = match &self.conn {
-            Some(conn) => SessionRow::read(conn, id).map_err(sql)?.is_some(),
-            None => false,
-        };
-        if !known {
-            let ids = self
-                .sessions()
-                .map(|s| s.into_iter().map(|i| i.row.id).collect())
-                .unwrap_or_default();
-            return Err(self.no_session(id, ids));
-        }
+        self.known(id)?;
         let Some(conn) = self.conn.take() else {
             return Err(self.no_session(id, Vec::new()));
         };
-        conn.execute_batch("BEGIN").map_err(sql)?;
         SessionReader::begin(conn, &self.shown, id, schema, self.max_scalar_bytes, true)?
             .ok_or_else(|| self.no_session(id, Vec::new()))
+    }
+
+    /// `Ok` when session `id` exists, else [`StoreError::NoSession`] listing those that do.
+    fn known(&self, id: &str) -> Result<(), StoreError> {
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let found = match &self.conn {
+            Some(conn) => SessionRow::read(conn, id).map_err(sql)?.is_some(),
+            None => false,
+        };
+        if found {
+            return Ok(());
+        }
+        let ids = self
+            .sessions()
+            .map(|s| s.into_iter().map(|i| i.row.id).collect())
+            .unwrap_or_default();
+        Err(self.no_session(id, ids))
     }
 
     fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {

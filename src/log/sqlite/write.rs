@@ -183,6 +183,16 @@ pub enum WriteError {
     TornTail { path: String, id: String, seq: i64 },
     #[error("{path} already exists; dshs never overwrites a file, choose another output path")]
     OutputExists { path: String },
+    /// The output file cannot be created (a missing directory, no permission).
+    #[error("cannot create {path}: {source}; nothing was written")]
+    Output {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The copy could not be made or does not check out; it was removed.
+    #[error("cannot make the copy {path}: {message}; it was removed")]
+    Copy { path: String, message: String },
     #[error("cannot write {path}: {message}; the transaction was rolled back, nothing was written")]
     Sqlite { path: String, message: String },
 }
@@ -203,6 +213,8 @@ impl WriteError {
             WriteError::BadEvent { .. }
             | WriteError::Sidecar { .. }
             | WriteError::OutputExists { .. }
+            | WriteError::Output { .. }
+            | WriteError::Copy { .. }
             | WriteError::Sqlite { .. } => Class::Failure,
         }
     }
@@ -629,8 +641,10 @@ fn column_json(v: ValueRef<'_>) -> serde_json::Value {
     }
 }
 
-/// Copy the store at `src` to a new file `dest` with SQLite's backup API (a consistent
-/// snapshot of every page; `--output`). `dest` must not exist.
+/// Copy the store at `src` to a new file `dest` with SQLite's backup API (`--output`): the
+/// pages of the one committed state the read transaction of [`super::Store::open`] sees,
+/// checked with `PRAGMA integrity_check` before it counts as made. `dest` must not exist;
+/// on any failure it is removed again.
 pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
     let shown = dest.display().to_string();
     match OpenOptions::new().write(true).create_new(true).open(dest) {
@@ -638,20 +652,19 @@ pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             return Err(WriteError::OutputExists { path: shown });
         }
-        Err(e) => {
-            return Err(WriteError::Sqlite {
+        Err(source) => {
+            return Err(WriteError::Output {
                 path: shown,
-                message: e.to_string(),
+                source,
             });
         }
     }
-    let store = match super::Store::open(src) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(dest);
-            return Err(WriteError::Refused(e));
-        }
+    let remove = |e: WriteError| {
+        let _ = std::fs::remove_file(dest);
+        remove_side_files(dest);
+        e
     };
+    let store = super::Store::open(src).map_err(|e| remove(WriteError::Refused(e)))?;
     let result = (|| -> rusqlite::Result<()> {
         let Some(from) = &store.conn else {
             return Ok(());
@@ -661,15 +674,51 @@ pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         let backup = rusqlite::backup::Backup::new(from, &mut to)?;
-        // One step copies every page under one read lock: a consistent snapshot.
+        // One step copies every page within the source's read transaction: one snapshot.
         backup.run_to_completion(i32::MAX, Duration::ZERO, None)?;
         Ok(())
     })();
+    drop(store);
     result.map_err(|e| {
-        let _ = std::fs::remove_file(dest);
-        WriteError::Sqlite {
-            path: shown,
+        remove(WriteError::Copy {
+            path: shown.clone(),
             message: e.to_string(),
-        }
-    })
+        })
+    })?;
+    verify_copy(dest).map_err(remove)
+}
+
+/// `PRAGMA integrity_check` of a copy dshs wrote: `ok`, or the copy is not to be trusted.
+pub fn verify_copy(dest: &Path) -> Result<(), WriteError> {
+    let shown = dest.display().to_string();
+    let bad = |message: String| WriteError::Copy {
+        path: shown.clone(),
+        message,
+    };
+    let conn = Connection::open_with_flags(
+        dest,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| bad(e.to_string()))?;
+    let mut stmt = conn
+        .prepare("PRAGMA integrity_check(20)")
+        .map_err(|e| bad(e.to_string()))?;
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| bad(e.to_string()))?;
+    if lines != ["ok"] {
+        return Err(bad(format!(
+            "the copy fails SQLite's integrity check: {}",
+            lines.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// The `-wal`/`-shm`/`-journal` a removed copy may have left.
+fn remove_side_files(db: &Path) {
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(super::sibling(db, suffix));
+    }
 }
