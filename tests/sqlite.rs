@@ -579,7 +579,7 @@ fn schema_17_objects_must_be_exactly_upstreams() {
     let changes = [
         (
             "CREATE INDEX events_type ON events(type)",
-            "extra index events_type",
+            "extra index \"events_type\" on \"events\"",
         ),
         (
             "CREATE TABLE folders (id TEXT) STRICT",

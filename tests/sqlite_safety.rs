@@ -332,3 +332,120 @@ fn after_a_repair_killed_anywhere_reads_give_the_committed_state_and_repair_goes
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Item 1: no SQL of the store's own runs inside dshs's write
+// ---------------------------------------------------------------------------------------
+
+/// Every row of every session, as stored (to see that nothing changed).
+fn all_rows(path: &Path) -> Vec<(String, i64, String)> {
+    let c = Connection::open(path).expect("open");
+    let mut st = c
+        .prepare(
+            "SELECT session_id, seq, type FROM events UNION ALL \
+             SELECT id, revision, 'sessions' FROM sessions ORDER BY 1, 3, 2",
+        )
+        .expect("prepare");
+    st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .expect("query")
+        .collect::<Result<_, _>>()
+        .expect("rows")
+}
+
+/// (fixture, session repair would write to, the extra argument its schema needs).
+const WRITABLE: [(&str, &str, Option<&str>); 2] = [
+    (
+        "schema15.db",
+        "open-after-first-tool-call",
+        Some("--allow-old-schema"),
+    ),
+    ("torn-packed-tail.db", TORN, None),
+];
+
+#[test]
+fn a_store_with_any_trigger_is_never_written_on_either_schema() {
+    for (fixture, id, extra) in WRITABLE {
+        for table in ["events", "sessions"] {
+            for when in ["BEFORE", "AFTER"] {
+                for event in ["INSERT", "UPDATE", "DELETE"] {
+                    let what = format!("{fixture}: {when} {event} ON {table}");
+                    let (_d, path) = copy_of(fixture);
+                    let name = format!("t_{}_{}", when.to_lowercase(), event.to_lowercase());
+                    // What the trial's trigger did: delete every other session's rows.
+                    Connection::open(&path)
+                        .expect("open")
+                        .execute_batch(&format!(
+                            "CREATE TRIGGER {name} {when} {event} ON {table} BEGIN \
+                             DELETE FROM events WHERE session_id <> '{id}'; END;"
+                        ))
+                        .expect("trigger");
+                    let before = all_rows(&path);
+                    let target = format!("{}#{id}", arg(&path));
+                    let mut args = vec!["repair", target.as_str()];
+                    args.extend(extra);
+                    let r = run(&args);
+                    assert_eq!(r.code, 3, "{what}: {}", r.stderr);
+                    assert!(
+                        r.stderr.contains(&format!("\"{name}\" on \"{table}\"")),
+                        "{what}: {}",
+                        r.stderr
+                    );
+                    assert_eq!(all_rows(&path), before, "{what}");
+                    // Nor a copy: it holds the trigger too.
+                    let out = path.with_file_name("out.db");
+                    let mut args = vec!["repair", "--output", out.to_str().expect("utf-8")];
+                    args.push(target.as_str());
+                    args.extend(extra);
+                    let r = run(&args);
+                    assert_eq!(r.code, 3, "{what}: --output: {}", r.stderr);
+                    assert!(!out.exists(), "{what}: --output left a copy");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn a_trigger_made_between_the_plan_and_the_write_is_seen_under_the_lock() {
+    use std::io::{BufRead, Write};
+    for (fixture, id, extra) in WRITABLE {
+        let (_d, path) = copy_of(fixture);
+        let target = format!("{}#{id}", arg(&path));
+        let mut args = vec!["repair", target.as_str()];
+        args.extend(extra);
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("dshs"))
+            .args(&args)
+            .env("DSHS_TEST_FAULT", "pause:planned")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn");
+        let mut err = std::io::BufReader::new(child.stderr.take().expect("stderr"));
+        let mut line = String::new();
+        while !line.starts_with("dshs-test: paused at planned") {
+            line.clear();
+            assert!(err.read_line(&mut line).expect("stderr") > 0, "{fixture}");
+        }
+        Connection::open(&path)
+            .expect("open")
+            .execute_batch(&format!(
+                "CREATE TRIGGER late AFTER INSERT ON events BEGIN \
+                 DELETE FROM events WHERE session_id <> '{id}'; END;"
+            ))
+            .expect("trigger");
+        let before = all_rows(&path);
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(b"\n")
+            .expect("go on");
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).expect("stderr");
+        let status = child.wait().expect("wait");
+        assert_eq!(status.code(), Some(3), "{fixture}: {rest}");
+        assert!(rest.contains("\"late\" on \"events\""), "{fixture}: {rest}");
+        assert_eq!(all_rows(&path), before, "{fixture}");
+    }
+}

@@ -47,6 +47,8 @@ impl Plan {
 /// Named points of [`apply`], for crash tests ([`Fault`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
+    /// The plan is made; the database is not open for writing yet.
+    Planned,
     /// The write transaction is open and the stale checks passed.
     Checked,
     /// The sidecar is durable.
@@ -62,7 +64,8 @@ pub enum Point {
 }
 
 impl Point {
-    pub const ALL: [Point; 6] = [
+    pub const ALL: [Point; 7] = [
+        Point::Planned,
         Point::Checked,
         Point::SidecarSynced,
         Point::Deleted,
@@ -73,6 +76,7 @@ impl Point {
 
     pub fn name(self) -> &'static str {
         match self {
+            Point::Planned => "planned",
             Point::Checked => "checked",
             Point::SidecarSynced => "sidecar-synced",
             Point::Deleted => "deleted",
@@ -157,6 +161,17 @@ pub enum WriteError {
         id: String,
         what: String,
     },
+    /// The store holds triggers: SQL of its own that SQLite would run inside dshs's write
+    /// (it cannot turn them off for one connection).
+    #[error(
+        "{path} holds {}: SQL of the store's own that SQLite would run inside dshs's write transaction (it cannot turn triggers off for one connection), so dshs does not write to it — nothing was written; look at them with `sqlite3 {path} .schema`, and drop them if they do not belong there",
+        describe_triggers(triggers)
+    )]
+    Triggers {
+        path: String,
+        /// (trigger, table or view) pairs.
+        triggers: Vec<(String, String)>,
+    },
     #[error(
         "{path} is a schema-15 store, which no running DSH reads any more; dshs writes it only when asked to explicitly — nothing was written"
     )]
@@ -207,7 +222,8 @@ impl WriteError {
         match self {
             WriteError::LiveOwner { .. }
             | WriteError::Changed { .. }
-            | WriteError::OldSchema { .. } => Class::Unsupported,
+            | WriteError::OldSchema { .. }
+            | WriteError::Triggers { .. } => Class::Unsupported,
             WriteError::Refused(e) => e.class(),
             WriteError::TornTail { .. } => Class::Invalid,
             WriteError::BadEvent { .. }
@@ -251,6 +267,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         });
     }
     let rows = encode_events(plan)?;
+    opts.fault.at(Point::Planned);
 
     // Step 1: in place, the file's own journal mode, DSH's pragmas.
     let mut conn = Connection::open_with_flags(
@@ -307,6 +324,15 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     }
     if schema == Schema::V15 && !opts.allow_old_schema {
         return Err(WriteError::OldSchema { path: shown });
+    }
+    // Under the lock, so a trigger made after the plan is seen too (schema 17's exact object
+    // check refuses one already; schema 15 tolerates extra objects).
+    let triggers = triggers(&tx).map_err(sql)?;
+    if !triggers.is_empty() {
+        return Err(WriteError::Triggers {
+            path: shown,
+            triggers,
+        });
     }
     let id = &plan.snapshot.id;
     let Some(row) = SessionRow::read(&tx, id).map_err(sql)? else {
@@ -419,6 +445,33 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     // Closing the connection leaves exclusive mode.
     drop(conn);
     Ok(written)
+}
+
+/// Every trigger of the database (an `INSTEAD OF` trigger of a view included), as
+/// (trigger, table) pairs.
+fn triggers(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY tbl_name, name",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// `trigger "t" on "events"`, `2 triggers: "a" on "events", "b" on "sessions"`.
+fn describe_triggers(triggers: &[(String, String)]) -> String {
+    let list: Vec<String> = triggers
+        .iter()
+        .map(|(name, table)| format!("{} on {}", quoted(name), quoted(table)))
+        .collect();
+    match list.as_slice() {
+        [one] => format!("trigger {one}"),
+        _ => format!("{} triggers: {}", list.len(), list.join(", ")),
+    }
+}
+
+/// A name as SQL writes an identifier: in double quotes, inner quotes doubled.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
 }
 
 fn changed(path: &str, plan: &Plan, what: String) -> WriteError {
