@@ -449,3 +449,164 @@ fn a_trigger_made_between_the_plan_and_the_write_is_seen_under_the_lock() {
         assert_eq!(all_rows(&path), before, "{fixture}");
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Item 16: what a failed write says is what happened
+// ---------------------------------------------------------------------------------------
+
+/// The files of a directory whose names hold `.dshs-cut-`.
+fn sidecars(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .expect("dir")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.to_string_lossy().contains(".dshs-cut-"))
+        .collect()
+}
+
+#[test]
+fn a_write_that_fails_after_its_sidecar_leaves_no_sidecar_behind() {
+    // A schema-15 store (extra objects allowed) whose torn row is pinned by another table's
+    // foreign key: the DELETE fails once the sidecar is saved.
+    let (dir, path) = copy_of("schema15.db");
+    let id = "open-after-first-tool-call";
+    Connection::open(&path)
+        .expect("open")
+        .execute_batch(&format!(
+            "INSERT INTO events (session_id, seq, type, time, data) VALUES ('{id}', 19, 'x', 1, 'not json'); \
+             CREATE TABLE pin (s TEXT, q INTEGER, FOREIGN KEY (s, q) REFERENCES events (session_id, seq) ON DELETE RESTRICT); \
+             INSERT INTO pin VALUES ('{id}', 19);"
+        ))
+        .expect("set up");
+    let before = all_rows(&path);
+    let r = run(&[
+        "repair",
+        "--allow-old-schema",
+        &format!("{}#{id}", arg(&path)),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("FOREIGN KEY") && r.stderr.contains("nothing was written"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(sidecars(dir.path()), Vec::<PathBuf>::new(), "{}", r.stderr);
+    assert_eq!(all_rows(&path), before);
+}
+
+#[test]
+fn side_files_that_cannot_be_made_are_named_not_unable_to_open_the_database() {
+    for side in ["-wal", "-shm"] {
+        let (dir, path) = copy_of("torn-packed-tail.db");
+        std::fs::create_dir(dir.path().join(format!("torn-packed-tail.db{side}"))).expect("mkdir");
+        let r = run(&["repair", &format!("{}#{TORN}", arg(&path))]);
+        assert_eq!(r.code, 2, "{side}: {}", r.stderr);
+        assert!(
+            r.stderr
+                .contains("cannot create, open or write its side files")
+                && r.stderr.contains(&format!("torn-packed-tail.db{side}"))
+                && r.stderr.contains("nothing was written"),
+            "{side}: {}",
+            r.stderr
+        );
+        assert_eq!(sidecars(dir.path()), Vec::<PathBuf>::new(), "{side}");
+    }
+}
+
+#[test]
+fn an_output_in_a_missing_directory_says_so_and_no_transaction() {
+    let (dir, path) = copy_of("torn-packed-tail.db");
+    let out = dir.path().join("no-such-dir").join("out.db");
+    let r = run(&[
+        "repair",
+        "--output",
+        &arg(&out),
+        &format!("{}#{TORN}", arg(&path)),
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("cannot create")
+            && r.stderr.contains("No such file or directory")
+            && !r.stderr.contains("transaction"),
+        "{}",
+        r.stderr
+    );
+}
+
+/// Fill the file system of `path` with it until `room` bytes are left (at most).
+fn fill_but(path: &Path, room: u64) {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path).expect("fill");
+    let block = [0u8; 1024];
+    let mut len = 0u64;
+    while f.write_all(&block).is_ok() {
+        len += 1024;
+    }
+    f.set_len(len.saturating_sub(room)).expect("room");
+}
+
+/// A full disk at every point of a repair (a small tmpfs filled to a different level each
+/// run): each run repairs, or fails saying the disk is full with nothing written and no
+/// sidecar left — never "no transaction is active". Needs a tmpfs mount (root); says so and
+/// returns where it cannot make one.
+#[test]
+fn a_full_disk_anywhere_in_a_repair_is_said_as_such() {
+    let mnt = tempfile::tempdir().expect("tempdir");
+    let ok = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=100k", "tmpfs"])
+        .arg(mnt.path())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("skipped: cannot mount a tmpfs here");
+        return;
+    }
+    let (_d, reference) = torn_store("wal");
+    let original = verdict(&reference);
+    let mut failed = 0;
+    for mode in ["wal", "delete"] {
+        for room in (0..64).step_by(2) {
+            for e in std::fs::read_dir(mnt.path()).expect("dir") {
+                std::fs::remove_file(e.expect("entry").path()).expect("clean");
+            }
+            let path = mnt.path().join("torn-packed-tail.db");
+            std::fs::copy(db("torn-packed-tail.db"), &path).expect("copy");
+            let c = Connection::open(&path).expect("open");
+            let _: String = c
+                .query_row(&format!("PRAGMA journal_mode = {mode}"), [], |r| r.get(0))
+                .expect("mode");
+            drop(c);
+            fill_but(&mnt.path().join("fill"), room * 1024);
+            let r = run(&["repair", &format!("{}#{TORN}", arg(&path))]);
+            let what = format!("{mode}, {room} KiB left");
+            assert!(
+                !r.stderr.contains("no transaction is active"),
+                "{what}: {}",
+                r.stderr
+            );
+            if r.code != 0 {
+                failed += 1;
+                assert_eq!(r.code, 2, "{what}: {}", r.stderr);
+                assert!(
+                    r.stderr.contains("full")
+                        || r.stderr.contains("No space left")
+                        || r.stderr.contains("free space"),
+                    "{what}: {}",
+                    r.stderr
+                );
+                assert_eq!(sidecars(mnt.path()), Vec::<PathBuf>::new(), "{what}");
+                std::fs::remove_file(mnt.path().join("fill")).expect("room");
+                let (code, text) = verdict(&path);
+                assert_eq!(
+                    (code, text.replace(&arg(&path), "STORE")),
+                    (original.0, original.1.replace(&arg(&reference), "STORE")),
+                    "{what}: untouched"
+                );
+            }
+        }
+    }
+    let _ = std::process::Command::new("umount")
+        .arg(mnt.path())
+        .status();
+    assert!(failed > 3, "only {failed} runs met the full disk");
+}

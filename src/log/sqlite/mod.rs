@@ -210,7 +210,7 @@ fn open_read(
             }
             let conn = begin_read(path, "immutable=1").map_err(sql)?;
             notes.push(format!(
-                "{shown}: SQLite cannot create or open its side files beside it ({e}; a read-only file system or directory?), so dshs read it without locks (immutable), which is exact only while no other process writes it"
+                "{shown}: SQLite cannot create or open its side files beside it ({e}; a read-only file system or directory, or a full disk?), so dshs read it without locks (immutable), which is exact only while no other process writes it"
             ));
             return finish_open(conn, ReadMode::Immutable, notes, shown);
         }
@@ -252,7 +252,8 @@ pub(crate) fn extended_code(e: &rusqlite::Error) -> Option<std::ffi::c_int> {
     e.sqlite_error().map(|x| x.extended_code)
 }
 
-/// SQLite could not create or open `-shm`/`-wal` (a read-only file system or directory).
+/// SQLite could not create or open `-shm`/`-wal` (a read-only file system or directory, a
+/// full disk).
 fn cannot_make_side_files(e: &rusqlite::Error) -> bool {
     use rusqlite::ffi;
     matches!(
@@ -263,6 +264,9 @@ fn cannot_make_side_files(e: &rusqlite::Error) -> bool {
                 | ffi::SQLITE_READONLY_DIRECTORY
                 | ffi::SQLITE_READONLY_RECOVERY
                 | ffi::SQLITE_READONLY_CANTLOCK
+                | ffi::SQLITE_IOERR_SHMOPEN
+                | ffi::SQLITE_IOERR_SHMSIZE
+                | ffi::SQLITE_IOERR_SHMMAP
         )
     )
 }

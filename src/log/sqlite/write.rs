@@ -196,6 +196,15 @@ pub enum WriteError {
         "session {id:?} in {path} has a torn tail from seq {seq}; appending after it would not be read back — run `dshs repair` first; nothing was written"
     )]
     TornTail { path: String, id: String, seq: i64 },
+    /// The write failed after its sidecar was saved, and the sidecar could not be removed.
+    #[error(
+        "{cause} (the rows saved to {sidecar} before the failure are all still in the store; that sidecar could not be removed: {why})"
+    )]
+    SidecarLeft {
+        cause: Box<WriteError>,
+        sidecar: String,
+        why: io::Error,
+    },
     #[error("{path} already exists; dshs never overwrites a file, choose another output path")]
     OutputExists { path: String },
     /// The output file cannot be created (a missing directory, no permission).
@@ -208,7 +217,7 @@ pub enum WriteError {
     /// The copy could not be made or does not check out; it was removed.
     #[error("cannot make the copy {path}: {message}; it was removed")]
     Copy { path: String, message: String },
-    #[error("cannot write {path}: {message}; the transaction was rolled back, nothing was written")]
+    #[error("cannot write {path}: {message}; nothing was written")]
     Sqlite { path: String, message: String },
 }
 
@@ -225,6 +234,7 @@ impl WriteError {
             | WriteError::OldSchema { .. }
             | WriteError::Triggers { .. } => Class::Unsupported,
             WriteError::Refused(e) => e.class(),
+            WriteError::SidecarLeft { cause, .. } => cause.class(),
             WriteError::TornTail { .. } => Class::Invalid,
             WriteError::BadEvent { .. }
             | WriteError::Sidecar { .. }
@@ -242,6 +252,31 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     if plan.is_noop() {
         return Ok(Written::default());
     }
+    let mut saved = None;
+    apply_saving(path, plan, opts, &mut saved).map_err(|e| {
+        // The transaction did not commit, so the rows are still in the store and the sidecar
+        // holds nothing that is not there: it goes, or the message says where it stays.
+        match saved {
+            Some(side) => match std::fs::remove_file(&side) {
+                Ok(()) => e,
+                Err(why) => WriteError::SidecarLeft {
+                    cause: Box::new(e),
+                    sidecar: side.display().to_string(),
+                    why,
+                },
+            },
+            None => e,
+        }
+    })
+}
+
+/// [`apply`], telling `saved` where the sidecar is once it exists.
+fn apply_saving(
+    path: &Path,
+    plan: &Plan,
+    opts: Options,
+    saved: &mut Option<PathBuf>,
+) -> Result<Written, WriteError> {
     let shown = path.display().to_string();
     // A busy or locked database at any step is another connection holding it (the probe of
     // S8.2 step 2 is only the first place that can meet it): a refusal, never an I/O failure.
@@ -253,7 +288,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         }
         _ => WriteError::Sqlite {
             path: shown.clone(),
-            message: e.to_string(),
+            message: sqlite_message(path, &e),
         },
     };
     if let Some(torn) = plan.snapshot.torn
@@ -340,8 +375,9 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     };
     if row.incarnation != plan.snapshot.incarnation || row.revision != plan.snapshot.revision {
         return Err(since_planned(format!(
-            "incarnation {:?} revision {:?}, planned on {:?} revision {:?}",
-            row.incarnation, row.revision, plan.snapshot.incarnation, plan.snapshot.revision
+            "it is at {} now, planned on {}",
+            row_state(row.incarnation.as_deref(), row.revision),
+            row_state(plan.snapshot.incarnation.as_deref(), plan.snapshot.revision)
         )));
     }
     let now = rescan(&tx, &shown, id, schema).map_err(|e| match e {
@@ -350,8 +386,9 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     })?;
     if now.torn != plan.snapshot.torn || now.last_seq != plan.snapshot.last_seq {
         return Err(since_planned(format!(
-            "torn tail {:?} and last seq {:?} now, planned on {:?} and {:?}",
-            now.torn, now.last_seq, plan.snapshot.torn, plan.snapshot.last_seq
+            "it has {} now, planned on {}",
+            tail_state(now.torn, now.last_seq),
+            tail_state(plan.snapshot.torn, plan.snapshot.last_seq)
         )));
     }
     opts.fault.at(Point::Checked);
@@ -365,6 +402,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
                 path: shown.clone(),
                 source,
             })?;
+        *saved = Some(side.clone());
         opts.fault.at(Point::SidecarSynced);
         let deleted = tx
             .execute(
@@ -439,7 +477,16 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         })
         .map_err(sql)?;
     opts.fault.at(Point::Bumped);
+    if tx.is_autocommit() {
+        // SQLite ends a transaction on its own after some failures (a full disk, an I/O
+        // error); a COMMIT would only say that none is active.
+        return Err(WriteError::Sqlite {
+            path: shown,
+            message: "SQLite rolled the transaction back on its own after a failed write (a full disk or an I/O error)".into(),
+        });
+    }
     tx.commit().map_err(sql)?;
+    *saved = None;
     opts.fault.at(Point::Committed);
     written.revision = Some(revision);
     // Closing the connection leaves exclusive mode.
@@ -472,6 +519,69 @@ fn describe_triggers(triggers: &[(String, String)]) -> String {
 /// A name as SQL writes an identifier: in double quotes, inner quotes doubled.
 fn quoted(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `incarnation 0f…, revision 3` (a NULL column said as such).
+fn row_state(incarnation: Option<&str>, revision: Option<i64>) -> String {
+    format!(
+        "incarnation {}, revision {}",
+        incarnation.unwrap_or("NULL"),
+        revision.map_or_else(|| "NULL".to_owned(), |r| r.to_string())
+    )
+}
+
+/// `a torn tail of 2 rows from seq 45 and last seq 44`, `no torn tail and no event`.
+fn tail_state(torn: Option<super::TornRows>, last_seq: Option<u64>) -> String {
+    let torn = match torn {
+        Some(t) => format!(
+            "a torn tail of {} row{} from seq {}",
+            t.rows,
+            if t.rows == 1 { "" } else { "s" },
+            t.seq
+        ),
+        None => "no torn tail".to_owned(),
+    };
+    match last_seq {
+        Some(s) => format!("{torn} and last seq {s}"),
+        None => format!("{torn} and no event"),
+    }
+}
+
+/// SQLite's message, or what it means where SQLite's own words hide it: a side file it cannot
+/// create says only "unable to open database file" (the database itself is open by then).
+fn sqlite_message(db: &Path, e: &rusqlite::Error) -> String {
+    use rusqlite::ffi;
+    let code = super::extended_code(e);
+    // Plain "readonly" while the file itself can be written: SQLite fell back to a read-only
+    // -shm it could not create or write.
+    let side_file_readonly =
+        code == Some(ffi::SQLITE_READONLY) && OpenOptions::new().write(true).open(db).is_ok();
+    if side_file_readonly {
+        return side_files_message(db, e);
+    }
+    match code {
+        Some(
+            ffi::SQLITE_CANTOPEN
+            | ffi::SQLITE_IOERR_SHMOPEN
+            | ffi::SQLITE_IOERR_SHMSIZE
+            | ffi::SQLITE_IOERR_SHMMAP
+            | ffi::SQLITE_READONLY_CANTINIT
+            | ffi::SQLITE_READONLY_CANTLOCK
+            | ffi::SQLITE_READONLY_RECOVERY
+            | ffi::SQLITE_READONLY_DIRECTORY,
+        ) => side_files_message(db, e),
+        Some(ffi::SQLITE_FULL) => format!("the disk is full ({e})"),
+        _ => e.to_string(),
+    }
+}
+
+fn side_files_message(db: &Path, e: &rusqlite::Error) -> String {
+    format!(
+        "SQLite cannot create, open or write its side files beside the database ({}, {} or {}; SQLite says: {e}); check that the directory is writable and has free space",
+        super::sibling(db, "-wal").display(),
+        super::sibling(db, "-shm").display(),
+        super::sibling(db, "-journal").display()
+    )
 }
 
 fn changed(path: &str, plan: &Plan, what: String) -> WriteError {
