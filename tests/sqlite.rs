@@ -1164,8 +1164,8 @@ fn damage_before_the_last_turn_end_is_committed_after_it_a_torn_tail() {
     assert!(end.refused);
     assert_eq!(
         event_lines(&text).len(),
-        1,
-        "the stream stops at the damage"
+        4,
+        "the stream goes on past the damage (FORMAT.md §6.3), without the bad row"
     );
     let found: Vec<_> = end
         .findings
@@ -1307,4 +1307,143 @@ fn path_hash_id_splits_at_the_first_hash_after_an_existing_database() {
         split_session_path(&format!("{}/none.db#x", dir.path().display())),
         None
     );
+}
+
+/// `dshs validate --format json` of session `s`: (finding codes, summary).
+fn validate_json(path: &Path) -> (Vec<String>, serde_json::Value) {
+    let out = common::dshs()
+        .args(["validate", "--format", "json"])
+        .arg(format!("{}#s", path.display()))
+        .output()
+        .expect("run dshs");
+    let lines = common::json_lines(&out.stdout);
+    let mut codes: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "finding")
+        .map(|l| l["code"].as_str().expect("code").to_owned())
+        .collect();
+    codes.sort();
+    let summary = lines
+        .into_iter()
+        .find(|l| l["type"] == "summary")
+        .expect("a summary");
+    (codes, summary)
+}
+
+/// Item 7 of issue 37: after committed damage the pass still reads the rows that follow, as
+/// on a JSONL log, so nothing is made up from a log cut short at the damage (an open turn, a
+/// seed longer than the events).
+#[test]
+fn committed_damage_reports_what_the_jsonl_log_reports_and_nothing_made_up() {
+    for (bad, note) in [("{bad", "a row that does not decode"), ("gap", "a seq gap")] {
+        let mut d = db(17);
+        d.sql("UPDATE sessions SET seed_length = 5");
+        d.ev(0, "turn/start", TURN_START);
+        if bad == "gap" {
+            d.ev(2, "x/b", "{}");
+        } else {
+            d.ev(1, "x/a", bad).ev(2, "x/b", "{}");
+        }
+        d.ev(3, "turn/end", TURN_END)
+            .ev(4, "turn/start", r#"{"turn":2}"#)
+            .ev(5, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+        d.conn.take();
+        let (codes, summary) = validate_json(&d.path);
+        // The same log as JSONL, the bad row as a line that does not parse.
+        let mut jsonl = String::from(
+            r#"{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w","seedLength":5,"delegationDepth":0}"#,
+        );
+        jsonl.push('\n');
+        for (seq, ty, data) in [
+            (0, "turn/start", TURN_START),
+            (1, "x/a", "{bad"),
+            (2, "x/b", "{}"),
+            (3, "turn/end", TURN_END),
+            (4, "turn/start", r#"{"turn":2}"#),
+            (5, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#),
+        ] {
+            if seq == 1 && bad == "gap" {
+                continue;
+            }
+            jsonl.push_str(&format!(
+                r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{data}}}"#
+            ));
+            jsonl.push('\n');
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("s.jsonl");
+        std::fs::write(&log, jsonl).expect("write");
+        let out = common::dshs()
+            .args(["validate", "--format", "json"])
+            .arg(&log)
+            .output()
+            .expect("run dshs");
+        let lines = common::json_lines(&out.stdout);
+        let mut want: Vec<String> = lines
+            .iter()
+            .filter(|l| l["type"] == "finding")
+            .map(|l| l["code"].as_str().expect("code").to_owned())
+            .collect();
+        want.sort();
+        let jsonl_summary = lines
+            .into_iter()
+            .find(|l| l["type"] == "summary")
+            .expect("a summary");
+        // The damage itself has its storage-layer name; everything else is the same.
+        let damage = |c: &String| c.starts_with("committed-");
+        assert!(codes.iter().any(damage), "{note}: {codes:?}");
+        assert!(want.iter().any(damage), "{note}: {want:?}");
+        let rest = |v: &[String]| v.iter().filter(|c| !damage(c)).cloned().collect::<Vec<_>>();
+        assert_eq!(rest(&codes), rest(&want), "{note}");
+        for c in ["open-turn-at-end", "seed-length-exceeds-events"] {
+            assert!(!codes.iter().any(|x| x == c), "{note}: {codes:?}");
+        }
+        for key in ["status", "openTurn", "events", "tornTail"] {
+            assert_eq!(summary[key], jsonl_summary[key], "{note}: {key}");
+        }
+    }
+}
+
+/// Item 6 of issue 37: schema 15 finds the committed boundary by the `type` column alone
+/// (its `scanRows`), so a `turn/end` row that does not decode still closes the committed
+/// region there; schema 17 skips such a row (its rule: the last row that decodes).
+#[test]
+fn schema_15_finds_the_boundary_by_the_type_column() {
+    for (version, committed) in [(15, true), (17, false)] {
+        let mut d = db(version);
+        d.turn(0)
+            .ev(2, "turn/start", r#"{"turn":2}"#)
+            .ev(3, "turn/end", "{bad");
+        let (_, end) = d.read();
+        if committed {
+            assert!(end.refused, "{version}");
+            assert_eq!(
+                codes(&end.findings),
+                ["committed-malformed-row"],
+                "{version}"
+            );
+            assert_eq!(end.snapshot.torn, None, "{version}");
+        } else {
+            assert!(!end.refused, "{version}");
+            assert_eq!(codes(&end.findings), ["crash-tail"], "{version}");
+            assert_eq!(end.snapshot.torn.map(|t| t.seq), Some(3), "{version}");
+        }
+        // repair deletes nothing from a schema-15 store: the damage is committed.
+        let before = d.path.clone();
+        let r = common::dshs()
+            .args(["repair", "--allow-old-schema"])
+            .arg(format!("{}#s", before.display()))
+            .output()
+            .expect("run dshs");
+        let rows: i64 = Connection::open(&d.path)
+            .expect("open")
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .expect("count");
+        if committed {
+            assert_eq!(r.status.code(), Some(1), "{version}");
+            assert_eq!(rows, 4, "{version}: nothing deleted");
+        } else {
+            assert_eq!(r.status.code(), Some(0), "{version}");
+        }
+    }
 }

@@ -232,7 +232,7 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
             match dshs::log::scan::scan(
                 &mut r,
                 None,
-                &env.scan_options(),
+                &super::store::store_scan_options(env),
                 &mut Discard,
                 &mut activity,
             ) {

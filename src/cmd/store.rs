@@ -109,6 +109,15 @@ pub fn store_failure(e: &StoreError) -> anyhow::Error {
     Failure::of(outcome_of_class(e.class()), e.to_string())
 }
 
+/// The options of a pass over a store session's logical log: the storage layer checks the
+/// seqs of its rows (S6) and goes on after committed damage it reported.
+pub fn store_scan_options(env: &super::Env) -> dshs::log::scan::ScanOptions {
+    dshs::log::scan::ScanOptions {
+        seqs_checked: true,
+        ..env.scan_options()
+    }
+}
+
 /// The name a session is reported under: `store.db#ID`.
 pub fn session_name(shown: &str, id: &str) -> String {
     format!("{shown}#{id}")
@@ -376,7 +385,7 @@ impl Scanned {
     ) -> Result<Scanned> {
         let mut change = Change::open(db, shown, id, env.quiet)?;
         let name = escape(&change.name).into_owned();
-        let opts = env.scan_options();
+        let opts = store_scan_options(env);
         let mut errors = dshs::log::finding::ErrorList::new(super::writing::SHOWN_ERRORS);
         let opened = change
             .opened

@@ -325,7 +325,7 @@ fn validate_store(
             Err(e) => return Err(super::store::store_failure(&e)),
         };
         let row_version = r.session_row().version;
-        let opts = env.scan_options();
+        let opts = super::store::store_scan_options(env);
         let mut scanned = None;
         if fast && !refused {
             match fast_scan(&mut r, &opts, &mut report) {

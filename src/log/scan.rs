@@ -61,6 +61,11 @@ pub struct ScanOptions {
     /// §21.9a: append surface-eligible events that carry no `surfaceOp` (for `surface` and
     /// `derive` on a log without any marker; see [`SurfaceManager::append_unmarked`]).
     pub linear_surface: bool,
+    /// The source checked the seqs of its rows itself and reported their damage (a SQLite
+    /// store, SQLITE.md S6–S7): after committed damage it goes on with the rows that follow,
+    /// so a forward jump of seq is a resync, as after a bad row (§6.3), never a gap of the
+    /// pass's own.
+    pub seqs_checked: bool,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -562,6 +567,8 @@ struct Ctx<O> {
     vocab: Vocabulary,
     session_id: String,
     stop_after: Option<u64>,
+    /// [`ScanOptions::seqs_checked`].
+    seqs_checked: bool,
     /// The V4-draft refusal, once seen (§21.2): reported at once, then checking stops while
     /// the fold goes on, so the summary still describes the whole log.
     draft: Option<Finding>,
@@ -683,6 +690,7 @@ pub fn scan_framed(
         vocab: Vocabulary::new(dialect, &opts.known_types),
         session_id: header.id.clone().unwrap_or_default(),
         stop_after: opts.stop_after,
+        seqs_checked: opts.seqs_checked,
         draft: None,
         muted: false,
         shape: tree_shape(dialect, &observer),
@@ -971,7 +979,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
         let (bad, turn_end) = classify_row(
             row,
             expected,
-            self.resync_pending,
+            self.resync_pending || self.ctx.seqs_checked,
             &self.ctx.vocab,
             self.ctx.dialect,
         );
@@ -1065,7 +1073,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                 let (bad, _) = classify_row(
                     &row,
                     expected,
-                    self.resync_pending,
+                    self.resync_pending || self.ctx.seqs_checked,
                     &self.ctx.vocab,
                     self.ctx.dialect,
                 );

@@ -686,6 +686,9 @@ pub struct SessionReader<C: Borrow<Connection>> {
     owns_txn: bool,
     /// The row seq of the first committed damage.
     damage_at: Option<i64>,
+    /// After committed damage the rows go on, and the next row's seq is taken as it comes
+    /// (see [`Resync`]).
+    resync: Option<Resync>,
     /// Packed rows are handed on packed (see [`SessionReader::keep_packed_rows`]).
     keep_packed: bool,
     /// The storage-class rules: not yet checked, checked by one pass before the first line,
@@ -765,6 +768,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             finished: false,
             owns_txn: false,
             damage_at: None,
+            resync: None,
             keep_packed: false,
             class_check: ClassCheck::Done,
             stream_lines: 0,
@@ -910,6 +914,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.last_time = None;
         self.torn = None;
         self.damage_at = None;
+        self.resync = None;
         self.header_sent = false;
         self.buf.clear();
         self.spans.clear();
@@ -1047,8 +1052,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         }
     }
 
-    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can),
-    /// looked for only among rows from `from` on. Asked only when a row fails: the failing
+    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can;
+    /// schema 15: the last row whose type is `turn/end`), looked for only among rows from
+    /// `from` on. Asked only when a row fails: the failing
     /// row lies at or before the boundary exactly when such a row exists there, so a
     /// session without damage never pays for this pass.
     fn find_boundary(&mut self, from: i64) -> rusqlite::Result<Option<i64>> {
@@ -1061,6 +1067,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let mut sink = Vec::new();
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
+            // Schema 15's scanRows looks at the type column alone: that row is the boundary
+            // whether or not it decodes.
+            if self.schema == Schema::V15 {
+                return Ok(Some(raw.seq));
+            }
             sink.clear();
             if let Ok(d) = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink)
                 && d.turn_end
@@ -1189,6 +1200,14 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             }
             let start = self.buf.len();
             let result = decode::decode_row(&raw, mode, &mut self.scratch, &mut self.buf);
+            let resync = match self.resync.take() {
+                Some(Resync::Forward) => raw.seq >= 0 && raw.seq as u64 > self.expected,
+                Some(Resync::At(at)) => at == raw.seq,
+                None => false,
+            };
+            if resync && result.is_ok() {
+                self.expected = raw.seq as u64;
+            }
             let failure = match result {
                 Err(why) => Some(Failure::Malformed(why)),
                 Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
@@ -1232,7 +1251,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 let seq = raw.seq;
                 drop(rows);
                 drop(stmt);
-                self.phase = Phase::Ended;
                 self.failed(seq, ty.as_deref(), f)?;
                 return Ok(());
             }
@@ -1241,9 +1259,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// A row that fails to decode or breaks contiguity (S7 step 2).
     fn failed(&mut self, seq: i64, ty: Option<&str>, f: Failure) -> Result<(), StoreError> {
-        self.boundary = self
-            .find_boundary(seq)
-            .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+        // Found at the first failure; later ones lie after it, within what it looked at.
+        if self.damage_at.is_none() {
+            self.boundary = self
+                .find_boundary(seq)
+                .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+        }
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let why = match &f {
             Failure::Malformed(why) => why.clone(),
@@ -1260,8 +1281,19 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 ),
                 Failure::Gap => (Code::CommittedSeqGap, "seq gap in the committed rows"),
             };
+            // The rows go on (FORMAT.md §6.3): a row that does not decode is skipped, a gap is
+            // taken at the row's own seq, a row that overlaps the ones before is skipped.
+            (self.phase, self.resync) = match f {
+                Failure::Malformed(_) => {
+                    (Phase::Rows(seq.saturating_add(1)), Some(Resync::Forward))
+                }
+                Failure::Gap if seq >= 0 && seq as u64 > self.expected => {
+                    (Phase::Rows(seq), Some(Resync::At(seq)))
+                }
+                Failure::Gap => (Phase::Rows(seq.saturating_add(1)), Some(Resync::Forward)),
+            };
             self.refused = true;
-            self.damage_at = Some(seq);
+            self.damage_at.get_or_insert(seq);
             self.findings.push(finding(
                 code,
                 u64::try_from(seq).ok(),
@@ -1274,6 +1306,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             ));
             return Ok(());
         }
+        self.phase = Phase::Ended;
         let rows: i64 = self
             .conn
             .borrow()
@@ -1355,9 +1388,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             self.spans.clear();
             self.fill_rows()?;
         }
-        if let Some(first) = self.damage_at {
-            self.more_damage(first)?;
-        }
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let rows: i64 = self
             .conn
@@ -1389,69 +1419,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             },
         })
     }
-
-    /// After committed damage DSH refuses the session; dshs goes on through the committed
-    /// rows to name every other damaged one (a gap re-synchronises on the row's own seq, a
-    /// row that does not decode is skipped), as FORMAT.md §6.3 does for a JSONL log.
-    fn more_damage(&mut self, first: i64) -> Result<(), StoreError> {
-        let mode = self.mode();
-        let Some(boundary) = self.boundary else {
-            return Ok(());
-        };
-        let shown = self.shown.clone();
-        let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = select_events_from(self.conn.borrow(), " AND seq <= ?3").map_err(sql)?;
-        let mut rows = stmt
-            .query(rusqlite::params![self.id, first, boundary])
-            .map_err(sql)?;
-        let mut expected: Option<u64> = None;
-        let mut sink = Vec::new();
-        let mut more = Vec::new();
-        let mut first_row = true;
-        while let Some(r) = rows.next().map_err(sql)? {
-            let raw = raw_row(r).map_err(sql)?;
-            sink.clear();
-            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
-            // The row already reported starts the walk.
-            if std::mem::take(&mut first_row) {
-                expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
-                continue;
-            }
-            let ty = raw.type_text();
-            match decoded {
-                Err(why) => {
-                    more.push(finding(
-                        Code::CommittedMalformedRow,
-                        u64::try_from(raw.seq).ok(),
-                        ty.as_deref(),
-                        format!(
-                            "corrupt session log: invalid committed physical row at seq {} of session {:?}: {why}",
-                            raw.seq, self.id
-                        ),
-                    ));
-                    expected = None;
-                }
-                Ok(d) => {
-                    if let Some(e) = expected
-                        && (raw.seq < 0 || raw.seq as u64 != e)
-                    {
-                        more.push(finding(
-                            Code::CommittedSeqGap,
-                            u64::try_from(raw.seq).ok(),
-                            ty.as_deref(),
-                            format!(
-                                "corrupt session log: seq gap in the committed rows at seq {} of session {:?}: the logical sequence expects {e}",
-                                raw.seq, self.id
-                            ),
-                        ));
-                    }
-                    expected = Some((raw.seq.max(0) as u64) + d.members);
-                }
-            }
-        }
-        self.findings.extend(more);
-        Ok(())
-    }
 }
 
 impl<C: Borrow<Connection>> Drop for SessionReader<C> {
@@ -1465,6 +1432,15 @@ impl<C: Borrow<Connection>> Drop for SessionReader<C> {
 enum Failure {
     Malformed(String),
     Gap,
+}
+
+/// How the rows go on after committed damage (FORMAT.md §6.3, as a JSONL log's pass does):
+/// after a row that does not decode, the next row's seq is taken as it comes; after a seq
+/// gap, the row that made it is taken at its own seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resync {
+    Forward,
+    At(i64),
 }
 
 /// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
