@@ -1309,8 +1309,8 @@ fn path_hash_id_splits_at_the_first_hash_after_an_existing_database() {
     );
 }
 
-/// `dshs validate --format json` of session `s`: (finding codes, summary).
-fn validate_json(path: &Path) -> (Vec<String>, serde_json::Value) {
+/// `dshs validate --format json` of session `s`: (finding codes, summary, exit code).
+fn validate_json(path: &Path) -> (Vec<String>, serde_json::Value, Option<i32>) {
     let out = common::dshs()
         .args(["validate", "--format", "json"])
         .arg(format!("{}#s", path.display()))
@@ -1327,7 +1327,7 @@ fn validate_json(path: &Path) -> (Vec<String>, serde_json::Value) {
         .into_iter()
         .find(|l| l["type"] == "summary")
         .expect("a summary");
-    (codes, summary)
+    (codes, summary, out.status.code())
 }
 
 /// Item 7 of issue 37: after committed damage the pass still reads the rows that follow, as
@@ -1348,7 +1348,7 @@ fn committed_damage_reports_what_the_jsonl_log_reports_and_nothing_made_up() {
             .ev(4, "turn/start", r#"{"turn":2}"#)
             .ev(5, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
         d.conn.take();
-        let (codes, summary) = validate_json(&d.path);
+        let (codes, summary, _) = validate_json(&d.path);
         // The same log as JSONL, the bad row as a line that does not parse.
         let mut jsonl = String::from(
             r#"{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w","seedLength":5,"delegationDepth":0}"#,
@@ -1444,6 +1444,54 @@ fn schema_15_finds_the_boundary_by_the_type_column() {
             assert_eq!(rows, 4, "{version}: nothing deleted");
         } else {
             assert_eq!(r.status.code(), Some(0), "{version}");
+        }
+    }
+}
+
+/// Item 5 of issue 37: the discriminator, not the type, makes a packed row (S4.3). A scalar
+/// row typed like a packed row is an ordinary event of that type: with `ignorable = 1` an
+/// ignorable event DSH skips, with `ignorable` NULL an unknown type DSH refuses (exit 3) —
+/// in the committed rows or at the end, on both schemas.
+#[test]
+fn a_scalar_row_typed_like_a_packed_row_is_an_ordinary_event() {
+    for version in [15, 17] {
+        for tag in ["text-chunks", "reasoning-chunks", "tool-call-chunks"] {
+            for (ignorable, status, exit) in [(Some(1), "valid", 0), (None, "unsupported", 3)] {
+                for at_end in [false, true] {
+                    let what = format!(
+                        "schema {version}, {tag}, ignorable {ignorable:?}, at end {at_end}"
+                    );
+                    let mut d = db(version);
+                    d.turn(0);
+                    let seq = if at_end { 2 } else { 3 };
+                    if !at_end {
+                        d.ev(2, "turn/start", r#"{"turn":2}"#);
+                    }
+                    d.raw(
+                        seq,
+                        tag,
+                        seq,
+                        tv(r#"{"turn":1,"x":[1]}"#),
+                        NULL,
+                        None,
+                        ignorable,
+                    );
+                    if !at_end {
+                        d.ev(4, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+                    }
+                    d.conn.take();
+                    let (codes, summary, code) = validate_json(&d.path);
+                    assert_eq!(summary["status"], status, "{what}: {codes:?}");
+                    assert_eq!(code, Some(exit), "{what}");
+                    assert!(
+                        !codes
+                            .iter()
+                            .any(|c| c.starts_with("committed-") || c == "crash-tail"),
+                        "{what}: {codes:?}"
+                    );
+                    assert_eq!(summary["tornTail"], false, "{what}");
+                }
+            }
         }
     }
 }

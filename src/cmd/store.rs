@@ -113,7 +113,7 @@ pub fn store_failure(e: &StoreError) -> anyhow::Error {
 /// seqs of its rows (S6) and goes on after committed damage it reported.
 pub fn store_scan_options(env: &super::Env) -> dshs::log::scan::ScanOptions {
     dshs::log::scan::ScanOptions {
-        seqs_checked: true,
+        from_store: true,
         ..env.scan_options()
     }
 }
