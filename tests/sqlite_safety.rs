@@ -610,3 +610,38 @@ fn a_full_disk_anywhere_in_a_repair_is_said_as_such() {
         .status();
     assert!(failed > 3, "only {failed} runs met the full disk");
 }
+
+#[test]
+fn a_foreign_key_that_would_act_on_dshs_s_delete_is_refused_like_a_trigger() {
+    // Another table's ON DELETE CASCADE onto events: dshs's cut of the torn row would delete
+    // that table's rows in the same transaction.
+    let (_dir, path) = copy_of("schema15.db");
+    let id = "open-after-first-tool-call";
+    Connection::open(&path)
+        .expect("open")
+        .execute_batch(&format!(
+            "INSERT INTO events (session_id, seq, type, time, data) VALUES ('{id}', 19, 'x', 1, 'not json'); \
+             CREATE TABLE notes (s TEXT, q INTEGER, FOREIGN KEY (s, q) REFERENCES events (session_id, seq) ON DELETE CASCADE); \
+             INSERT INTO notes VALUES ('{id}', 19);"
+        ))
+        .expect("set up");
+    let before = all_rows(&path);
+    let r = run(&[
+        "repair",
+        "--allow-old-schema",
+        &format!("{}#{id}", arg(&path)),
+    ]);
+    assert_eq!(r.code, 3, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("\"notes\" → \"events\" ON DELETE CASCADE"),
+        "{}",
+        r.stderr
+    );
+    assert_eq!(all_rows(&path), before);
+    let notes: i64 = Connection::open(&path)
+        .expect("open")
+        .query_row("SELECT count(*) FROM notes", [], |r| r.get(0))
+        .expect("count");
+    assert_eq!(notes, 1);
+}

@@ -172,6 +172,13 @@ pub enum WriteError {
         /// (trigger, table or view) pairs.
         triggers: Vec<(String, String)>,
     },
+    /// Another table's foreign key onto `events` or `sessions` acts on a change (S8.2: no
+    /// change of the store's own inside dshs's write).
+    #[error(
+        "{path} has foreign keys that SQLite would act on inside dshs's write transaction ({}), so dshs does not write to it — nothing was written",
+        keys.join("; ")
+    )]
+    ForeignKeyActions { path: String, keys: Vec<String> },
     #[error(
         "{path} is a schema-15 store, which no running DSH reads any more; dshs writes it only when asked to explicitly — nothing was written"
     )]
@@ -232,7 +239,8 @@ impl WriteError {
             WriteError::LiveOwner { .. }
             | WriteError::Changed { .. }
             | WriteError::OldSchema { .. }
-            | WriteError::Triggers { .. } => Class::Unsupported,
+            | WriteError::Triggers { .. }
+            | WriteError::ForeignKeyActions { .. } => Class::Unsupported,
             WriteError::Refused(e) => e.class(),
             WriteError::SidecarLeft { cause, .. } => cause.class(),
             WriteError::TornTail { .. } => Class::Invalid,
@@ -369,6 +377,10 @@ fn apply_saving(
             triggers,
         });
     }
+    let keys = acting_foreign_keys(&tx).map_err(sql)?;
+    if !keys.is_empty() {
+        return Err(WriteError::ForeignKeyActions { path: shown, keys });
+    }
     let id = &plan.snapshot.id;
     let Some(row) = SessionRow::read(&tx, id).map_err(sql)? else {
         return Err(since_planned("its sessions row is gone".into()));
@@ -501,6 +513,31 @@ fn triggers(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
         "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY tbl_name, name",
     )?;
     let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Foreign keys of the store's other tables onto `events` or `sessions` with an action
+/// (`CASCADE`, `SET NULL`, `SET DEFAULT`): changes of the store's own that a change of
+/// dshs's would set off in the same transaction. (`RESTRICT` and `NO ACTION` only make the
+/// write fail, and it rolls back.) As `table → parent ON DELETE action` texts.
+fn acting_foreign_keys(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.name, f.\"table\", f.on_delete, f.on_update \
+         FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f \
+         WHERE m.type = 'table' AND m.name NOT IN ('events', 'sessions', 'persistence_state') \
+         AND f.\"table\" IN ('events', 'sessions') \
+         AND (f.on_delete NOT IN ('NO ACTION', 'RESTRICT') OR f.on_update NOT IN ('NO ACTION', 'RESTRICT')) \
+         ORDER BY m.name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let (table, parent, del, upd): (String, String, String, String) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        Ok(format!(
+            "{} → {} ON DELETE {del} ON UPDATE {upd}",
+            quoted(&table),
+            quoted(&parent)
+        ))
+    })?;
     rows.collect()
 }
 
