@@ -561,6 +561,14 @@ fn a_full_disk_anywhere_in_a_repair_is_said_as_such() {
         eprintln!("skipped: cannot mount a tmpfs here");
         return;
     }
+    /// Unmounts the tmpfs however the test ends.
+    struct Mounted<'a>(&'a Path);
+    impl Drop for Mounted<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _mounted = Mounted(mnt.path());
     let (_d, reference) = torn_store("wal");
     let original = verdict(&reference);
     let mut failed = 0;
@@ -605,9 +613,6 @@ fn a_full_disk_anywhere_in_a_repair_is_said_as_such() {
             }
         }
     }
-    let _ = std::process::Command::new("umount")
-        .arg(mnt.path())
-        .status();
     assert!(failed > 3, "only {failed} runs met the full disk");
 }
 
