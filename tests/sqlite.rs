@@ -1495,3 +1495,28 @@ fn a_scalar_row_typed_like_a_packed_row_is_an_ordinary_event() {
         }
     }
 }
+
+/// Items 5 and 7 for the commands that show a store session (`stats`, `show`, `surface`):
+/// their pass reads the store's stream by the store's rules too.
+#[test]
+fn showing_commands_read_a_store_session_by_the_stores_rules() {
+    let mut d = db(17);
+    d.turn(0)
+        .ev(2, "turn/start", r#"{"turn":2}"#)
+        .raw(3, "text-chunks", 3, tv(r#"{"x":1}"#), NULL, None, Some(1))
+        .ev(4, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+    d.conn.take();
+    let name = format!("{}#s", d.path.display());
+    for cmd in ["stats", "show", "surface"] {
+        let out = common::dshs()
+            .args([cmd, &name])
+            .output()
+            .expect("run dshs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
