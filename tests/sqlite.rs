@@ -299,12 +299,47 @@ fn read_everything(path: &Path) {
 }
 
 #[test]
-fn a_read_leaves_the_database_byte_identical_and_creates_no_side_file() {
-    // No -wal: opened immutable.
+fn a_read_leaves_the_database_byte_identical_and_at_most_sqlites_own_side_files() {
+    // No -wal: read with SQLite's locks all the same (a writer may start meanwhile), which
+    // makes the -shm and an empty -wal that a read-only connection cannot remove.
     let (dir, path) = copy_of("many-sessions.db");
-    let before = snapshot_dir(dir.path());
+    let before = std::fs::read(&path).expect("read");
+    let store = Store::open(&path).expect("open");
+    assert_eq!(store.mode(), dshs::log::sqlite::ReadMode::ReadOnly);
+    assert!(store.notes().is_empty(), "{:?}", store.notes());
+    drop(store);
     read_everything(&path);
-    assert_eq!(snapshot_dir(dir.path()), before);
+    assert_eq!(std::fs::read(&path).expect("read"), before);
+    let files: Vec<String> = snapshot_dir(dir.path()).into_iter().map(|f| f.0).collect();
+    assert_eq!(
+        files,
+        [
+            "many-sessions.db",
+            "many-sessions.db-shm",
+            "many-sessions.db-wal"
+        ]
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("many-sessions.db-wal"))
+            .expect("wal")
+            .len(),
+        0
+    );
+
+    // Where SQLite cannot make its side files (a read-only file system; here a directory in
+    // the -wal's place), the file is read immutable, and a note says so.
+    let (dir, path) = copy_of("many-sessions.db");
+    std::fs::create_dir(dir.path().join("many-sessions.db-wal")).expect("mkdir");
+    let store = Store::open(&path).expect("open");
+    assert_eq!(store.mode(), dshs::log::sqlite::ReadMode::Immutable);
+    assert!(
+        store.notes().iter().any(|n| n.contains("immutable")),
+        "{:?}",
+        store.notes()
+    );
+    drop(store);
+    read_everything(&path);
+    assert_eq!(std::fs::read(&path).expect("read"), before);
 
     // A -wal (a DSH connection is open): read-only, and what exists stays as it was.
     let (dir, path) = copy_of("open-turn.db");
@@ -544,7 +579,7 @@ fn schema_17_objects_must_be_exactly_upstreams() {
     let changes = [
         (
             "CREATE INDEX events_type ON events(type)",
-            "extra index events_type",
+            "extra index \"events_type\" on \"events\"",
         ),
         (
             "CREATE TABLE folders (id TEXT) STRICT",
@@ -1129,8 +1164,8 @@ fn damage_before_the_last_turn_end_is_committed_after_it_a_torn_tail() {
     assert!(end.refused);
     assert_eq!(
         event_lines(&text).len(),
-        1,
-        "the stream stops at the damage"
+        4,
+        "the stream goes on past the damage (FORMAT.md §6.3), without the bad row"
     );
     let found: Vec<_> = end
         .findings
@@ -1272,4 +1307,216 @@ fn path_hash_id_splits_at_the_first_hash_after_an_existing_database() {
         split_session_path(&format!("{}/none.db#x", dir.path().display())),
         None
     );
+}
+
+/// `dshs validate --format json` of session `s`: (finding codes, summary, exit code).
+fn validate_json(path: &Path) -> (Vec<String>, serde_json::Value, Option<i32>) {
+    let out = common::dshs()
+        .args(["validate", "--format", "json"])
+        .arg(format!("{}#s", path.display()))
+        .output()
+        .expect("run dshs");
+    let lines = common::json_lines(&out.stdout);
+    let mut codes: Vec<String> = lines
+        .iter()
+        .filter(|l| l["type"] == "finding")
+        .map(|l| l["code"].as_str().expect("code").to_owned())
+        .collect();
+    codes.sort();
+    let summary = lines
+        .into_iter()
+        .find(|l| l["type"] == "summary")
+        .expect("a summary");
+    (codes, summary, out.status.code())
+}
+
+/// Item 7 of issue 37: after committed damage the pass still reads the rows that follow, as
+/// on a JSONL log, so nothing is made up from a log cut short at the damage (an open turn, a
+/// seed longer than the events).
+#[test]
+fn committed_damage_reports_what_the_jsonl_log_reports_and_nothing_made_up() {
+    for (bad, note) in [("{bad", "a row that does not decode"), ("gap", "a seq gap")] {
+        let mut d = db(17);
+        d.sql("UPDATE sessions SET seed_length = 5");
+        d.ev(0, "turn/start", TURN_START);
+        if bad == "gap" {
+            d.ev(2, "x/b", "{}");
+        } else {
+            d.ev(1, "x/a", bad).ev(2, "x/b", "{}");
+        }
+        d.ev(3, "turn/end", TURN_END)
+            .ev(4, "turn/start", r#"{"turn":2}"#)
+            .ev(5, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+        d.conn.take();
+        let (codes, summary, _) = validate_json(&d.path);
+        // The same log as JSONL, the bad row as a line that does not parse.
+        let mut jsonl = String::from(
+            r#"{"type":"session","version":0,"id":"s","createdAt":1,"cwd":"/w","seedLength":5,"delegationDepth":0}"#,
+        );
+        jsonl.push('\n');
+        for (seq, ty, data) in [
+            (0, "turn/start", TURN_START),
+            (1, "x/a", "{bad"),
+            (2, "x/b", "{}"),
+            (3, "turn/end", TURN_END),
+            (4, "turn/start", r#"{"turn":2}"#),
+            (5, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#),
+        ] {
+            if seq == 1 && bad == "gap" {
+                continue;
+            }
+            jsonl.push_str(&format!(
+                r#"{{"type":"{ty}","seq":{seq},"time":{seq},"data":{data}}}"#
+            ));
+            jsonl.push('\n');
+        }
+        let dir = tempfile::tempdir().expect("tempdir");
+        let log = dir.path().join("s.jsonl");
+        std::fs::write(&log, jsonl).expect("write");
+        let out = common::dshs()
+            .args(["validate", "--format", "json"])
+            .arg(&log)
+            .output()
+            .expect("run dshs");
+        let lines = common::json_lines(&out.stdout);
+        let mut want: Vec<String> = lines
+            .iter()
+            .filter(|l| l["type"] == "finding")
+            .map(|l| l["code"].as_str().expect("code").to_owned())
+            .collect();
+        want.sort();
+        let jsonl_summary = lines
+            .into_iter()
+            .find(|l| l["type"] == "summary")
+            .expect("a summary");
+        // The damage itself has its storage-layer name; everything else is the same.
+        let damage = |c: &String| c.starts_with("committed-");
+        assert!(codes.iter().any(damage), "{note}: {codes:?}");
+        assert!(want.iter().any(damage), "{note}: {want:?}");
+        let rest = |v: &[String]| v.iter().filter(|c| !damage(c)).cloned().collect::<Vec<_>>();
+        assert_eq!(rest(&codes), rest(&want), "{note}");
+        for c in ["open-turn-at-end", "seed-length-exceeds-events"] {
+            assert!(!codes.iter().any(|x| x == c), "{note}: {codes:?}");
+        }
+        for key in ["status", "openTurn", "events", "tornTail"] {
+            assert_eq!(summary[key], jsonl_summary[key], "{note}: {key}");
+        }
+    }
+}
+
+/// Item 6 of issue 37: schema 15 finds the committed boundary by the `type` column alone
+/// (its `scanRows`), so a `turn/end` row that does not decode still closes the committed
+/// region there; schema 17 skips such a row (its rule: the last row that decodes).
+#[test]
+fn schema_15_finds_the_boundary_by_the_type_column() {
+    for (version, committed) in [(15, true), (17, false)] {
+        let mut d = db(version);
+        d.turn(0)
+            .ev(2, "turn/start", r#"{"turn":2}"#)
+            .ev(3, "turn/end", "{bad");
+        let (_, end) = d.read();
+        if committed {
+            assert!(end.refused, "{version}");
+            assert_eq!(
+                codes(&end.findings),
+                ["committed-malformed-row"],
+                "{version}"
+            );
+            assert_eq!(end.snapshot.torn, None, "{version}");
+        } else {
+            assert!(!end.refused, "{version}");
+            assert_eq!(codes(&end.findings), ["crash-tail"], "{version}");
+            assert_eq!(end.snapshot.torn.map(|t| t.seq), Some(3), "{version}");
+        }
+        // repair deletes nothing from a schema-15 store: the damage is committed.
+        let before = d.path.clone();
+        let r = common::dshs()
+            .args(["repair", "--allow-old-schema"])
+            .arg(format!("{}#s", before.display()))
+            .output()
+            .expect("run dshs");
+        let rows: i64 = Connection::open(&d.path)
+            .expect("open")
+            .query_row("SELECT count(*) FROM events", [], |r| r.get(0))
+            .expect("count");
+        if committed {
+            assert_eq!(r.status.code(), Some(1), "{version}");
+            assert_eq!(rows, 4, "{version}: nothing deleted");
+        } else {
+            assert_eq!(r.status.code(), Some(0), "{version}");
+        }
+    }
+}
+
+/// Item 5 of issue 37: the discriminator, not the type, makes a packed row (S4.3). A scalar
+/// row typed like a packed row is an ordinary event of that type: with `ignorable = 1` an
+/// ignorable event DSH skips, with `ignorable` NULL an unknown type DSH refuses (exit 3) —
+/// in the committed rows or at the end, on both schemas.
+#[test]
+fn a_scalar_row_typed_like_a_packed_row_is_an_ordinary_event() {
+    for version in [15, 17] {
+        for tag in ["text-chunks", "reasoning-chunks", "tool-call-chunks"] {
+            for (ignorable, status, exit) in [(Some(1), "valid", 0), (None, "unsupported", 3)] {
+                for at_end in [false, true] {
+                    let what = format!(
+                        "schema {version}, {tag}, ignorable {ignorable:?}, at end {at_end}"
+                    );
+                    let mut d = db(version);
+                    d.turn(0);
+                    let seq = if at_end { 2 } else { 3 };
+                    if !at_end {
+                        d.ev(2, "turn/start", r#"{"turn":2}"#);
+                    }
+                    d.raw(
+                        seq,
+                        tag,
+                        seq,
+                        tv(r#"{"turn":1,"x":[1]}"#),
+                        NULL,
+                        None,
+                        ignorable,
+                    );
+                    if !at_end {
+                        d.ev(4, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+                    }
+                    d.conn.take();
+                    let (codes, summary, code) = validate_json(&d.path);
+                    assert_eq!(summary["status"], status, "{what}: {codes:?}");
+                    assert_eq!(code, Some(exit), "{what}");
+                    assert!(
+                        !codes
+                            .iter()
+                            .any(|c| c.starts_with("committed-") || c == "crash-tail"),
+                        "{what}: {codes:?}"
+                    );
+                    assert_eq!(summary["tornTail"], false, "{what}");
+                }
+            }
+        }
+    }
+}
+
+/// Items 5 and 7 for the commands that show a store session (`stats`, `show`, `surface`):
+/// their pass reads the store's stream by the store's rules too.
+#[test]
+fn showing_commands_read_a_store_session_by_the_stores_rules() {
+    let mut d = db(17);
+    d.turn(0)
+        .ev(2, "turn/start", r#"{"turn":2}"#)
+        .raw(3, "text-chunks", 3, tv(r#"{"x":1}"#), NULL, None, Some(1))
+        .ev(4, "turn/end", r#"{"turn":2,"reason":{"kind":"completed"}}"#);
+    d.conn.take();
+    let name = format!("{}#s", d.path.display());
+    for cmd in ["stats", "show", "surface"] {
+        let out = common::dshs()
+            .args([cmd, &name])
+            .output()
+            .expect("run dshs");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
 }

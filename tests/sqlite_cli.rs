@@ -498,8 +498,19 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The files of a directory and their bytes, without SQLite's side files of a read (the
+/// `-shm`, whose read marks readers change, and an empty `-wal`).
+fn snapshot_without_read_side_files(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    snapshot(dir)
+        .into_iter()
+        .filter(|(name, bytes)| {
+            !(name.ends_with("-shm") || name.ends_with("-wal") && bytes.is_empty())
+        })
+        .collect()
+}
+
 #[test]
-fn reading_commands_leave_the_database_byte_identical_with_no_wal_or_shm() {
+fn reading_commands_leave_the_database_byte_identical_and_write_nothing_to_a_wal() {
     for rel in ["open-turn.db", "torn-packed-tail.db", "schema15.db"] {
         let (dir, path) = copy_of(rel);
         let before = snapshot(dir.path());
@@ -537,7 +548,7 @@ fn reading_commands_leave_the_database_byte_identical_with_no_wal_or_shm() {
         ] {
             run(&cmd);
             assert_eq!(
-                snapshot(dir.path()),
+                snapshot_without_read_side_files(dir.path()),
                 before,
                 "{rel}: {cmd:?} changed the directory"
             );

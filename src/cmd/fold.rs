@@ -94,6 +94,7 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
     let opts = ScanOptions {
         stop_after: want.at,
         record_replacements: want.replacements,
+        from_store: store.is_some(),
         ..env.scan_options()
     };
     let mut refusals = Refusals::default();

@@ -191,12 +191,12 @@ fn print_rows(
 /// One row per session of a SQLite store (SQLITE.md S11.7), each validated the way
 /// `validate STORE.db#ID` does: the pass over its logical log and the storage findings.
 fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
-    use dshs::log::sqlite::{Store, combined_status};
+    use dshs::log::sqlite::combined_status;
     let shown = path.display().to_string();
     let refused = |e: dshs::log::sqlite::StoreError| {
         Failure::of(super::store::outcome_of_class(e.class()), e.to_string())
     };
-    let mut store = Store::open(path).map_err(refused)?;
+    let mut store = super::store::open_store(path).map_err(refused)?;
     let sessions = store.sessions().map_err(refused)?;
     let mut rows = Vec::with_capacity(sessions.len());
     for info in sessions {
@@ -232,7 +232,7 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
             match dshs::log::scan::scan(
                 &mut r,
                 None,
-                &env.scan_options(),
+                &super::store::store_scan_options(env),
                 &mut Discard,
                 &mut activity,
             ) {

@@ -638,7 +638,7 @@ pub fn store_test_fault() -> Result<dshs::log::sqlite::write::Fault> {
         let v = v.to_string_lossy();
         return dshs::log::sqlite::write::Fault::parse(&v).ok_or_else(|| {
             Failure::usage(format!(
-                "DSHS_TEST_FAULT={}: expected kill:POINT or pause:POINT (checked, sidecar-synced, deleted, inserted, bumped, committed)",
+                "DSHS_TEST_FAULT={}: expected kill:POINT or pause:POINT (planned, checked, sidecar-synced, deleted, inserted, bumped, committed)",
                 crate::render::escape(&v)
             ))
         });

@@ -238,7 +238,12 @@ fn repair_store(
                 let _ = std::fs::remove_file(dest);
                 store::write_failed(&e)
             })?;
-            store::recheck(dest, &dest.display().to_string(), &id, &session.opts)?;
+            // The copy counts only once it reads back clean and passes SQLite's own check.
+            store::recheck(dest, &dest.display().to_string(), &id, &session.opts)
+                .and_then(|()| store_write::verify_copy(dest).map_err(|e| store::write_failed(&e)))
+                .inspect_err(|_| {
+                    let _ = std::fs::remove_file(dest);
+                })?;
             parts.push(format!(
                 "wrote {dest_shown}, a copy of {} made with SQLite's backup API, with session {} repaired",
                 escape(shown),

@@ -38,6 +38,7 @@ pub fn output(args: &ShowArgs) -> super::Output {
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
     let (opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
+    let from_store = store.is_some();
     let name = opened.name.clone();
     let file = match Seekable::new(opened) {
         Ok(f) => f,
@@ -48,6 +49,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let mut first_error = FirstError::default();
     let opts = ScanOptions {
         record_replacements: true,
+        from_store,
         ..env.scan_options()
     };
     let first = file
@@ -106,6 +108,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                 // The tap names the line being folded: no reading ahead.
                 let opts = ScanOptions {
                     threads: 1,
+                    from_store,
                     ..env.scan_options()
                 };
                 super::scan_source(

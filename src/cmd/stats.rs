@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use dshs::log::dialect::SeedField;
 use dshs::log::finding::FirstError;
-use dshs::log::scan::Scan;
+use dshs::log::scan::{Scan, ScanOptions};
 use dshs::log::stats::{Counter, Counts};
 
 use crate::cli::{ReportFormat, StatsArgs};
@@ -36,7 +36,10 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
     let scan = match super::scan_source(
         opened,
         env,
-        &env.scan_options(),
+        &ScanOptions {
+            from_store: store.is_some(),
+            ..env.scan_options()
+        },
         &mut first_error,
         &mut counter,
     ) {

@@ -110,14 +110,33 @@ pub fn store_failure(e: &StoreError) -> anyhow::Error {
     Failure::of(outcome_of_class(e.class()), e.to_string())
 }
 
+/// The options of a pass over a store session's logical log: the storage layer checks the
+/// seqs of its rows (S6) and goes on after committed damage it reported.
+pub fn store_scan_options(env: &super::Env) -> dshs::log::scan::ScanOptions {
+    dshs::log::scan::ScanOptions {
+        from_store: true,
+        ..env.scan_options()
+    }
+}
+
 /// The name a session is reported under: `store.db#ID`.
 pub fn session_name(shown: &str, id: &str) -> String {
     format!("{shown}#{id}")
 }
 
+/// Open the store for reading, and say on stderr what the open had to do (a hot journal
+/// rolled back, a read without locks).
+pub fn open_store(path: &Path) -> std::result::Result<Store, StoreError> {
+    let store = Store::open(path)?;
+    for n in store.notes() {
+        crate::render::diag!("dshs: note: {}", escape(n));
+    }
+    Ok(store)
+}
+
 /// Open the store and pick the one session a command reads: the named one, or the only one.
 pub fn open_one(path: &Path, shown: &str, id: Option<&str>) -> Result<(Store, String)> {
-    let store = Store::open(path).map_err(|e| store_failure(&e))?;
+    let store = open_store(path).map_err(|e| store_failure(&e))?;
     let id = match id {
         Some(id) => id.to_owned(),
         None => {
@@ -392,7 +411,7 @@ impl Scanned {
     ) -> Result<Scanned> {
         let mut change = Change::open(db, shown, id, env.quiet)?;
         let name = escape(&change.name).into_owned();
-        let opts = env.scan_options();
+        let opts = store_scan_options(env);
         let mut errors = dshs::log::finding::ErrorList::new(super::writing::SHOWN_ERRORS);
         let opened = change
             .opened
@@ -531,7 +550,7 @@ pub fn recheck(
     id: &str,
     opts: &dshs::log::scan::ScanOptions,
 ) -> Result<()> {
-    let mut store = Store::open(db).map_err(|e| store_failure(&e))?;
+    let mut store = open_store(db).map_err(|e| store_failure(&e))?;
     let mut r = store.read(id).map_err(|e| store_failure(&e))?;
     r.derive_is_seeded().map_err(|e| store_failure(&e))?;
     let mut findings: Vec<Finding> = Vec::new();

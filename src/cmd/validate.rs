@@ -252,8 +252,8 @@ fn validate_store(
     painter: Painter,
     out: &mut dyn Write,
 ) -> Result<Outcome> {
-    use dshs::log::sqlite::{self, Store, StoreError};
-    let mut store = match Store::open(path) {
+    use dshs::log::sqlite::{self, StoreError};
+    let mut store = match super::store::open_store(path) {
         Ok(s) => s,
         Err(e) => {
             // Refused (another schema, a foreign application id, a search index): the
@@ -335,7 +335,7 @@ fn validate_store(
             Err(e) => return Err(super::store::store_failure(&e)),
         };
         let row_version = r.session_row().version;
-        let opts = env.scan_options();
+        let opts = super::store::store_scan_options(env);
         let mut scanned = None;
         if fast && !refused {
             match fast_scan(&mut r, &opts, &mut report) {

@@ -107,6 +107,9 @@ pub struct Dialect {
     pub admission_in_fold: bool,
     /// Types added to the 48 common ones.
     pub extra_types: &'static [&'static str],
+    /// A row typed like a packed row is one only with `seq0` (a SQLite store's stream,
+    /// [`Dialect::for_store`]); in a JSONL log the type alone decides (§5.2).
+    pub packed_by_seq0: bool,
     /// Types this version refuses when required (non-ignorable).
     pub retired_types: &'static [&'static str],
     /// `request/header.data.reason` values.
@@ -243,6 +246,7 @@ const fn legacy(version: u8) -> Dialect {
         message_projections: false,
         admission_in_fold: false,
         extra_types: if version <= 1 { V0_EXTRA } else { V2_EXTRA },
+        packed_by_seq0: false,
         retired_types: &[],
         header_reasons: if version <= 1 { REASONS_V0 } else { REASONS_V2 },
     }
@@ -280,6 +284,7 @@ const fn canonical(version: u8) -> Dialect {
         message_projections: version >= 4,
         admission_in_fold: version >= 4,
         extra_types: if version == 3 { V3_EXTRA } else { V4_EXTRA },
+        packed_by_seq0: false,
         retired_types: RETIRED_V3,
         header_reasons: REASONS_V2,
     }
@@ -287,7 +292,30 @@ const fn canonical(version: u8) -> Dialect {
 
 pub static DIALECTS: [Dialect; 5] = [legacy(0), legacy(1), legacy(2), canonical(3), canonical(4)];
 
+/// The dialects of a session streamed from a SQLite store ([`Dialect::for_store`]).
+static STORE_DIALECTS: [Dialect; 5] = [
+    from_store(legacy(0)),
+    from_store(legacy(1)),
+    from_store(legacy(2)),
+    from_store(canonical(3)),
+    from_store(canonical(4)),
+];
+
+const fn from_store(d: Dialect) -> Dialect {
+    Dialect {
+        packed_by_seq0: true,
+        ..d
+    }
+}
+
 impl Dialect {
+    /// This version as a SQLite store's stream has it: a row typed like a packed row is one
+    /// only with `seq0` (the storage layer's discriminator, SQLITE.md S4.3); otherwise it is
+    /// an ordinary event of that type.
+    pub fn for_store(&self) -> &'static Dialect {
+        &STORE_DIALECTS[self.version as usize]
+    }
+
     pub fn for_version(version: u8) -> Option<&'static Dialect> {
         DIALECTS.get(version as usize)
     }

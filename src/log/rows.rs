@@ -264,7 +264,9 @@ pub fn decode_in<'a>(
     let ty = slots.values[0].and_then(Json::as_str);
     let is_turn_end = ty == Some("turn/end");
     let owned_type = |v: &Json<'_>| v.get("type").and_then(Json::as_str).map(str::to_owned);
-    if let Some(tag) = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t)) {
+    let packed_tag = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t));
+    if let Some(tag) = packed_tag.filter(|_| !dialect.packed_by_seq0 || value.get("seq0").is_some())
+    {
         let seq0 = value.get("seq0").and_then(Json::safe_uint);
         let list_key = if tag == "tool-call-chunks" {
             "args"

@@ -62,6 +62,12 @@ pub struct ScanOptions {
     /// §21.9a: append surface-eligible events that carry no `surfaceOp` (for `surface` and
     /// `derive` on a log without any marker; see [`SurfaceManager::append_unmarked`]).
     pub linear_surface: bool,
+    /// The log is a session of a SQLite store, streamed by its storage layer (SQLITE.md S4–S7),
+    /// which checked the seqs of the rows and reported their damage itself: after committed
+    /// damage it goes on with the rows that follow, so a forward jump of seq is a resync, as
+    /// after a bad row (§6.3), never a gap of the pass's own; and a row is packed by its
+    /// discriminator, which the stream keeps as `seq0`, not by its type alone (S4.3).
+    pub from_store: bool,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -563,6 +569,8 @@ struct Ctx<O> {
     vocab: Vocabulary,
     session_id: String,
     stop_after: Option<u64>,
+    /// [`ScanOptions::from_store`].
+    from_store: bool,
     /// The V4-draft refusal, once seen (§21.2): reported at once, then checking stops while
     /// the fold goes on, so the summary still describes the whole log.
     draft: Option<Finding>,
@@ -683,12 +691,18 @@ pub fn scan_framed(
             return Ok(result);
         }
     };
+    let dialect = if opts.from_store {
+        dialect.for_store()
+    } else {
+        dialect
+    };
     result.version = Some(i64::from(dialect.version));
     let ctx = Ctx {
         dialect,
         vocab: Vocabulary::new(dialect, &opts.known_types),
         session_id: header.id.clone().unwrap_or_default(),
         stop_after: opts.stop_after,
+        from_store: opts.from_store,
         draft: None,
         muted: false,
         shape: tree_shape(dialect, &observer),
@@ -995,7 +1009,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
         let (bad, turn_end) = classify_row(
             row,
             expected,
-            self.resync_pending,
+            self.resync_pending || self.ctx.from_store,
             &self.ctx.vocab,
             self.ctx.dialect,
         );
@@ -1089,7 +1103,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                 let (bad, _) = classify_row(
                     &row,
                     expected,
-                    self.resync_pending,
+                    self.resync_pending || self.ctx.from_store,
                     &self.ctx.vocab,
                     self.ctx.dialect,
                 );

@@ -327,7 +327,12 @@ fn differences(found: &[SchemaRow], want: &[SchemaRow]) -> String {
     }
     for f in found {
         if !want.iter().any(|w| w.0 == f.0 && w.1 == f.1) {
-            out.push(format!("extra {} {}", f.0, f.1));
+            // A trigger, index or view is named with the table it belongs to.
+            out.push(if f.0 == "table" || f.1 == f.2 {
+                format!("extra {} {}", f.0, f.1)
+            } else {
+                format!("extra {} \"{}\" on \"{}\"", f.0, f.1, f.2)
+            });
         }
     }
     if out.is_empty() {

@@ -8,9 +8,13 @@
 //! class, invalid session row, torn tail, committed damage: S7) kept apart for the caller.
 //! Everything above the storage layer is the ordinary pass over those lines.
 //!
-//! Reads never write: the file is opened immutable when no `-wal`/`-journal` exists (so no
-//! `-wal`/`-shm` appears), read-only otherwise, and each session is read inside one read
-//! transaction. Writing (`repair`, `compact`) is [`write`] (S8.2).
+//! Reads never change the database: it is opened read-only with SQLite's locks, and one read
+//! transaction spans every read of a [`Store`], so what it reports is one committed state
+//! whatever another process commits or checkpoints meanwhile. Two exceptions, each said in a
+//! note ([`Store::notes`]): a hot journal is rolled back first (SQLite's recovery of the
+//! last committed state, which every reader must do and which needs write access), and where
+//! SQLite cannot make its side files (a read-only file system) the file is read immutable.
+//! Writing (`repair`, `compact`) is [`write`] (S8.2).
 
 use std::borrow::Borrow;
 use std::fs::{self, File};
@@ -174,11 +178,128 @@ pub fn has_magic(path: &Path) -> io::Result<bool> {
     Ok(got == head.len() && &head == MAGIC)
 }
 
-/// Whether the database file says WAL mode (header bytes 18 and 19 are 2).
-fn is_wal(path: &Path) -> io::Result<bool> {
-    let mut head = [0u8; 20];
-    File::open(path)?.read_exact(&mut head)?;
-    Ok(head[18] == 2 && head[19] == 2)
+/// How long a reader waits for a writer's lock (DSH's own busy timeout): a rollback-journal
+/// writer holds the database exclusively while it commits.
+const READ_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(5000);
+
+/// Open `path` for reading with SQLite's locks and begin the one read transaction every read
+/// of the store runs in (one snapshot, whatever another process commits or checkpoints
+/// meanwhile), then check the identity in it. A hot journal is rolled back first (SQLite's
+/// own recovery, which needs write access); without a way to make SQLite's side files the
+/// file is read immutable, said in a note.
+fn open_read(
+    path: &Path,
+    shown: &str,
+) -> Result<(Connection, ReadMode, Vec<String>, Identity), StoreError> {
+    let sql = |e| StoreError::sqlite(shown, e);
+    let mut notes = Vec::new();
+    let conn = match begin_read(path, "mode=ro") {
+        Ok(conn) => Ok(conn),
+        Err(e) if extended_code(&e) == Some(rusqlite::ffi::SQLITE_READONLY_ROLLBACK) => {
+            roll_back_hot_journal(path, shown)?;
+            notes.push(format!(
+                "{shown}: found a hot journal ({shown}-journal) left by a write that was interrupted before it committed; SQLite rolled the database back to its last committed state (what any reader of it must do first) before dshs read it"
+            ));
+            begin_read(path, "mode=ro")
+        }
+        Err(e) if cannot_make_side_files(&e) => {
+            let wal = sibling(path, "-wal");
+            if fs::metadata(&wal).is_ok_and(|m| m.is_file() && m.len() > 0) {
+                return Err(StoreError::Sqlite {
+                    path: shown.to_owned(),
+                    message: format!(
+                        "SQLite cannot open its WAL index {} ({e}), which it needs to read the transactions committed in {} (read-only file system or directory?); run dshs where the directory is writable",
+                        sibling(path, "-shm").display(),
+                        wal.display()
+                    ),
+                    corrupt: false,
+                });
+            }
+            let conn = begin_read(path, "immutable=1").map_err(sql)?;
+            notes.push(format!(
+                "{shown}: SQLite cannot create or open its side files beside it ({e}; a read-only file system or directory, or a full disk?), so dshs read it without locks (immutable), which is exact only while no other process writes it"
+            ));
+            return finish_open(conn, ReadMode::Immutable, notes, shown);
+        }
+        Err(e) => Err(e),
+    }
+    .map_err(sql)?;
+    finish_open(conn, ReadMode::ReadOnly, notes, shown)
+}
+
+fn finish_open(
+    conn: Connection,
+    mode: ReadMode,
+    notes: Vec<String>,
+    shown: &str,
+) -> Result<(Connection, ReadMode, Vec<String>, Identity), StoreError> {
+    let identity = identity::check(&conn, shown)?;
+    Ok((conn, mode, notes, identity))
+}
+
+/// A read-only connection (`query`: its URI parameters) inside a read transaction that has
+/// read the schema, so its snapshot is taken.
+fn begin_read(path: &Path, query: &str) -> rusqlite::Result<Connection> {
+    let conn = Connection::open_with_flags(
+        uri(path, query),
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    conn.pragma_update(None, "trusted_schema", "OFF")?;
+    conn.busy_timeout(READ_BUSY_TIMEOUT)?;
+    conn.execute_batch("BEGIN")?;
+    conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+        r.get::<_, i64>(0)
+    })?;
+    Ok(conn)
+}
+
+pub(crate) fn extended_code(e: &rusqlite::Error) -> Option<std::ffi::c_int> {
+    e.sqlite_error().map(|x| x.extended_code)
+}
+
+/// SQLite could not create or open `-shm`/`-wal` (a read-only file system or directory, a
+/// full disk).
+fn cannot_make_side_files(e: &rusqlite::Error) -> bool {
+    use rusqlite::ffi;
+    matches!(
+        extended_code(e),
+        Some(
+            ffi::SQLITE_CANTOPEN
+                | ffi::SQLITE_READONLY_CANTINIT
+                | ffi::SQLITE_READONLY_DIRECTORY
+                | ffi::SQLITE_READONLY_RECOVERY
+                | ffi::SQLITE_READONLY_CANTLOCK
+                | ffi::SQLITE_IOERR_SHMOPEN
+                | ffi::SQLITE_IOERR_SHMSIZE
+                | ffi::SQLITE_IOERR_SHMMAP
+        )
+    )
+}
+
+/// Let SQLite roll a hot journal back, on a read-write connection that reads only: the
+/// rollback restores the last committed state, which any reader must do before reading.
+fn roll_back_hot_journal(path: &Path, shown: &str) -> Result<(), StoreError> {
+    let result = (|| -> rusqlite::Result<()> {
+        let conn = Connection::open_with_flags(
+            path,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )?;
+        conn.pragma_update(None, "trusted_schema", "OFF")?;
+        conn.busy_timeout(READ_BUSY_TIMEOUT)?;
+        conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+            r.get::<_, i64>(0)
+        })?;
+        Ok(())
+    })();
+    result.map_err(|e| StoreError::Sqlite {
+        path: shown.to_owned(),
+        message: format!(
+            "{shown}-journal is a hot journal: a write to {shown} was interrupted before it committed, and SQLite must roll it back to the last committed state before anyone can read the database; that needs write access to {shown} and its directory, which dshs does not have here ({e}); run dshs (or sqlite3) as a user who can write them"
+        ),
+        corrupt: false,
+    })
 }
 
 /// Split `A#B` per S11.3: `A#B` itself when it exists; otherwise at the first `#` whose
@@ -255,10 +376,12 @@ pub(crate) fn sibling(path: &Path, suffix: &str) -> PathBuf {
 /// How a read opened the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadMode {
-    /// A WAL database without a `-wal`: `immutable=1`, no lock, no side file (S11.4).
+    /// `immutable=1`, no lock: only when SQLite cannot make its side files (a read-only file
+    /// system or directory), where no WAL writer can run either; or an empty file.
     Immutable,
-    /// A `-wal` exists (DSH may be running), or the database uses a rollback journal:
-    /// read-only with SQLite's locks, in one read transaction per session.
+    /// Read-only with SQLite's locks, in one read transaction for the life of the [`Store`]
+    /// (or of the reader it hands its connection to). In WAL mode this creates `-shm` and
+    /// `-wal` when they are missing (a read-only connection leaves them, the `-wal` empty).
     ReadOnly,
 }
 
@@ -278,6 +401,7 @@ pub struct Store {
     identity: Identity,
     mode: ReadMode,
     findings: Vec<Finding>,
+    notes: Vec<String>,
     max_scalar_bytes: u64,
 }
 
@@ -313,40 +437,14 @@ impl Store {
                 shown,
                 identity: Identity::Empty,
                 mode: ReadMode::Immutable,
+                notes: Vec::new(),
                 max_scalar_bytes,
             });
         }
         if !has_magic(path).map_err(io_err)? {
             return Err(StoreError::NotDatabase { path: shown });
         }
-        // A WAL database read with locks needs a -shm (created if missing), so without a
-        // -wal, i.e. no connection and nothing to replay, it is read immutable. A
-        // rollback-journal database is read with its locks: that creates no file and stays
-        // consistent while DSH writes.
-        let busy = !is_wal(path).map_err(io_err)? || sibling(path, "-wal").exists();
-        let mode = if busy {
-            ReadMode::ReadOnly
-        } else {
-            ReadMode::Immutable
-        };
-        let query = match mode {
-            ReadMode::Immutable => "immutable=1",
-            ReadMode::ReadOnly => "mode=ro",
-        };
-        let sql = |e| StoreError::sqlite(&shown, e);
-        let conn = Connection::open_with_flags(
-            uri(path, query),
-            OpenFlags::SQLITE_OPEN_READ_ONLY
-                | OpenFlags::SQLITE_OPEN_URI
-                | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(sql)?;
-        conn.pragma_update(None, "trusted_schema", "OFF")
-            .map_err(sql)?;
-        conn.execute_batch("BEGIN").map_err(sql)?;
-        let identity = identity::check(&conn, &shown);
-        conn.execute_batch("COMMIT").map_err(sql)?;
-        let identity = identity?;
+        let (conn, mode, notes, identity) = open_read(path, &shown)?;
         let findings = match identity {
             Identity::Empty => vec![empty_finding(&shown)],
             Identity::Store { .. } => Vec::new(),
@@ -358,8 +456,15 @@ impl Store {
             identity,
             mode,
             findings,
+            notes,
             max_scalar_bytes,
         })
+    }
+
+    /// What the open had to do that a user should hear of (a hot journal rolled back, a
+    /// read without locks), one sentence each.
+    pub fn notes(&self) -> &[String] {
+        &self.notes
     }
 
     pub fn path(&self) -> &Path {
@@ -419,52 +524,19 @@ impl Store {
         rows.collect::<Result<Vec<_>, _>>().map_err(sql)
     }
 
-    /// Read session `id`: one read transaction, held until the reader is finished.
+    /// Read session `id`, in the store's read transaction (the snapshot [`Store::open`] took).
     pub fn read(&mut self, id: &str) -> Result<StoreReader<'_>, StoreError> {
         let schema = match (&self.conn, &self.identity) {
             (Some(_), Identity::Store { schema, .. }) => *schema,
-            _ => {
-                return Err(StoreError::NoSession {
-                    path: self.shown.clone(),
-                    id: id.to_owned(),
-                    ids: Vec::new(),
-                });
-            }
+            _ => return Err(self.no_session(id, Vec::new())),
         };
-        let ids: Vec<String> = {
-            let conn = self
-                .conn
-                .as_ref()
-                .ok_or_else(|| self.no_session(id, Vec::new()))?;
-            let sql = |e| StoreError::sqlite(&self.shown, e);
-            conn.execute_batch("BEGIN").map_err(sql)?;
-            let known = SessionRow::read(conn, id).map_err(sql);
-            match known {
-                Ok(Some(_)) => Vec::new(),
-                other => {
-                    let _ = conn.execute_batch("COMMIT");
-                    other?;
-                    let ids = self
-                        .sessions()
-                        .map(|s| s.into_iter().map(|i| i.row.id).collect())
-                        .unwrap_or_default();
-                    return Err(self.no_session(id, ids));
-                }
-            }
-        };
-        debug_assert!(ids.is_empty());
+        self.known(id)?;
         let (shown, max) = (self.shown.clone(), self.max_scalar_bytes);
-        let missing = |ids| StoreError::NoSession {
-            path: shown.clone(),
-            id: id.to_owned(),
-            ids,
-        };
+        let missing = self.no_session(id, Vec::new());
         let Some(conn) = self.conn.as_mut() else {
-            return Err(missing(Vec::new()));
+            return Err(missing);
         };
-        // On an error the reader (and with it the read transaction) is already gone.
-        SessionReader::begin(conn, &shown, id, schema, max, true)?
-            .ok_or_else(|| missing(Vec::new()))
+        SessionReader::begin(conn, &shown, id, schema, max, false)?.ok_or(missing)
     }
 
     /// Read session `id` like [`Store::read`], handing the store's connection to the reader:
@@ -475,24 +547,29 @@ impl Store {
             (Some(_), Identity::Store { schema, .. }) => *schema,
             _ => return Err(self.no_session(id, Vec::new())),
         };
-        let sql = |e| StoreError::sqlite(&self.shown, e);
-        let known = match &self.conn {
-            Some(conn) => SessionRow::read(conn, id).map_err(sql)?.is_some(),
-            None => false,
-        };
-        if !known {
-            let ids = self
-                .sessions()
-                .map(|s| s.into_iter().map(|i| i.row.id).collect())
-                .unwrap_or_default();
-            return Err(self.no_session(id, ids));
-        }
+        self.known(id)?;
         let Some(conn) = self.conn.take() else {
             return Err(self.no_session(id, Vec::new()));
         };
-        conn.execute_batch("BEGIN").map_err(sql)?;
         SessionReader::begin(conn, &self.shown, id, schema, self.max_scalar_bytes, true)?
             .ok_or_else(|| self.no_session(id, Vec::new()))
+    }
+
+    /// `Ok` when session `id` exists, else [`StoreError::NoSession`] listing those that do.
+    fn known(&self, id: &str) -> Result<(), StoreError> {
+        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let found = match &self.conn {
+            Some(conn) => SessionRow::read(conn, id).map_err(sql)?.is_some(),
+            None => false,
+        };
+        if found {
+            return Ok(());
+        }
+        let ids = self
+            .sessions()
+            .map(|s| s.into_iter().map(|i| i.row.id).collect())
+            .unwrap_or_default();
+        Err(self.no_session(id, ids))
     }
 
     fn no_session(&self, id: &str, ids: Vec<String>) -> StoreError {
@@ -616,6 +693,9 @@ pub struct SessionReader<C: Borrow<Connection>> {
     owns_txn: bool,
     /// The row seq of the first committed damage.
     damage_at: Option<i64>,
+    /// After committed damage the rows go on, and the next row's seq is taken as it comes
+    /// (see [`Resync`]).
+    resync: Option<Resync>,
     /// Packed rows are handed on packed (see [`SessionReader::keep_packed_rows`]).
     keep_packed: bool,
     /// The storage-class rules: not yet checked, checked by one pass before the first line,
@@ -698,6 +778,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             finished: false,
             owns_txn: false,
             damage_at: None,
+            resync: None,
             keep_packed: false,
             class_check: ClassCheck::Done,
             stream_lines: 0,
@@ -844,6 +925,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.last_time = None;
         self.torn = None;
         self.damage_at = None;
+        self.resync = None;
         self.header_sent = false;
         self.buf.clear();
         self.spans.clear();
@@ -982,8 +1064,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         }
     }
 
-    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can),
-    /// looked for only among rows from `from` on. Asked only when a row fails: the failing
+    /// S7 step 1: the last row that decodes and holds a `turn/end` (only a scalar row can;
+    /// schema 15: the last row whose type is `turn/end`), looked for only among rows from
+    /// `from` on. Asked only when a row fails: the failing
     /// row lies at or before the boundary exactly when such a row exists there, so a
     /// session without damage never pays for this pass.
     fn find_boundary(&mut self, from: i64) -> rusqlite::Result<Option<i64>> {
@@ -996,6 +1079,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let mut sink = Vec::new();
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
+            // Schema 15's scanRows looks at the type column alone: that row is the boundary
+            // whether or not it decodes.
+            if self.schema == Schema::V15 {
+                return Ok(Some(raw.seq));
+            }
             sink.clear();
             if let Ok(d) = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink)
                 && d.turn_end
@@ -1142,6 +1230,14 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 self.phase = Phase::Ended;
                 return Err(self.limit(hit));
             }
+            let resync = match self.resync.take() {
+                Some(Resync::Forward) => raw.seq >= 0 && raw.seq as u64 > self.expected,
+                Some(Resync::At(at)) => at == raw.seq,
+                None => false,
+            };
+            if resync && result.is_ok() {
+                self.expected = raw.seq as u64;
+            }
             let failure = match result {
                 Err(why) => Some(Failure::Malformed(why)),
                 Ok(_) if raw.seq < 0 || raw.seq as u64 != self.expected => {
@@ -1201,8 +1297,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 let seq = raw.seq;
                 drop(rows);
                 drop(stmt);
-                self.phase = Phase::Ended;
-                self.no_limit_decides(seq)?;
+                // Whether this row is committed may hang on a later turn/end past a guard:
+                // that is asked once, at the first failure, for every later one.
+                if self.damage_at.is_none() {
+                    self.no_limit_decides(seq)?;
+                }
                 self.failed(seq, ty.as_deref(), f)?;
                 return Ok(());
             }
@@ -1270,9 +1369,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// A row that fails to decode or breaks contiguity (S7 step 2).
     fn failed(&mut self, seq: i64, ty: Option<&str>, f: Failure) -> Result<(), StoreError> {
-        self.boundary = self
-            .find_boundary(seq)
-            .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+        // Found at the first failure; later ones lie after it, within what it looked at.
+        if self.damage_at.is_none() {
+            self.boundary = self
+                .find_boundary(seq)
+                .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+        }
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let why = match &f {
             Failure::Malformed(why) => why.clone(),
@@ -1289,8 +1391,19 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 ),
                 Failure::Gap => (Code::CommittedSeqGap, "seq gap in the committed rows"),
             };
+            // The rows go on (FORMAT.md §6.3): a row that does not decode is skipped, a gap is
+            // taken at the row's own seq, a row that overlaps the ones before is skipped.
+            (self.phase, self.resync) = match f {
+                Failure::Malformed(_) => {
+                    (Phase::Rows(seq.saturating_add(1)), Some(Resync::Forward))
+                }
+                Failure::Gap if seq >= 0 && seq as u64 > self.expected => {
+                    (Phase::Rows(seq), Some(Resync::At(seq)))
+                }
+                Failure::Gap => (Phase::Rows(seq.saturating_add(1)), Some(Resync::Forward)),
+            };
             self.refused = true;
-            self.damage_at = Some(seq);
+            self.damage_at.get_or_insert(seq);
             self.findings.push(finding(
                 code,
                 u64::try_from(seq).ok(),
@@ -1303,6 +1416,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             ));
             return Ok(());
         }
+        self.phase = Phase::Ended;
         let rows: i64 = self
             .conn
             .borrow()
@@ -1384,9 +1498,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             self.spans.clear();
             self.fill_rows()?;
         }
-        if let Some(first) = self.damage_at {
-            self.more_damage(first)?;
-        }
         let sql = |e| StoreError::sqlite(&self.shown, e);
         let rows: i64 = self
             .conn
@@ -1418,75 +1529,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             },
         })
     }
-
-    /// After committed damage DSH refuses the session; dshs goes on through the committed
-    /// rows to name every other damaged one (a gap re-synchronises on the row's own seq, a
-    /// row that does not decode is skipped), as FORMAT.md §6.3 does for a JSONL log.
-    fn more_damage(&mut self, first: i64) -> Result<(), StoreError> {
-        let mode = self.mode();
-        let Some(boundary) = self.boundary else {
-            return Ok(());
-        };
-        let shown = self.shown.clone();
-        let sql = |e| StoreError::sqlite(&shown, e);
-        let mut stmt = select_events_from(self.conn.borrow(), " AND seq <= ?3").map_err(sql)?;
-        let mut rows = stmt
-            .query(rusqlite::params![self.id, first, boundary])
-            .map_err(sql)?;
-        let mut expected: Option<u64> = None;
-        let mut sink = Vec::new();
-        let mut more = Vec::new();
-        let mut first_row = true;
-        while let Some(r) = rows.next().map_err(sql)? {
-            let raw = raw_row(r).map_err(sql)?;
-            sink.clear();
-            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
-            if self.scratch.limit.take().is_some() {
-                // Not read, so not damage: passed over (the walk re-synchronises after it).
-                first_row = false;
-                expected = None;
-                continue;
-            }
-            // The row already reported starts the walk.
-            if std::mem::take(&mut first_row) {
-                expected = decoded.ok().map(|d| raw.seq as u64 + d.members);
-                continue;
-            }
-            let ty = raw.type_text();
-            match decoded {
-                Err(why) => {
-                    more.push(finding(
-                        Code::CommittedMalformedRow,
-                        u64::try_from(raw.seq).ok(),
-                        ty.as_deref(),
-                        format!(
-                            "corrupt session log: invalid committed physical row at seq {} of session {:?}: {why}",
-                            raw.seq, self.id
-                        ),
-                    ));
-                    expected = None;
-                }
-                Ok(d) => {
-                    if let Some(e) = expected
-                        && (raw.seq < 0 || raw.seq as u64 != e)
-                    {
-                        more.push(finding(
-                            Code::CommittedSeqGap,
-                            u64::try_from(raw.seq).ok(),
-                            ty.as_deref(),
-                            format!(
-                                "corrupt session log: seq gap in the committed rows at seq {} of session {:?}: the logical sequence expects {e}",
-                                raw.seq, self.id
-                            ),
-                        ));
-                    }
-                    expected = Some((raw.seq.max(0) as u64) + d.members);
-                }
-            }
-        }
-        self.findings.extend(more);
-        Ok(())
-    }
 }
 
 impl<C: Borrow<Connection>> Drop for SessionReader<C> {
@@ -1500,6 +1542,15 @@ impl<C: Borrow<Connection>> Drop for SessionReader<C> {
 enum Failure {
     Malformed(String),
     Gap,
+}
+
+/// How the rows go on after committed damage (FORMAT.md §6.3, as a JSONL log's pass does):
+/// after a row that does not decode, the next row's seq is taken as it comes; after a seq
+/// gap, the row that made it is taken at its own seq.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Resync {
+    Forward,
+    At(i64),
 }
 
 /// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`

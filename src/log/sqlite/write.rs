@@ -47,6 +47,8 @@ impl Plan {
 /// Named points of [`apply`], for crash tests ([`Fault`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Point {
+    /// The plan is made; the database is not open for writing yet.
+    Planned,
     /// The write transaction is open and the stale checks passed.
     Checked,
     /// The sidecar is durable.
@@ -62,7 +64,8 @@ pub enum Point {
 }
 
 impl Point {
-    pub const ALL: [Point; 6] = [
+    pub const ALL: [Point; 7] = [
+        Point::Planned,
         Point::Checked,
         Point::SidecarSynced,
         Point::Deleted,
@@ -73,6 +76,7 @@ impl Point {
 
     pub fn name(self) -> &'static str {
         match self {
+            Point::Planned => "planned",
             Point::Checked => "checked",
             Point::SidecarSynced => "sidecar-synced",
             Point::Deleted => "deleted",
@@ -157,6 +161,24 @@ pub enum WriteError {
         id: String,
         what: String,
     },
+    /// The store holds triggers: SQL of its own that SQLite would run inside dshs's write
+    /// (it cannot turn them off for one connection).
+    #[error(
+        "{path} holds {}: SQL of the store's own that SQLite would run inside dshs's write transaction (it cannot turn triggers off for one connection), so dshs does not write to it — nothing was written; look at them with `sqlite3 {path} .schema`, and drop them if they do not belong there",
+        describe_triggers(triggers)
+    )]
+    Triggers {
+        path: String,
+        /// (trigger, table or view) pairs.
+        triggers: Vec<(String, String)>,
+    },
+    /// Another table's foreign key onto `events` or `sessions` acts on a change (S8.2: no
+    /// change of the store's own inside dshs's write).
+    #[error(
+        "{path} has foreign keys that SQLite would act on inside dshs's write transaction ({}), so dshs does not write to it — nothing was written",
+        keys.join("; ")
+    )]
+    ForeignKeyActions { path: String, keys: Vec<String> },
     #[error(
         "{path} is a schema-15 store, which no running DSH reads any more; dshs writes it only when asked to explicitly — nothing was written"
     )]
@@ -181,9 +203,28 @@ pub enum WriteError {
         "session {id:?} in {path} has a torn tail from seq {seq}; appending after it would not be read back — run `dshs repair` first; nothing was written"
     )]
     TornTail { path: String, id: String, seq: i64 },
+    /// The write failed after its sidecar was saved, and the sidecar could not be removed.
+    #[error(
+        "{cause} (the rows saved to {sidecar} before the failure are all still in the store; that sidecar could not be removed: {why})"
+    )]
+    SidecarLeft {
+        cause: Box<WriteError>,
+        sidecar: String,
+        why: io::Error,
+    },
     #[error("{path} already exists; dshs never overwrites a file, choose another output path")]
     OutputExists { path: String },
-    #[error("cannot write {path}: {message}; the transaction was rolled back, nothing was written")]
+    /// The output file cannot be created (a missing directory, no permission).
+    #[error("cannot create {path}: {source}; nothing was written")]
+    Output {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    /// The copy could not be made or does not check out; it was removed.
+    #[error("cannot make the copy {path}: {message}; it was removed")]
+    Copy { path: String, message: String },
+    #[error("cannot write {path}: {message}; nothing was written")]
     Sqlite { path: String, message: String },
 }
 
@@ -197,12 +238,17 @@ impl WriteError {
         match self {
             WriteError::LiveOwner { .. }
             | WriteError::Changed { .. }
-            | WriteError::OldSchema { .. } => Class::Unsupported,
+            | WriteError::OldSchema { .. }
+            | WriteError::Triggers { .. }
+            | WriteError::ForeignKeyActions { .. } => Class::Unsupported,
             WriteError::Refused(e) => e.class(),
+            WriteError::SidecarLeft { cause, .. } => cause.class(),
             WriteError::TornTail { .. } => Class::Invalid,
             WriteError::BadEvent { .. }
             | WriteError::Sidecar { .. }
             | WriteError::OutputExists { .. }
+            | WriteError::Output { .. }
+            | WriteError::Copy { .. }
             | WriteError::Sqlite { .. } => Class::Failure,
         }
     }
@@ -214,6 +260,31 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     if plan.is_noop() {
         return Ok(Written::default());
     }
+    let mut saved = None;
+    apply_saving(path, plan, opts, &mut saved).map_err(|e| {
+        // The transaction did not commit, so the rows are still in the store and the sidecar
+        // holds nothing that is not there: it goes, or the message says where it stays.
+        match saved {
+            Some(side) => match std::fs::remove_file(&side) {
+                Ok(()) => e,
+                Err(why) => WriteError::SidecarLeft {
+                    cause: Box::new(e),
+                    sidecar: side.display().to_string(),
+                    why,
+                },
+            },
+            None => e,
+        }
+    })
+}
+
+/// [`apply`], telling `saved` where the sidecar is once it exists.
+fn apply_saving(
+    path: &Path,
+    plan: &Plan,
+    opts: Options,
+    saved: &mut Option<PathBuf>,
+) -> Result<Written, WriteError> {
     let shown = path.display().to_string();
     // A busy or locked database at any step is another connection holding it (the probe of
     // S8.2 step 2 is only the first place that can meet it): a refusal, never an I/O failure.
@@ -225,7 +296,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         }
         _ => WriteError::Sqlite {
             path: shown.clone(),
-            message: e.to_string(),
+            message: sqlite_message(path, &e),
         },
     };
     if let Some(torn) = plan.snapshot.torn
@@ -239,6 +310,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         });
     }
     let rows = encode_events(plan)?;
+    opts.fault.at(Point::Planned);
 
     // Step 1: in place, the file's own journal mode, DSH's pragmas.
     let mut conn = Connection::open_with_flags(
@@ -296,14 +368,28 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     if schema == Schema::V15 && !opts.allow_old_schema {
         return Err(WriteError::OldSchema { path: shown });
     }
+    // Under the lock, so a trigger made after the plan is seen too (schema 17's exact object
+    // check refuses one already; schema 15 tolerates extra objects).
+    let triggers = triggers(&tx).map_err(sql)?;
+    if !triggers.is_empty() {
+        return Err(WriteError::Triggers {
+            path: shown,
+            triggers,
+        });
+    }
+    let keys = acting_foreign_keys(&tx).map_err(sql)?;
+    if !keys.is_empty() {
+        return Err(WriteError::ForeignKeyActions { path: shown, keys });
+    }
     let id = &plan.snapshot.id;
     let Some(row) = SessionRow::read(&tx, id).map_err(sql)? else {
         return Err(since_planned("its sessions row is gone".into()));
     };
     if row.incarnation != plan.snapshot.incarnation || row.revision != plan.snapshot.revision {
         return Err(since_planned(format!(
-            "incarnation {:?} revision {:?}, planned on {:?} revision {:?}",
-            row.incarnation, row.revision, plan.snapshot.incarnation, plan.snapshot.revision
+            "it is at {} now, planned on {}",
+            row_state(row.incarnation.as_deref(), row.revision),
+            row_state(plan.snapshot.incarnation.as_deref(), plan.snapshot.revision)
         )));
     }
     let now = rescan(&tx, &shown, id, schema).map_err(|e| match e {
@@ -312,8 +398,9 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
     })?;
     if now.torn != plan.snapshot.torn || now.last_seq != plan.snapshot.last_seq {
         return Err(since_planned(format!(
-            "torn tail {:?} and last seq {:?} now, planned on {:?} and {:?}",
-            now.torn, now.last_seq, plan.snapshot.torn, plan.snapshot.last_seq
+            "it has {} now, planned on {}",
+            tail_state(now.torn, now.last_seq),
+            tail_state(plan.snapshot.torn, plan.snapshot.last_seq)
         )));
     }
     opts.fault.at(Point::Checked);
@@ -327,6 +414,7 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
                 path: shown.clone(),
                 source,
             })?;
+        *saved = Some(side.clone());
         opts.fault.at(Point::SidecarSynced);
         let deleted = tx
             .execute(
@@ -401,12 +489,136 @@ pub fn apply(path: &Path, plan: &Plan, opts: Options) -> Result<Written, WriteEr
         })
         .map_err(sql)?;
     opts.fault.at(Point::Bumped);
+    if tx.is_autocommit() {
+        // SQLite ends a transaction on its own after some failures (a full disk, an I/O
+        // error); a COMMIT would only say that none is active.
+        return Err(WriteError::Sqlite {
+            path: shown,
+            message: "SQLite rolled the transaction back on its own after a failed write (a full disk or an I/O error)".into(),
+        });
+    }
     tx.commit().map_err(sql)?;
+    *saved = None;
     opts.fault.at(Point::Committed);
     written.revision = Some(revision);
     // Closing the connection leaves exclusive mode.
     drop(conn);
     Ok(written)
+}
+
+/// Every trigger of the database (an `INSTEAD OF` trigger of a view included), as
+/// (trigger, table) pairs.
+fn triggers(conn: &Connection) -> rusqlite::Result<Vec<(String, String)>> {
+    let mut stmt = conn.prepare(
+        "SELECT name, tbl_name FROM sqlite_schema WHERE type = 'trigger' ORDER BY tbl_name, name",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Foreign keys of the store's other tables onto `events` or `sessions` with an action
+/// (`CASCADE`, `SET NULL`, `SET DEFAULT`): changes of the store's own that a change of
+/// dshs's would set off in the same transaction. (`RESTRICT` and `NO ACTION` only make the
+/// write fail, and it rolls back.) As `table → parent ON DELETE action` texts.
+fn acting_foreign_keys(conn: &Connection) -> rusqlite::Result<Vec<String>> {
+    let mut stmt = conn.prepare(
+        "SELECT m.name, f.\"table\", f.on_delete, f.on_update \
+         FROM sqlite_schema AS m JOIN pragma_foreign_key_list(m.name) AS f \
+         WHERE m.type = 'table' AND m.name NOT IN ('events', 'sessions', 'persistence_state') \
+         AND f.\"table\" IN ('events', 'sessions') \
+         AND (f.on_delete NOT IN ('NO ACTION', 'RESTRICT') OR f.on_update NOT IN ('NO ACTION', 'RESTRICT')) \
+         ORDER BY m.name",
+    )?;
+    let rows = stmt.query_map([], |r| {
+        let (table, parent, del, upd): (String, String, String, String) =
+            (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?);
+        Ok(format!(
+            "{} → {} ON DELETE {del} ON UPDATE {upd}",
+            quoted(&table),
+            quoted(&parent)
+        ))
+    })?;
+    rows.collect()
+}
+
+/// `trigger "t" on "events"`, `2 triggers: "a" on "events", "b" on "sessions"`.
+fn describe_triggers(triggers: &[(String, String)]) -> String {
+    let list: Vec<String> = triggers
+        .iter()
+        .map(|(name, table)| format!("{} on {}", quoted(name), quoted(table)))
+        .collect();
+    match list.as_slice() {
+        [one] => format!("trigger {one}"),
+        _ => format!("{} triggers: {}", list.len(), list.join(", ")),
+    }
+}
+
+/// A name as SQL writes an identifier: in double quotes, inner quotes doubled.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `incarnation 0f…, revision 3` (a NULL column said as such).
+fn row_state(incarnation: Option<&str>, revision: Option<i64>) -> String {
+    format!(
+        "incarnation {}, revision {}",
+        incarnation.unwrap_or("NULL"),
+        revision.map_or_else(|| "NULL".to_owned(), |r| r.to_string())
+    )
+}
+
+/// `a torn tail of 2 rows from seq 45 and last seq 44`, `no torn tail and no event`.
+fn tail_state(torn: Option<super::TornRows>, last_seq: Option<u64>) -> String {
+    let torn = match torn {
+        Some(t) => format!(
+            "a torn tail of {} row{} from seq {}",
+            t.rows,
+            if t.rows == 1 { "" } else { "s" },
+            t.seq
+        ),
+        None => "no torn tail".to_owned(),
+    };
+    match last_seq {
+        Some(s) => format!("{torn} and last seq {s}"),
+        None => format!("{torn} and no event"),
+    }
+}
+
+/// SQLite's message, or what it means where SQLite's own words hide it: a side file it cannot
+/// create says only "unable to open database file" (the database itself is open by then).
+fn sqlite_message(db: &Path, e: &rusqlite::Error) -> String {
+    use rusqlite::ffi;
+    let code = super::extended_code(e);
+    // Plain "readonly" while the file itself can be written: SQLite fell back to a read-only
+    // -shm it could not create or write.
+    let side_file_readonly =
+        code == Some(ffi::SQLITE_READONLY) && OpenOptions::new().write(true).open(db).is_ok();
+    if side_file_readonly {
+        return side_files_message(db, e);
+    }
+    match code {
+        Some(
+            ffi::SQLITE_CANTOPEN
+            | ffi::SQLITE_IOERR_SHMOPEN
+            | ffi::SQLITE_IOERR_SHMSIZE
+            | ffi::SQLITE_IOERR_SHMMAP
+            | ffi::SQLITE_READONLY_CANTINIT
+            | ffi::SQLITE_READONLY_CANTLOCK
+            | ffi::SQLITE_READONLY_RECOVERY
+            | ffi::SQLITE_READONLY_DIRECTORY,
+        ) => side_files_message(db, e),
+        Some(ffi::SQLITE_FULL) => format!("the disk is full ({e})"),
+        _ => e.to_string(),
+    }
+}
+
+fn side_files_message(db: &Path, e: &rusqlite::Error) -> String {
+    format!(
+        "SQLite cannot create, open or write its side files beside the database ({}, {} or {}; SQLite says: {e}); check that the directory is writable and has free space",
+        super::sibling(db, "-wal").display(),
+        super::sibling(db, "-shm").display(),
+        super::sibling(db, "-journal").display()
+    )
 }
 
 fn changed(path: &str, plan: &Plan, what: String) -> WriteError {
@@ -629,8 +841,10 @@ fn column_json(v: ValueRef<'_>) -> serde_json::Value {
     }
 }
 
-/// Copy the store at `src` to a new file `dest` with SQLite's backup API (a consistent
-/// snapshot of every page; `--output`). `dest` must not exist.
+/// Copy the store at `src` to a new file `dest` with SQLite's backup API (`--output`): the
+/// pages of the one committed state the read transaction of [`super::Store::open`] sees,
+/// checked with `PRAGMA integrity_check` before it counts as made. `dest` must not exist;
+/// on any failure it is removed again.
 pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
     let shown = dest.display().to_string();
     match OpenOptions::new().write(true).create_new(true).open(dest) {
@@ -638,20 +852,19 @@ pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
             return Err(WriteError::OutputExists { path: shown });
         }
-        Err(e) => {
-            return Err(WriteError::Sqlite {
+        Err(source) => {
+            return Err(WriteError::Output {
                 path: shown,
-                message: e.to_string(),
+                source,
             });
         }
     }
-    let store = match super::Store::open(src) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(dest);
-            return Err(WriteError::Refused(e));
-        }
+    let remove = |e: WriteError| {
+        let _ = std::fs::remove_file(dest);
+        remove_side_files(dest);
+        e
     };
+    let store = super::Store::open(src).map_err(|e| remove(WriteError::Refused(e)))?;
     let result = (|| -> rusqlite::Result<()> {
         let Some(from) = &store.conn else {
             return Ok(());
@@ -661,15 +874,51 @@ pub fn backup_copy(src: &Path, dest: &Path) -> Result<(), WriteError> {
             OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )?;
         let backup = rusqlite::backup::Backup::new(from, &mut to)?;
-        // One step copies every page under one read lock: a consistent snapshot.
+        // One step copies every page within the source's read transaction: one snapshot.
         backup.run_to_completion(i32::MAX, Duration::ZERO, None)?;
         Ok(())
     })();
+    drop(store);
     result.map_err(|e| {
-        let _ = std::fs::remove_file(dest);
-        WriteError::Sqlite {
-            path: shown,
+        remove(WriteError::Copy {
+            path: shown.clone(),
             message: e.to_string(),
-        }
-    })
+        })
+    })?;
+    verify_copy(dest).map_err(remove)
+}
+
+/// `PRAGMA integrity_check` of a copy dshs wrote: `ok`, or the copy is not to be trusted.
+pub fn verify_copy(dest: &Path) -> Result<(), WriteError> {
+    let shown = dest.display().to_string();
+    let bad = |message: String| WriteError::Copy {
+        path: shown.clone(),
+        message,
+    };
+    let conn = Connection::open_with_flags(
+        dest,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .map_err(|e| bad(e.to_string()))?;
+    let mut stmt = conn
+        .prepare("PRAGMA integrity_check(20)")
+        .map_err(|e| bad(e.to_string()))?;
+    let lines: Vec<String> = stmt
+        .query_map([], |r| r.get(0))
+        .and_then(|rows| rows.collect())
+        .map_err(|e| bad(e.to_string()))?;
+    if lines != ["ok"] {
+        return Err(bad(format!(
+            "the copy fails SQLite's integrity check: {}",
+            lines.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// The `-wal`/`-shm`/`-journal` a removed copy may have left.
+fn remove_side_files(db: &Path) {
+    for suffix in ["-wal", "-shm", "-journal"] {
+        let _ = std::fs::remove_file(super::sibling(db, suffix));
+    }
 }
