@@ -8,8 +8,8 @@
 //! without being parsed. [`Counter`] takes lines one at a time (so another pass can feed it
 //! what it reads, see `stats`); [`read`] runs it over a reader.
 
-use std::io::{self, Read};
-use std::sync::Arc;
+use std::io::{self, BufRead, Read};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::json::{self, Json, Shape};
 
@@ -665,67 +665,144 @@ impl Counter {
 /// Bytes read at a time.
 const BLOCK: usize = 256 * 1024;
 
-/// Read a whole log (plaintext: zstd is decoded by whoever opened it) and gather its calls.
-/// A line no rule reads is passed over without being held, however long it is.
-pub fn read(mut reader: impl Read) -> io::Result<SessionUsage> {
-    let mut counter = Counter::new();
-    let mut buf = vec![0u8; BLOCK];
-    // `buf[..len]`: the start of a line not yet ended.
-    let mut len = 0;
-    // Passing over the rest of a long line no rule reads.
-    let mut skipping = false;
-    loop {
-        if len == buf.len() {
-            buf.resize(len * 2, 0);
-        }
-        let n = match reader.read(&mut buf[len..]) {
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if n == 0 {
-            if len > 0 || skipping {
-                counter.torn_line();
-            }
-            return Ok(counter.finish());
-        }
-        let end = len + n;
-        let mut at = 0;
-        if skipping {
-            match memchr::memchr(b'\n', &buf[..end]) {
+/// A line no rule reads is held at most this far, then passed over to its end.
+const LONG: usize = 256 * 1024;
+
+/// Splits bytes, as they come, into the lines a [`Counter`] takes: the complete lines of a
+/// block are counted in place, only a line cut by the block's end is copied. A line no rule
+/// reads is passed over without being held, however long it is.
+#[derive(Debug, Default)]
+pub struct Feed {
+    counter: Counter,
+    /// The start of a line not yet ended.
+    partial: Vec<u8>,
+    /// Passing over the rest of a long line no rule reads.
+    skipping: bool,
+}
+
+impl Feed {
+    pub fn new() -> Feed {
+        Feed::default()
+    }
+
+    /// The next bytes of the log.
+    pub fn bytes(&mut self, mut b: &[u8]) {
+        if self.skipping {
+            match memchr::memchr(b'\n', b) {
                 Some(i) => {
-                    skipping = false;
-                    counter.out.lines += 1;
-                    counter.out.bytes += (i + 1) as u64;
-                    at = i + 1;
+                    self.skipping = false;
+                    self.counter.out.lines += 1;
+                    self.counter.out.bytes += (i + 1) as u64;
+                    b = &b[i + 1..];
                 }
                 None => {
-                    counter.out.bytes += n as u64;
-                    continue;
+                    self.counter.out.bytes += b.len() as u64;
+                    return;
                 }
             }
         }
-        // `buf[..len]` holds no `\n`: only the new bytes are searched.
-        let base = at.max(len);
-        for i in memchr::memchr_iter(b'\n', &buf[base..end]) {
-            let e = base + i;
-            counter.line(&buf[at..e]);
-            at = e + 1;
+        if !self.partial.is_empty() {
+            match memchr::memchr(b'\n', b) {
+                Some(i) => {
+                    self.partial.extend_from_slice(&b[..i]);
+                    self.counter.line(&self.partial);
+                    self.partial.clear();
+                    if self.partial.capacity() > 4 * LONG {
+                        self.partial.shrink_to(LONG);
+                    }
+                    b = &b[i + 1..];
+                }
+                None => {
+                    self.partial.extend_from_slice(b);
+                    self.pass_over_long_line();
+                    return;
+                }
+            }
         }
-        // What is left is the start of a line; a long one no rule reads is not kept.
-        let rest = end - at;
-        if rest >= BLOCK && counter.started && classify(&buf[at..end]) == Class::Skip {
-            counter.out.bytes += rest as u64;
-            skipping = true;
-            len = 0;
-            continue;
+        let mut at = 0;
+        for i in memchr::memchr_iter(b'\n', b) {
+            self.counter.line(&b[at..i]);
+            at = i + 1;
         }
-        buf.copy_within(at..end, 0);
-        len = rest;
-        if buf.len() > BLOCK && len < BLOCK / 2 {
-            buf.truncate(BLOCK);
-            buf.shrink_to_fit();
+        self.partial.extend_from_slice(&b[at..]);
+        self.pass_over_long_line();
+    }
+
+    fn pass_over_long_line(&mut self) {
+        if self.partial.len() >= LONG
+            && self.counter.started
+            && classify(&self.partial) == Class::Skip
+        {
+            self.counter.out.bytes += self.partial.len() as u64;
+            self.partial = Vec::new();
+            self.skipping = true;
         }
+    }
+
+    /// The log ended: a line left without its `\n` is torn (not read).
+    pub fn finish(mut self) -> SessionUsage {
+        if !self.partial.is_empty() || self.skipping {
+            self.counter.torn_line();
+        }
+        self.counter.finish()
+    }
+}
+
+/// Read a whole log (plaintext: zstd is decoded by whoever opened it) and gather its calls.
+pub fn read(mut reader: impl Read) -> io::Result<SessionUsage> {
+    let mut feed = Feed::new();
+    let mut buf = vec![0u8; BLOCK];
+    loop {
+        match reader.read(&mut buf) {
+            Ok(0) => return Ok(feed.finish()),
+            Ok(n) => feed.bytes(&buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// A reader that hands every byte it gives out to a [`Feed`] too, so a pass that reads a log
+/// for other reasons (`stats`) counts its calls exactly as [`read`] does, in the same read.
+pub struct Tap<R> {
+    inner: R,
+    feed: Arc<Mutex<Feed>>,
+}
+
+impl<R> Tap<R> {
+    /// The tap, and the feed to [`Feed::finish`] once the reader is done.
+    pub fn new(inner: R) -> (Tap<R>, Arc<Mutex<Feed>>) {
+        let feed = Arc::new(Mutex::new(Feed::new()));
+        (
+            Tap {
+                inner,
+                feed: feed.clone(),
+            },
+            feed,
+        )
+    }
+}
+
+impl<R: BufRead> Read for Tap<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        super::input::read_through_buffer(self, out)
+    }
+}
+
+impl<R: BufRead> BufRead for Tap<R> {
+    fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        self.inner.fill_buf()
+    }
+
+    fn consume(&mut self, amt: usize) {
+        if let Ok(buf) = self.inner.fill_buf() {
+            let n = amt.min(buf.len());
+            self.feed
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .bytes(&buf[..n]);
+        }
+        self.inner.consume(amt);
     }
 }
 

@@ -333,3 +333,19 @@ fn long_lines_across_blocks_are_read_or_passed_over() {
     let slow = read(Slow(text.as_bytes())).unwrap();
     assert_eq!(slow, u);
 }
+
+#[test]
+fn a_tap_counts_what_its_reader_hands_out() {
+    use std::io::BufRead;
+    let text = log(&[
+        V4.into(),
+        message(0, 1, 1, Some((1, 2)), None),
+        message(1, 1, 2, Some((3, 4)), None),
+    ]);
+    let (mut tap, feed) = Tap::new(io::BufReader::with_capacity(16, text.as_bytes()));
+    let mut line = Vec::new();
+    while tap.read_until(b'\n', &mut line).unwrap() > 0 {}
+    let counted = std::mem::take(&mut *feed.lock().unwrap()).finish();
+    assert_eq!(counted, count(&text));
+    assert_eq!(counted.calls.len(), 2);
+}
