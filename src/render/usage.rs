@@ -250,7 +250,9 @@ pub fn thousands(n: u64) -> String {
 
 /// Dollars: cents for a dollar and up, four decimals below (DeepSeek calls cost little).
 pub fn money(c: f64) -> String {
-    if c >= 1.0 {
+    if c > 0.0 && c < 0.000_05 {
+        "<$0.0001".to_owned()
+    } else if c >= 1.0 {
         format!("${c:.2}")
     } else {
         format!("${c:.4}")
@@ -349,13 +351,12 @@ impl Table {
             ));
             if self.breakdown {
                 for (m, s) in &row.models {
-                    let key = format!("  └ {}", escape(m));
+                    let key = format!(" └ {}", escape(m));
                     lines.push((1, cols.iter().map(|&c| (c, cell(c, &key, "", s))).collect()));
                 }
             }
         }
-        let n = r.sessions;
-        let total_key = format!("TOTAL ({n} session{})", if n == 1 { "" } else { "s" });
+        let total_key = "TOTAL".to_owned();
         lines.push((
             2,
             cols.iter()
@@ -422,6 +423,16 @@ impl Table {
             };
             writeln!(out, "{text}")?;
         }
+        let n = r.sessions;
+        let mut foot = format!("{n} session{}", if n == 1 { "" } else { "s" });
+        if r.total.calls_without_usage > 0 {
+            let k = r.total.calls_without_usage;
+            foot.push_str(&format!(
+                "; {k} call{} without usage (tokens unknown, not counted)",
+                if k == 1 { "" } else { "s" }
+            ));
+        }
+        writeln!(out, "{}", painter.dim(&foot))?;
         if !unpriced.is_empty() {
             let list: Vec<String> = unpriced
                 .iter()
@@ -431,7 +442,7 @@ impl Table {
                 out,
                 "{}",
                 painter.dim(&format!(
-                    "* the cost leaves out models without a price: {}; add prices with --pricing FILE",
+                    "* the cost leaves out calls of models without a price at their time: {}; add prices with --pricing FILE",
                     list.join(", ")
                 ))
             )?;
