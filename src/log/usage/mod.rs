@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use super::json::{self, Json, Shape};
 
 pub mod prices;
+mod raw;
 
 pub use prices::{Price, PriceError, PriceTable, Rates};
 
@@ -173,6 +174,8 @@ enum Class {
     Skip,
     /// Parse it.
     Read,
+    /// An `assistant/message` or `assistant/attempt`: walk it (see `raw`), else parse it.
+    Call,
     /// A v0/v1 `assistant/chunk`: read only if it can be a usage or finish chunk.
     Chunk,
 }
@@ -180,9 +183,8 @@ enum Class {
 /// The types whose lines are read, by their bytes.
 fn class_of_type(ty: &[u8]) -> Class {
     match ty {
-        b"assistant/message"
-        | b"assistant/attempt"
-        | b"compaction/summary"
+        b"assistant/message" | b"assistant/attempt" => Class::Call,
+        b"compaction/summary"
         | b"request/header"
         | b"turn/start"
         | b"turn/end"
@@ -287,6 +289,21 @@ fn stream_usage(stream: Option<&Json<'_>>) -> Option<Usage> {
     })
 }
 
+/// What an `assistant/message` or `assistant/attempt` says about its call.
+struct CallEvent<'a> {
+    message: bool,
+    seq: u64,
+    time: i64,
+    turn: Option<u64>,
+    step: Option<u64>,
+    provider: Option<&'a str>,
+    model: Option<&'a str>,
+    /// `data.usage`.
+    own: Option<Usage>,
+    /// The last usage record of `data.stream`.
+    stream: Option<Usage>,
+}
+
 /// Feeds on a log's lines, one at a time, and gathers its calls.
 #[derive(Debug, Default)]
 pub struct Counter {
@@ -307,6 +324,9 @@ pub struct Counter {
     step: Step,
     /// Model and provider names seen, shared by the calls.
     names: Vec<Arc<str>>,
+    /// Tests: parse every line (the walk's reference).
+    #[cfg(test)]
+    parse_only: bool,
 }
 
 impl Counter {
@@ -344,15 +364,25 @@ impl Counter {
         if self.out.refused.is_some() {
             return;
         }
-        match classify(line) {
+        let class = classify(line);
+        match class {
             Class::Skip => return,
             Class::Chunk if !self.chunks || !chunk_may_matter(line) => return,
             _ => {}
         }
         let no = self.out.lines;
-        let parsed = simdutf8::basic::from_utf8(line)
-            .ok()
-            .and_then(|text| json::parse_audited_in(text, None, None, Shape::Lean).ok());
+        let text = simdutf8::basic::from_utf8(line).ok();
+        #[cfg(test)]
+        let class = if self.parse_only { Class::Read } else { class };
+        if class == Class::Call
+            && text.is_some()
+            && let Some(found) = raw::walk(line)
+            && self.walked(found)
+        {
+            return;
+        }
+        let parsed =
+            text.and_then(|text| json::parse_audited_in(text, None, None, Shape::Lean).ok());
         match parsed {
             Some((v, _)) if v.is_obj() => self.event(&v),
             _ => {
@@ -437,67 +467,28 @@ impl Counter {
                 self.marker = Some(seq);
             }
             "assistant/chunk" if self.chunks => self.chunk(d, seq, time),
-            "assistant/message" => {
+            "assistant/message" | "assistant/attempt" => {
                 let source = d.get("message").and_then(|m| m.get("source"));
                 let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);
-                let (p, m) = (field("provider"), field("model"));
-                let provider = self.name(p).or_else(|| self.provider.clone());
-                let model = self.name(m).or_else(|| self.model.clone());
-                let own = d.get("usage").map(usage_of);
-                let (turn, step) = (num("turn"), num("step"));
-                let claimed = if self.chunks {
-                    self.enter_step(turn, step);
-                    self.step.finished.take().or_else(|| self.step.open.take())
-                } else {
-                    // v2+: the message's own embedded stream is its attempt.
-                    stream_usage(d.get("stream")).map(|u| Attempt {
-                        usage: Some(u),
-                        seq,
-                        time,
-                        provider: None,
-                        model: None,
-                    })
-                };
-                let (usage, rule) = match (own, claimed.and_then(|a| a.usage)) {
-                    (Some(u), _) => (Some(u), Rule::MessageUsage),
-                    (None, Some(u)) => (Some(u), Rule::StreamUsage),
-                    (None, None) => (None, Rule::NoUsage),
-                };
-                self.emit(
+                self.call_event(CallEvent {
+                    message: ty == "assistant/message",
                     seq,
                     time,
-                    turn,
-                    step,
-                    provider,
-                    model,
-                    usage,
-                    rule,
-                    Concluded::AssistantMessage,
-                );
-            }
-            "assistant/attempt" if !self.chunks => {
-                let usage = stream_usage(d.get("stream"));
-                let rule = if usage.is_some() {
-                    Rule::StreamUsage
-                } else {
-                    Rule::NoUsage
-                };
-                let (p, m) = (self.provider.clone(), self.model.clone());
-                self.emit(
-                    seq,
-                    time,
-                    num("turn"),
-                    num("step"),
-                    p,
-                    m,
-                    usage,
-                    rule,
-                    Concluded::AssistantAttempt,
-                );
+                    turn: num("turn"),
+                    step: num("step"),
+                    provider: field("provider"),
+                    model: field("model"),
+                    own: d.get("usage").map(usage_of),
+                    stream: stream_usage(d.get("stream")),
+                });
             }
             "compaction/summary" => {
                 let field = |k| d.get(k).and_then(Json::as_str);
                 let (p, m) = (field("provider"), field("model"));
+                // A summary `dshs compact` wrote by hand: no model call (FORMAT.md §15.5).
+                if (p, m) == (Some("dshs"), Some("manual")) && !d.has("usage") {
+                    return;
+                }
                 let (provider, model) = (self.name(p), self.name(m));
                 let usage = d.get("usage").map(usage_of);
                 let rule = if usage.is_some() {
@@ -520,6 +511,100 @@ impl Counter {
             }
             _ => {}
         }
+    }
+
+    /// An `assistant/message` or `assistant/attempt`, read by the walk or the parse.
+    fn call_event(&mut self, e: CallEvent<'_>) {
+        let CallEvent {
+            seq,
+            time,
+            turn,
+            step,
+            ..
+        } = e;
+        if !e.message {
+            // v0/v1 have no attempt events: their attempts are the chunk streams.
+            if self.chunks {
+                return;
+            }
+            let rule = if e.stream.is_some() {
+                Rule::StreamUsage
+            } else {
+                Rule::NoUsage
+            };
+            let (p, m) = (self.provider.clone(), self.model.clone());
+            self.emit(
+                seq,
+                time,
+                turn,
+                step,
+                p,
+                m,
+                e.stream,
+                rule,
+                Concluded::AssistantAttempt,
+            );
+            return;
+        }
+        let provider = self.name(e.provider).or_else(|| self.provider.clone());
+        let model = self.name(e.model).or_else(|| self.model.clone());
+        let claimed = if self.chunks {
+            self.enter_step(turn, step);
+            self.step
+                .finished
+                .take()
+                .or_else(|| self.step.open.take())
+                .and_then(|a| a.usage)
+        } else {
+            // v2+: the message's own embedded stream is its attempt.
+            e.stream
+        };
+        let (usage, rule) = match (e.own, claimed) {
+            (Some(u), _) => (Some(u), Rule::MessageUsage),
+            (None, Some(u)) => (Some(u), Rule::StreamUsage),
+            (None, None) => (None, Rule::NoUsage),
+        };
+        self.emit(
+            seq,
+            time,
+            turn,
+            step,
+            provider,
+            model,
+            usage,
+            rule,
+            Concluded::AssistantMessage,
+        );
+    }
+
+    /// A message or attempt line as the walk found it; `false`: parse it instead.
+    fn walked(&mut self, f: raw::Found<'_>) -> bool {
+        let message = match f.ty {
+            Some(b"assistant/message") => true,
+            Some(b"assistant/attempt") => false,
+            _ => return false,
+        };
+        let (Some(seq), Some(time)) = (f.seq, f.time) else {
+            // Not placed, as the parse would not place it.
+            return true;
+        };
+        // The walk took only escape-free names: they are the bytes themselves.
+        fn text(b: Option<&[u8]>) -> Option<&str> {
+            b.and_then(|b| std::str::from_utf8(b).ok())
+        }
+        let usage = |raw: &[u8]| json::parse(raw).map_or(Usage::Invalid, |v| usage_of(&v));
+        self.call_event(CallEvent {
+            message,
+            seq,
+            time,
+            turn: f.turn,
+            step: f.step,
+            provider: text(f.provider),
+            model: text(f.model),
+            own: f.usage.map(usage),
+            stream: f.stream_usage.map(|u| u.map_or(Usage::Invalid, usage)),
+        });
+        true
     }
 
     /// v0/v1: a chunk of step (turn, step); a chunk of another step first settles the

@@ -209,6 +209,22 @@ fn compaction_summary_is_a_call_in_the_open_turn() {
 }
 
 #[test]
+fn a_summary_written_by_dshs_compact_is_no_call_and_one_without_usage_is() {
+    let summary = |seq: u64, p: &str, m: &str| {
+        format!(
+            r#"{{"type":"compaction/summary","seq":{seq},"time":5,"data":{{"compactionId":"c","summary":[],"shadowedRange":{{"start":0,"end":0}},"shadowedSeqs":[0],"shadowedTokenCount":1,"provider":"{p}","model":"{m}"}}}}"#
+        )
+    };
+    let u = count(&log(&[
+        V4.into(),
+        summary(0, "dshs", "manual"),
+        summary(1, "deepseek-official", "deepseek-v4-flash"),
+    ]));
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!((u.calls[0].seq, u.calls[0].tokens), (1, None));
+}
+
+#[test]
 fn v2_inherited_marker_leaves_the_parents_calls_out() {
     let header = r#"{"type":"session","version":4,"id":"c","createdAt":1,"delegationDepth":0,"isSeeded":true}"#;
     let text = log(&[
@@ -348,4 +364,74 @@ fn a_tap_counts_what_its_reader_hands_out() {
     let counted = std::mem::take(&mut *feed.lock().unwrap()).finish();
     assert_eq!(counted, count(&text));
     assert_eq!(counted.calls.len(), 2);
+}
+
+/// The walk of message and attempt lines decides exactly as the parse: every real log and
+/// generated logs of every version give the same calls either way.
+#[test]
+fn the_walk_counts_exactly_as_the_parse() {
+    let both = |text: &[u8], what: &str| {
+        let mut walked = Feed::new();
+        walked.bytes(text);
+        let mut parsed = Feed::new();
+        parsed.counter.parse_only = true;
+        parsed.bytes(text);
+        let (w, p) = (walked.finish(), parsed.finish());
+        assert_eq!(w, p, "{what}");
+        w.calls.len()
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata");
+    let mut calls = 0;
+    for sub in ["fixtures", "usage", "sample", "v0", "v3"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "jsonl") {
+                calls += both(&std::fs::read(&path).unwrap(), &path.display().to_string());
+            }
+        }
+    }
+    assert!(calls > 40, "{calls}");
+    // Odd spellings: escapes, repeated keys, a usage that is not an object, numbers as floats.
+    let odd = log(&[
+        V4.into(),
+        r#"{"type":"assistant/message","seq":0,"time":1.0,"data":{"turn":1,"step":1,"message":{"source":{"model":"m"}},"usage":{"inputTokens":1,"outputTokens":2}}}"#.into(),
+        r#"{"type":"assistant/message","seq":1,"time":1,"data":{"turn":1,"step":1,"message":{"source":{"model":"\u006d"}},"usage":{"inputTokens":1,"outputTokens":2}}}"#.into(),
+        r#"{"type":"assistant/message","seq":2,"time":1,"data":{"usage":{"inputTokens":9,"outputTokens":9}},"data":{"turn":1,"step":1,"message":{"source":{"model":"m"}},"usage":7,"stream":[{"type":"chunk","chunk":{"type":"usage"}}]}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":3,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":4,"outputTokens":4}}},{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":5,"outputTokens":5}}}]}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":4,"time":1,"type":"turn/start","data":{"turn":9}}"#.into(),
+        r#"{"type":"assistant/message","seq":-1,"time":1,"data":{}}"#.into(),
+    ]);
+    both(odd.as_bytes(), "odd spellings");
+}
+
+#[test]
+fn generated_logs_count_the_same_walked_and_parsed() {
+    #[path = "../../../benches/gen/mod.rs"]
+    #[allow(dead_code, clippy::all)]
+    mod generator;
+    for version in 0..=4u8 {
+        let mut buf = Vec::new();
+        generator::Generator::new(&mut buf, version, 11)
+            .run(300_000)
+            .unwrap();
+        let mut walked = Feed::new();
+        walked.bytes(&buf);
+        let mut parsed = Feed::new();
+        parsed.counter.parse_only = true;
+        parsed.bytes(&buf);
+        let (w, p) = (walked.finish(), parsed.finish());
+        assert!(!w.calls.is_empty(), "v{version}");
+        assert_eq!(w, p, "v{version}");
+        // The walk, not the parse, read every message and attempt line DSH's way spelled.
+        let calls: Vec<&[u8]> = buf
+            .split(|&b| b == b'\n')
+            .filter(|l| classify(l) == Class::Call)
+            .collect();
+        assert!(
+            !calls.is_empty(),
+            "{:?}",
+            String::from_utf8_lossy(&buf[..200])
+        );
+        assert!(calls.iter().all(|l| raw::walk(l).is_some()), "v{version}");
+    }
 }
