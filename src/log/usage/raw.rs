@@ -66,36 +66,34 @@ impl<'a> Cur<'a> {
         }
     }
 
-    /// Past a string whose opening quote is at `i`; its body, and whether it has escapes.
-    fn string(&mut self) -> Walk<(&'a [u8], bool)> {
+    /// Past a string whose opening quote is at `i`; its body. Quote to quote: a quote after
+    /// an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
+    fn string(&mut self) -> Walk<&'a [u8]> {
         self.eat(b'"')?;
         let start = self.i;
-        let mut escaped = false;
         loop {
-            let rest = &self.b[self.i..];
-            match memchr::memchr2(b'"', b'\\', rest) {
-                Some(k) if rest[k] == b'"' => {
-                    let body = &self.b[start..self.i + k];
-                    self.i += k + 1;
-                    return Ok((body, escaped));
-                }
-                Some(k) => {
-                    escaped = true;
-                    self.i += k + 2;
-                    if self.i > self.b.len() {
-                        return Err(Unusual);
-                    }
-                }
-                None => return Err(Unusual),
+            let Some(k) = memchr::memchr(b'"', &self.b[self.i..]) else {
+                return Err(Unusual);
+            };
+            let end = self.i + k;
+            let backslashes = self.b[start..end]
+                .iter()
+                .rev()
+                .take_while(|&&c| c == b'\\')
+                .count();
+            self.i = end + 1;
+            if backslashes % 2 == 0 {
+                return Ok(&self.b[start..end]);
             }
         }
     }
 
     /// A string without escapes (a key, a name).
     fn plain_string(&mut self) -> Walk<&'a [u8]> {
-        match self.string()? {
-            (s, false) => Ok(s),
-            _ => Err(Unusual),
+        let s = self.string()?;
+        match memchr::memchr(b'\\', s) {
+            None => Ok(s),
+            Some(_) => Err(Unusual),
         }
     }
 
