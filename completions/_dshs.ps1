@@ -39,6 +39,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
             [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
+            [CompletionResult]::new('usage', 'usage', [CompletionResultType]::ParameterValue, 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -191,6 +192,26 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'dshs;usage' {
+            [CompletionResult]::new('--by', '--by', [CompletionResultType]::ParameterName, 'One row per day, ISO week, month, session, model or turn (--by turn: one session)')
+            [CompletionResult]::new('--since', '--since', [CompletionResultType]::ParameterName, 'Only calls on or after DATE (YYYY-MM-DD, in the report''s time zone)')
+            [CompletionResult]::new('--until', '--until', [CompletionResultType]::ParameterName, 'Only calls on or before DATE (YYYY-MM-DD, inclusive)')
+            [CompletionResult]::new('-z', '-z', [CompletionResultType]::ParameterName, 'The IANA time zone days are taken in (default: TZ, else the system''s)')
+            [CompletionResult]::new('--timezone', '--timezone', [CompletionResultType]::ParameterName, 'The IANA time zone days are taken in (default: TZ, else the system''s)')
+            [CompletionResult]::new('--pricing', '--pricing', [CompletionResultType]::ParameterName, 'A JSON price file adding or overriding prices (same fields as the shipped table)')
+            [CompletionResult]::new('--format', '--format', [CompletionResultType]::ParameterName, 'Output format: a table, or JSON Lines (one object per row, then a total)')
+            [CompletionResult]::new('-j', '-j', [CompletionResultType]::ParameterName, 'Read N sessions at a time (default: one per core)')
+            [CompletionResult]::new('--jobs', '--jobs', [CompletionResultType]::ParameterName, 'Read N sessions at a time (default: one per core)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
+            [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
+            [CompletionResult]::new('--breakdown', '--breakdown', [CompletionResultType]::ParameterName, 'A line per model under each row')
+            [CompletionResult]::new('--no-cost', '--no-cost', [CompletionResultType]::ParameterName, 'Leave costs out')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'dshs;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
@@ -220,6 +241,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('compact', 'compact', [CompletionResultType]::ParameterValue, 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)')
             [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
+            [CompletionResult]::new('usage', 'usage', [CompletionResultType]::ParameterValue, 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -253,6 +275,9 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;help;ls' {
+            break
+        }
+        'dshs;help;usage' {
             break
         }
         'dshs;help;completions' {

@@ -36,6 +36,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
             cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
+            cand usage 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -177,6 +178,25 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'dshs;usage'= {
+            cand --by 'One row per day, ISO week, month, session, model or turn (--by turn: one session)'
+            cand --since 'Only calls on or after DATE (YYYY-MM-DD, in the report''s time zone)'
+            cand --until 'Only calls on or before DATE (YYYY-MM-DD, inclusive)'
+            cand -z 'The IANA time zone days are taken in (default: TZ, else the system''s)'
+            cand --timezone 'The IANA time zone days are taken in (default: TZ, else the system''s)'
+            cand --pricing 'A JSON price file adding or overriding prices (same fields as the shipped table)'
+            cand --format 'Output format: a table, or JSON Lines (one object per row, then a total)'
+            cand -j 'Read N sessions at a time (default: one per core)'
+            cand --jobs 'Read N sessions at a time (default: one per core)'
+            cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
+            cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
+            cand --breakdown 'A line per model under each row'
+            cand --no-cost 'Leave costs out'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'dshs;completions'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
@@ -204,6 +224,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand compact 'Replace a range of the surface with a summary, the way DSH''s compaction does (append-only)'
             cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
+            cand usage 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -227,6 +248,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;help;grep'= {
         }
         &'dshs;help;ls'= {
+        }
+        &'dshs;help;usage'= {
         }
         &'dshs;help;completions'= {
         }

@@ -41,6 +41,7 @@ complete -c dshs -n "__fish_dshs_needs_command" -f -a "repair" -d 'Cut a torn ta
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "grep" -d 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "ls" -d 'List the sessions under a DSH storage root, each validated, newest activity first'
+complete -c dshs -n "__fish_dshs_needs_command" -f -a "usage" -d 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
 complete -c dshs -n "__fish_dshs_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -164,6 +165,27 @@ never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand ls" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand ls" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand ls" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l by -d 'One row per day, ISO week, month, session, model or turn (--by turn: one session)' -r -f -a "day\t''
+week\t''
+month\t''
+session\t''
+model\t''
+turn\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l since -d 'Only calls on or after DATE (YYYY-MM-DD, in the report\'s time zone)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l until -d 'Only calls on or before DATE (YYYY-MM-DD, inclusive)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -s z -l timezone -d 'The IANA time zone days are taken in (default: TZ, else the system\'s)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l pricing -d 'A JSON price file adding or overriding prices (same fields as the shipped table)' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l format -d 'Output format: a table, or JSON Lines (one object per row, then a total)' -r -f -a "table\t''
+json\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -s j -l jobs -d 'Read N sessions at a time (default: one per core)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
+always\t''
+never\t''"
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l breakdown -d 'A line per model under each row'
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -l no-cost -d 'Leave costs out'
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -176,19 +198,20 @@ never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand man" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand man" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "explain" -d 'Explain a finding code (or list them all)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "show" -d 'List events as people read them: one line per event'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "grep" -d 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "ls" -d 'List the sessions under a DSH storage root, each validated, newest activity first'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
-complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "validate" -d 'Check every rule of the log\'s format version and report every finding'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "explain" -d 'Explain a finding code (or list them all)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "surface" -d 'Print the current surface: the events the model sees, in order'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "derive" -d 'Print the model-visible messages, byte-for-byte as stored'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "show" -d 'List events as people read them: one line per event'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "stats" -d 'Summarize a log: header facts, event counts, turns, tools, compactions, tokens'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "repair" -d 'Cut a torn tail and close an open turn the way DSH does on resume (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "compact" -d 'Replace a range of the surface with a summary, the way DSH\'s compaction does (append-only)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "grep" -d 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "ls" -d 'List the sessions under a DSH storage root, each validated, newest activity first'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "usage" -d 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "completions" -d 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "man" -d 'Print the manual page (roff) for dshs and all its commands'
+complete -c dshs -n "__fish_dshs_using_subcommand help; and not __fish_seen_subcommand_from validate explain surface derive show stats repair compact grep ls usage completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
 
 # Log arguments: session directories and *.jsonl, *.jsonl.zst, *.jsonl.zstd files.
 function __fish_dshs_logs
@@ -202,5 +225,6 @@ complete -c dshs -n "__fish_dshs_using_subcommand stats" -f -a "(__fish_dshs_log
 complete -c dshs -n "__fish_dshs_using_subcommand repair" -f -a "(__fish_dshs_logs)"
 complete -c dshs -n "__fish_dshs_using_subcommand compact" -f -a "(__fish_dshs_logs)"
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -f -a "(__fish_dshs_logs)"
+complete -c dshs -n "__fish_dshs_using_subcommand usage" -f -a "(__fish_dshs_logs)"
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -f -a "file-no-header invalid-utf8 duplicate-json-key json-not-lossless torn-line crash-tail committed-unparsable committed-not-event committed-malformed-row committed-seq-gap generation-name-mismatch header-id-path-mismatch file-not-regular zstd-bad-magic zstd-frame-invalid zstd-committed-damage zstd-header-frame zstd-torn-record-in-frame zstd-torn-frame format-version-unsupported format-v4-draft header-not-json header-field-invalid header-cwd-not-absolute header-retired-field header-unexpected-field header-seed-field seed-length-exceeds-events seed-marker-mismatch packed-row-malformed source-ranges-malformed envelope-invalid seq-not-contiguous unknown-event-type retired-event-type retired-legacy-event legacy-shape-normalized legacy-shape-malformed message-id-missing message-role-mismatch message-source-invalid message-content-invalid assistant-source-invalid tool-result-source-invalid tool-result-block-invalid tool-result-call-id-mismatch system-source-invalid source-kind-plugin retired-tool-result-block tool-result-error-without-flag assistant-stream-missing request-header-provider-model request-header-reasoning-effort request-header-adapter-defaults request-header-system-retired request-header-empty-optional request-header-defer-loading developer-role-mismatch tool-change-block-misplaced tool-change-block-invalid developer-header-seq developer-tool-binding surface-metadata-on-log-only surface-op-missing surface-op-invalid replace-op-invalid replace-endpoint-not-earlier replace-start-not-on-surface replace-end-not-on-surface replace-range-reversed source-seqs-on-assistant source-seqs-not-array source-seqs-empty source-seqs-invalid-element source-seqs-duplicate source-seqs-not-earlier replace-missing-shadowed-source tool-result-replace-not-single tool-result-replace-target-not-result tool-result-replace-changes-more system-head-protected message-projection-not-applied turn-start-while-open turn-number-unexpected turn-end-mismatch turn-end-with-open-step step-start-wrong-turn step-start-while-open step-number-unexpected event-outside-open-step event-outside-turn tool-result-without-call tool-result-replace-outside-turn unresolved-call-at-boundary duplicate-call-id tool-call-mismatch tool-result-before-start command-done-without-run open-turn-at-end compaction-mismatch compaction-span-invalid compaction-summary-count compaction-checkpoint-source compaction-open-at-end sqlite-store-empty sqlite-not-session-store sqlite-schema-unsupported sqlite-schema-mismatch sqlite-store-identity-invalid sqlite-storage-class sqlite-session-row-invalid sqlite-is-seeded-derived"
 complete -c dshs -n "__fish_dshs_using_subcommand completions" -f -a "bash zsh fish elvish powershell"

@@ -237,6 +237,14 @@ pub enum Command {
         after_long_help = examples_then(LS_EXAMPLES, LS_EXIT_CODES)
     )]
     Ls(LsArgs),
+    /// Tokens and cost of the model calls in sessions, counted once per call, by day, week,
+    /// month, session, model or turn.
+    #[command(
+        long_about = USAGE_ABOUT,
+        after_help = USAGE_EXIT_CODES,
+        after_long_help = examples_then(USAGE_EXAMPLES, USAGE_EXIT_CODES)
+    )]
+    Usage(UsageArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         long_about = "Print a shell completion script generated from this command-line \
@@ -909,6 +917,87 @@ pub enum Shell {
     Fish,
     Elvish,
     Powershell,
+}
+
+const USAGE_ABOUT: &str = "Tokens and cost of the model calls in DSH sessions, counted once per call.\n\n\
+    PATH: logs (plain or zstd), session directories (their newest generation), storage roots \
+    (every session below), SQLite session stores (every session; STORE.db#ID for one), or `-`; \
+    default DSH's root ($DSH_HOME/sessions, else ~/.dsh/sessions). A session found twice \
+    (two inputs, a store and a log) counts once.\n\n\
+    Each model call counts once, although most logs write its usage twice (a usage chunk in \
+    the stream and the message's data.usage): the message's usage replaces its attempt's; \
+    failed attempts, compaction summaries, crash tails and compacted events count; the events \
+    a seeded session inherited from its parent do not. Days, ISO weeks and months are local \
+    (TZ, or --timezone). Costs use DeepSeek's dated prices shipped with dshs, each call at \
+    its own time; --pricing FILE adds or overrides prices; a model without a price is shown \
+    as unpriced, never as $0.\n\n\
+    This is not a validation: lines are read as written, and only the lines that can hold a \
+    call, a model, a turn, a title or a seed boundary are parsed.";
+
+const USAGE_EXAMPLES: &str = "\
+  dshs usage                                     # by day, every session under DSH's root
+  dshs usage --by month --breakdown
+  dshs usage --by session --since 2026-11-01 -z Europe/Berlin
+  dshs usage --by turn ~/.dsh/sessions/p/abc     # one session, turn by turn
+  dshs usage --format json | jq -c 'select(.type==\"total\")'";
+
+/// Exit status of `usage`.
+const USAGE_EXIT_CODES: &str = "\
+Exit status:
+  0  the report was made (sessions with damage still count, with a note)
+  2  a usage error, or nothing could be read";
+
+/// How `usage` groups calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UsageBy {
+    Day,
+    Week,
+    Month,
+    Session,
+    Model,
+    Turn,
+}
+
+/// `usage --format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum UsageFormat {
+    Table,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct UsageArgs {
+    /// One row per day, ISO week, month, session, model or turn (--by turn: one session).
+    #[arg(long, value_enum, default_value_t = UsageBy::Day)]
+    pub by: UsageBy,
+    /// Only calls on or after DATE (YYYY-MM-DD, in the report's time zone).
+    #[arg(long, value_name = "DATE", value_hint = ValueHint::Other)]
+    pub since: Option<String>,
+    /// Only calls on or before DATE (YYYY-MM-DD, inclusive).
+    #[arg(long, value_name = "DATE", value_hint = ValueHint::Other)]
+    pub until: Option<String>,
+    /// The IANA time zone days are taken in (default: TZ, else the system's).
+    #[arg(short = 'z', long, value_name = "TZ", value_hint = ValueHint::Other)]
+    pub timezone: Option<String>,
+    /// A line per model under each row.
+    #[arg(long)]
+    pub breakdown: bool,
+    /// A JSON price file adding or overriding prices (same fields as the shipped table).
+    #[arg(long, value_name = "FILE", value_hint = ValueHint::FilePath)]
+    pub pricing: Option<PathBuf>,
+    /// Leave costs out.
+    #[arg(long)]
+    pub no_cost: bool,
+    /// Output format: a table, or JSON Lines (one object per row, then a total).
+    #[arg(long, value_enum, default_value_t = UsageFormat::Table)]
+    pub format: UsageFormat,
+    /// Read N sessions at a time (default: one per core).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub jobs: Option<usize>,
+    /// Logs, session directories, storage roots, SQLite stores (STORE.db#ID for one session),
+    /// or `-` (default: DSH's root).
+    #[arg(value_name = "PATH", value_hint = ValueHint::AnyPath)]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -78,10 +78,13 @@ fn sample_v4_numbers() {
         r["surface"],
         json!({"nodes": 5, "messages": 5, "replaceGeneration": 1})
     );
-    // seq 13: 24 in / 6 out; seq 24: 20 in / 4 out.
+    // Counted as `dshs usage` counts (USAGE.md): seq 13: 24 in / 6 out; seq 18 an
+    // assistant/attempt without usage; seq 20 the compaction summary's call, 20 / 4; seq 24:
+    // 20 / 4 (its stream's usage record is the same call).
     assert_eq!(
         r["tokens"],
-        json!({"assistantMessages": 2, "withUsage": 2, "inputTokens": 44, "outputTokens": 10,
+        json!({"assistantMessages": 2, "withUsage": 2, "calls": 4, "callsWithoutUsage": 1,
+               "inputTokens": 64, "outputTokens": 14,
                "cacheReadTokens": 0, "cacheWriteTokens": 0, "reasoningTokens": 0})
     );
     assert_eq!(
@@ -117,10 +120,12 @@ fn v0_packed_rows_count_as_their_members() {
         json!({"nodes": 2, "messages": 2, "replaceGeneration": 1})
     );
     // Assistant messages 10 (100/10, cache read 50) and 23 (120/5, reasoning 2); the
-    // chunk-level usage events are not added again.
+    // chunk-level usage events are the same calls. The compaction summary at 28 names a
+    // model but no usage: a call with unknown tokens.
     assert_eq!(
         r["tokens"],
-        json!({"assistantMessages": 2, "withUsage": 2, "inputTokens": 220, "outputTokens": 15,
+        json!({"assistantMessages": 2, "withUsage": 2, "calls": 3, "callsWithoutUsage": 1,
+               "inputTokens": 220, "outputTokens": 15,
                "cacheReadTokens": 50, "cacheWriteTokens": 0, "reasoningTokens": 2})
     );
     assert_eq!(r["header"]["createdAtLocal"], "2026-01-01 00:00:00.000");
@@ -138,7 +143,8 @@ fn error_results_and_tokens_of_a_real_v0_log() {
     // seq 57: 2878 in / 83 out / 17 reasoning; seq 121: 167 / 52 / 2816 cache read / 21.
     assert_eq!(
         r["tokens"],
-        json!({"assistantMessages": 2, "withUsage": 2, "inputTokens": 3045, "outputTokens": 135,
+        json!({"assistantMessages": 2, "withUsage": 2, "calls": 2, "callsWithoutUsage": 0,
+               "inputTokens": 3045, "outputTokens": 135,
                "cacheReadTokens": 2816, "cacheWriteTokens": 0, "reasoningTokens": 38})
     );
     assert_eq!(r["events"]["total"], 124);
@@ -251,7 +257,7 @@ fn human_report_is_aligned_and_stdin_matches_the_file() {
         "{text}"
     );
     assert!(text.contains("\nsurface                5 nodes, 5 messages, replace generation 1\n"));
-    assert!(text.contains("\ntokens                 44 in, 10 out,"));
+    assert!(text.contains("\ntokens                 64 in, 14 out,"));
 
     let json_file = report("sample/session.v4.jsonl");
     let out = stats()

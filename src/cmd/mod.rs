@@ -14,6 +14,7 @@ pub mod show;
 pub mod stats;
 mod store;
 pub mod surface;
+pub mod usage;
 pub mod validate;
 mod writing;
 
@@ -166,6 +167,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Stats(args) => stats::run(&args, &env, out),
         Command::Surface(args) => surface::run(&args, &env, out),
         Command::Derive(args) => derive::run(&args, &env, out),
+        Command::Usage(args) => usage::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
         Command::Man => man::run(out),
     }

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Write;
+use std::sync::PoisonError;
 
 use anyhow::Result;
 use owo_colors::Style;
@@ -14,6 +15,7 @@ use dshs::log::dialect::SeedField;
 use dshs::log::finding::FirstError;
 use dshs::log::scan::{Scan, ScanOptions};
 use dshs::log::stats::{Counter, Counts};
+use dshs::log::usage::{SessionUsage, Tap};
 
 use crate::cli::{ReportFormat, StatsArgs};
 use crate::exit::Outcome;
@@ -29,8 +31,14 @@ pub fn output(args: &StatsArgs) -> super::Output {
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
-    let (opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
+    let (mut opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
     let name = opened.name.clone();
+    // Tokens are counted by `log::usage` from the bytes this pass reads (crash tail
+    // included, each call once), so `stats` and `usage` never show two totals for one log.
+    // Reads at positions would go around the tap.
+    let (tap, feed) = Tap::new(opened.reader);
+    opened.reader = Box::new(tap);
+    opened.file = None;
     let mut counter = Counter::default();
     let mut first_error = FirstError::default();
     let scan = match super::scan_source(
@@ -46,7 +54,9 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
         Ok(s) => s,
         Err(e) => return Err(super::read_failure(&name, &e)),
     };
-    let report = Report::new(&name, &scan, &counter.counts, &Clock::local());
+    let feed = std::mem::take(&mut *feed.lock().unwrap_or_else(PoisonError::into_inner));
+    let calls = feed.finish();
+    let report = Report::new(&name, &scan, &counter.counts, &calls, &Clock::local());
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)?;
@@ -156,6 +166,9 @@ pub struct SurfaceFacts {
 pub struct TokenFacts {
     pub assistant_messages: u64,
     pub with_usage: u64,
+    /// Model calls, each counted once (USAGE.md, as `dshs usage` counts them).
+    pub calls: u64,
+    pub calls_without_usage: u64,
     pub input_tokens: u64,
     pub output_tokens: u64,
     pub cache_read_tokens: u64,
@@ -173,7 +186,8 @@ pub struct ByteFacts {
 }
 
 impl Report {
-    pub fn new(file: &str, scan: &Scan, c: &Counts, clock: &Clock) -> Report {
+    pub fn new(file: &str, scan: &Scan, c: &Counts, u: &SessionUsage, clock: &Clock) -> Report {
+        let tokens = u.tokens();
         let state = scan.state.as_ref();
         let header = scan.header.as_ref().map(|h| {
             let (seeded, inherited) = match scan.dialect.map(|d| d.seed_field) {
@@ -236,11 +250,13 @@ impl Report {
             tokens: TokenFacts {
                 assistant_messages: c.assistant_messages,
                 with_usage: c.with_usage,
-                input_tokens: c.tokens[0],
-                output_tokens: c.tokens[1],
-                cache_read_tokens: c.tokens[2],
-                cache_write_tokens: c.tokens[3],
-                reasoning_tokens: c.tokens[4],
+                calls: u.calls.len() as u64,
+                calls_without_usage: u.calls_without_usage(),
+                input_tokens: tokens.input,
+                output_tokens: tokens.output,
+                cache_read_tokens: tokens.cache_read,
+                cache_write_tokens: tokens.cache_write,
+                reasoning_tokens: tokens.reasoning,
             },
             models: c.models.clone(),
             bytes: ByteFacts {
@@ -391,15 +407,19 @@ fn write_human(out: &mut dyn Write, p: &Painter, r: &Report) -> std::io::Result<
     row(
         "tokens",
         format!(
-            "{} in, {} out, {} cache read, {} cache write, {} reasoning ({} of {} assistant message{} report usage)",
+            "{} in, {} out, {} cache read, {} cache write, {} reasoning ({} model call{}{}; `dshs usage` for costs)",
             tk.input_tokens,
             tk.output_tokens,
             tk.cache_read_tokens,
             tk.cache_write_tokens,
             tk.reasoning_tokens,
-            tk.with_usage,
-            tk.assistant_messages,
-            plural(tk.assistant_messages)
+            tk.calls,
+            plural(tk.calls),
+            if tk.calls_without_usage > 0 {
+                format!(", {} without usage", tk.calls_without_usage)
+            } else {
+                String::new()
+            }
         ),
     );
     if !r.models.is_empty() {

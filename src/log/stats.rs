@@ -1,22 +1,14 @@
 //! What a log holds, in numbers (`dshs stats`): an observer of the pass that counts events
-//! by type, turns and their end reasons, steps, tool calls and results, compactions, tokens
-//! and models. Only the committed prefix counts: what it gathers while a speculation runs
-//! (rows after a bad row) is forgotten if the speculation is rolled back as a crash tail.
+//! by type, turns and their end reasons, steps, tool calls and results, compactions, the
+//! messages that report usage and models (the tokens themselves are counted by `log::usage`,
+//! once per call). Only the committed prefix counts: what it gathers while a speculation
+//! runs (rows after a bad row) is forgotten if the speculation is rolled back as a crash tail.
 
 use std::collections::BTreeMap;
 
 use super::event::Kind;
 use super::json::Json;
 use super::scan::{EventInfo, FoldState, Observer, Unusable};
-
-/// The token counters of `assistant/message` `data.usage`, in report order.
-pub const TOKEN_KEYS: [&str; 5] = [
-    "inputTokens",
-    "outputTokens",
-    "cacheReadTokens",
-    "cacheWriteTokens",
-    "reasoningTokens",
-];
 
 /// Everything counted from events. Cloned when a speculation starts, restored on rollback.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -37,8 +29,8 @@ pub struct Counts {
     pub error_results: u64,
     pub failed_compactions: u64,
     pub assistant_messages: u64,
+    /// Messages with `data.usage` (tokens are counted by `log::usage`, once per call).
     pub with_usage: u64,
-    pub tokens: [u64; 5],
     /// `provider/model` of assistant messages.
     pub models: BTreeMap<String, u64>,
     /// Rows or event slots that never reached the fold (see `Observer::unusable`).
@@ -86,12 +78,8 @@ impl Observer for Counter {
                 c.assistant_messages += 1;
                 let m = d.get("message");
                 c.advertised_calls += ev.tool_call_blocks().count() as u64;
-                if let Some(u) = d.get("usage").filter(|u| u.is_obj()) {
+                if d.get("usage").is_some_and(Json::is_obj) {
                     c.with_usage += 1;
-                    for (sum, key) in c.tokens.iter_mut().zip(TOKEN_KEYS) {
-                        *sum =
-                            sum.saturating_add(u.get(key).and_then(Json::safe_uint).unwrap_or(0));
-                    }
                 }
                 let source = m.and_then(|m| m.get("source"));
                 let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);

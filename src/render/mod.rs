@@ -7,6 +7,7 @@ pub mod json;
 pub mod markdown;
 pub mod summary;
 pub mod surface;
+pub mod usage;
 
 use std::borrow::Cow;
 use std::io::{self, BufRead, Read, Write};

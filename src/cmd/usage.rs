@@ -1,0 +1,647 @@
+//! `dshs usage [PATH...]`: tokens and cost of the model calls of every session below the
+//! paths (default: DSH's root), each call counted once (USAGE.md), grouped by day, week,
+//! month, session, model or turn.
+//!
+//! Each session is read by `log::usage` (a raw pass that parses only the lines that can hold
+//! a call), several at a time; a worker reduces its calls to per-row, per-model sums at once,
+//! so memory holds one session's calls and the sums, never the logs. A session id seen in
+//! more than one input counts once: the copy with the most lines (the most complete) is used,
+//! and stderr says so.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use dshs::log::input::{self, Source};
+use dshs::log::usage::{self, PriceTable, SessionUsage};
+
+use crate::cli::{UsageArgs, UsageBy, UsageFormat};
+use crate::exit::{Failure, Outcome};
+use crate::render::usage::{Report, Row, Sums, Table};
+use crate::render::{Progress, diag, escape};
+
+use super::Env;
+
+/// What this command's output is like (for the progress bar).
+pub fn output(args: &UsageArgs) -> super::Output {
+    super::Output {
+        json: args.format == UsageFormat::Json,
+        writes_while_reading: false,
+    }
+}
+
+/// How calls are placed in rows: the zone days are taken in, the date range, the prices.
+struct Plan {
+    by: UsageBy,
+    zone: jiff::tz::TimeZone,
+    /// Calls at or after this instant (ms) …
+    since: Option<i64>,
+    /// … and before this one.
+    until: Option<i64>,
+    prices: Option<PriceTable>,
+}
+
+pub fn run(args: &UsageArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let env = &env.for_output(output(args));
+    let plan = plan_of(args).map_err(Failure::usage)?;
+    let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
+    if args.by == UsageBy::Turn && targets.len() != 1 {
+        return Err(Failure::usage(format!(
+            "--by turn needs one session; the paths hold {}",
+            targets.len()
+        )));
+    }
+    let jobs = super::jobs(args.jobs);
+    let total_bytes: u64 = targets.iter().map(Target::size).sum();
+    let mut progress = Progress::new(
+        (),
+        "usage",
+        Some(total_bytes),
+        env.progress.wants(Some(total_bytes)),
+    );
+    let mut done_bytes = 0;
+    let mut sessions: Vec<Counted> = Vec::new();
+    super::in_parallel(
+        &targets,
+        jobs,
+        |t| count_target(t, &plan, env),
+        |read| {
+            done_bytes += read.size;
+            progress.advance_to(done_bytes);
+            match read.result {
+                Err(message) => {
+                    errors += 1;
+                    crate::render::error_message(&message);
+                }
+                Ok(c) => sessions.push(c),
+            }
+            Ok(())
+        },
+    )?;
+    drop(progress);
+    let read_any = !sessions.is_empty();
+    let sessions = once_each(sessions, env.quiet);
+    let report = report_of(&plan, sessions);
+    match args.format {
+        UsageFormat::Json => crate::render::usage::write_json(out, &report, args.breakdown)?,
+        UsageFormat::Table => {
+            let table = Table {
+                color: env.color_out,
+                breakdown: args.breakdown,
+                width: table_width(),
+            };
+            table.write(out, &report)?;
+        }
+    }
+    if !read_any && errors > 0 {
+        return Err(Failure::usage("no session could be read"));
+    }
+    Ok(Outcome::Success)
+}
+
+/// The terminal's width, else `COLUMNS`; none in a pipe.
+fn table_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal()
+        && let Some(w) = comfy_table::Table::new().width()
+    {
+        return Some(usize::from(w));
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&w: &usize| w > 0)
+}
+
+/// `-z`: an IANA name, `UTC`, or a fixed offset (`+09:00`); default `TZ`, else the system's.
+fn zone_of(name: Option<&str>) -> Result<jiff::tz::TimeZone, String> {
+    let Some(name) = name else {
+        return Ok(jiff::tz::TimeZone::system());
+    };
+    if let Ok(z) = jiff::tz::TimeZone::get(name) {
+        return Ok(z);
+    }
+    if let Some(offset) = fixed_offset(name) {
+        return Ok(jiff::tz::TimeZone::fixed(offset));
+    }
+    Err(format!(
+        "--timezone {}: not a time zone (an IANA name like Europe/Berlin, UTC, or an offset like +09:00)",
+        escape(name)
+    ))
+}
+
+/// `+HH:MM`, `-HH:MM`, `+HH`.
+fn fixed_offset(s: &str) -> Option<jiff::tz::Offset> {
+    let (sign, rest) = match s.as_bytes().first()? {
+        b'+' => (1, &s[1..]),
+        b'-' => (-1, &s[1..]),
+        _ => return None,
+    };
+    let (h, m) = rest.split_once(':').unwrap_or((rest, "0"));
+    let (h, m): (i32, i32) = (h.parse().ok()?, m.parse().ok()?);
+    if !(0..=18).contains(&h) || !(0..60).contains(&m) {
+        return None;
+    }
+    jiff::tz::Offset::from_seconds(sign * (h * 3600 + m * 60)).ok()
+}
+
+/// A date of `--since`/`--until`: `YYYY-MM-DD` or `YYYYMMDD`.
+fn date_of(flag: &str, text: &str) -> Result<jiff::civil::Date, String> {
+    let t = text.trim();
+    let iso = if t.len() == 8 && t.bytes().all(|b| b.is_ascii_digit()) {
+        format!("{}-{}-{}", &t[..4], &t[4..6], &t[6..])
+    } else {
+        t.to_owned()
+    };
+    iso.parse::<jiff::civil::Date>()
+        .map_err(|_| format!("{flag} {}: not a date (YYYY-MM-DD)", escape(text)))
+}
+
+/// The first instant of `date` in `zone`, in ms.
+fn start_of(date: jiff::civil::Date, zone: &jiff::tz::TimeZone) -> Result<i64, String> {
+    date.to_zoned(zone.clone())
+        .map(|z| z.timestamp().as_millisecond())
+        .map_err(|e| format!("{date}: {e}"))
+}
+
+fn plan_of(args: &UsageArgs) -> Result<Plan, String> {
+    let zone = zone_of(args.timezone.as_deref())?;
+    let since = args
+        .since
+        .as_deref()
+        .map(|s| date_of("--since", s))
+        .transpose()?;
+    let until = args
+        .until
+        .as_deref()
+        .map(|s| date_of("--until", s))
+        .transpose()?;
+    if let (Some(a), Some(b)) = (since, until)
+        && a > b
+    {
+        return Err(format!(
+            "--since {a} is after --until {b}: no call can be in between"
+        ));
+    }
+    let until = match until {
+        Some(d) => Some(
+            d.tomorrow()
+                .map_err(|e| format!("--until {d}: {e}"))
+                .and_then(|next| start_of(next, &zone))?,
+        ),
+        None => None,
+    };
+    let prices = if args.no_cost {
+        None
+    } else {
+        let mut t = PriceTable::shipped();
+        if let Some(path) = &args.pricing {
+            t.load(path).map_err(|e| format!("--pricing: {e}"))?;
+        }
+        Some(t)
+    };
+    Ok(Plan {
+        by: args.by,
+        since: since.map(|d| start_of(d, &zone)).transpose()?,
+        until,
+        zone,
+        prices,
+    })
+}
+
+/// A session to read.
+enum Target {
+    Stdin,
+    /// A log file or a session directory, named as given (or as found below a root).
+    Path(String),
+    /// One session of a SQLite store.
+    Session {
+        path: PathBuf,
+        shown: String,
+        id: String,
+    },
+}
+
+impl Target {
+    /// Bytes on disk (for the progress bar): a directory's newest generation.
+    fn size(&self) -> u64 {
+        match self {
+            Target::Stdin | Target::Session { .. } => 0,
+            Target::Path(p) => input::resolve(std::path::Path::new(p))
+                .ok()
+                .and_then(|f| std::fs::metadata(f).ok())
+                .map_or(0, |m| m.len()),
+        }
+    }
+}
+
+/// The sessions below the command-line paths, as `grep` finds them: a file or a session
+/// directory is one, `-` standard input, a SQLite store each of its sessions, any other
+/// directory a storage root standing for every session below it.
+fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
+    let given: Vec<String> = if paths.is_empty() {
+        let root = super::default_root().ok_or(
+            "no PATH given and neither DSH_HOME nor HOME is set to find DSH's storage root",
+        )?;
+        vec![root.display().to_string()]
+    } else {
+        paths.to_vec()
+    };
+    let mut out = Vec::new();
+    let mut errors = 0;
+    for arg in given {
+        let path = std::path::Path::new(&arg);
+        let store = super::store::name(&arg, None).unwrap_or(super::store::Named::Log);
+        if let super::store::Named::Store { path, shown, id } = store {
+            let ids = match id {
+                Some(id) => Ok(vec![id]),
+                None => dshs::log::sqlite::Store::open(&path)
+                    .and_then(|s| s.sessions())
+                    .map(|s| s.into_iter().map(|i| i.row.id).collect()),
+            };
+            match ids {
+                Ok(ids) => out.extend(ids.into_iter().map(|id| Target::Session {
+                    path: path.clone(),
+                    shown: shown.clone(),
+                    id,
+                })),
+                Err(e) => {
+                    errors += 1;
+                    crate::render::error_message(&e.to_string());
+                }
+            }
+        } else if arg == "-" {
+            out.push(Target::Stdin);
+        } else if path.is_dir() && !input::is_session_dir(path) {
+            match input::find_sessions(path) {
+                Ok(found) if found.is_empty() => {
+                    super::note_strays(&arg, &input::stray_logs(path, &found), false);
+                }
+                Ok(found) => out.extend(
+                    found
+                        .into_iter()
+                        .map(|p| Target::Path(p.display().to_string())),
+                ),
+                Err(e) => {
+                    errors += 1;
+                    crate::render::error_message(&format!("cannot list {arg}: {e}"));
+                }
+            }
+        } else if !path.exists() && paths.is_empty() {
+            return Err(format!(
+                "DSH's storage root {} does not exist (give PATHs to read)",
+                escape(&arg)
+            ));
+        } else {
+            out.push(Target::Path(arg));
+        }
+    }
+    Ok((out, errors))
+}
+
+/// One session, read and reduced to its rows.
+struct Counted {
+    name: String,
+    id: Option<String>,
+    parent: Option<String>,
+    title: Option<String>,
+    /// Lines read: the most complete of two copies of a session has the most.
+    lines: u64,
+    /// Row key → model → sums.
+    rows: BTreeMap<Key, BTreeMap<String, Sums>>,
+}
+
+/// A row's key, in report order: turns by number, the others by text.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Key {
+    Turn(Option<u64>),
+    Text(String),
+}
+
+impl Key {
+    pub fn text(&self) -> String {
+        match self {
+            Key::Turn(Some(n)) => n.to_string(),
+            Key::Turn(None) => "-".to_owned(),
+            Key::Text(t) => t.clone(),
+        }
+    }
+}
+
+struct Read {
+    size: u64,
+    result: Result<Counted, String>,
+}
+
+fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
+    let size = target.size();
+    let read = |opened: input::Opened| -> Result<(String, SessionUsage), String> {
+        let name = opened.name.clone();
+        usage::read(opened.reader)
+            .map(|u| (name.clone(), u))
+            .map_err(|e| format!("cannot read {name}: {e}"))
+    };
+    let result = match target {
+        Target::Path(p) => input::open(&Source::Path(PathBuf::from(p)))
+            .map_err(|e| e.to_string())
+            .and_then(read),
+        Target::Stdin => input::open(&Source::Stdin)
+            .map_err(|e| e.to_string())
+            .and_then(read),
+        Target::Session { path, shown, id } => super::store::open_one(path, shown, Some(id))
+            .and_then(|(db, id)| super::store::open_session(db, shown, &id, true))
+            .map_err(|e| e.to_string())
+            .and_then(|(opened, end)| {
+                let r = read(opened);
+                drop(end.take());
+                r
+            }),
+    };
+    Read {
+        size,
+        result: result.and_then(|(name, u)| {
+            notes(&name, &u, env.quiet);
+            match &u.refused {
+                Some(why) => Err(format!("{}: not counted: {why}", escape(&name))),
+                None => Ok(reduce(name, u, plan)),
+            }
+        }),
+    }
+}
+
+/// What stderr says about a session counted with reservations.
+fn notes(name: &str, u: &SessionUsage, quiet: bool) {
+    if quiet {
+        return;
+    }
+    let name = escape(name);
+    let at = |seq: Option<u64>| seq.map_or(String::new(), |s| format!(" (first at seq {s})"));
+    if u.invalid_usage.count > 0 {
+        diag!(
+            "dshs: note: {name}: {} call(s) not counted: a usage whose token counts are not whole numbers ≥ 0{}",
+            u.invalid_usage.count,
+            at(u.invalid_usage.first_seq)
+        );
+    }
+    if u.total_mismatch.count > 0 {
+        diag!(
+            "dshs: warning: {name}: {} usage record(s) whose totalTokens is not the sum of the buckets; the sum is counted{}",
+            u.total_mismatch.count,
+            at(u.total_mismatch.first_seq)
+        );
+    }
+    if u.unreadable_lines > 0 {
+        diag!(
+            "dshs: note: {name}: {} line(s) are not JSON objects (first: line {}); the rest is counted",
+            u.unreadable_lines,
+            u.first_unreadable_line.unwrap_or(0)
+        );
+    }
+}
+
+/// A session's calls → row key → model → sums, within the dates asked for.
+fn reduce(name: String, u: SessionUsage, plan: &Plan) -> Counted {
+    let mut rows: BTreeMap<Key, BTreeMap<String, Sums>> = BTreeMap::new();
+    let session_key = u.header.id.clone().unwrap_or_else(|| name.clone());
+    for call in &u.calls {
+        if plan.since.is_some_and(|s| call.time < s) || plan.until.is_some_and(|e| call.time >= e) {
+            continue;
+        }
+        let model = call.model.as_deref().unwrap_or("unknown");
+        let key = match plan.by {
+            UsageBy::Turn => Key::Turn(call.turn),
+            UsageBy::Session => Key::Text(session_key.clone()),
+            UsageBy::Model => Key::Text(model.to_owned()),
+            UsageBy::Day | UsageBy::Week | UsageBy::Month => {
+                Key::Text(date_key(plan.by, call.time, &plan.zone))
+            }
+        };
+        let sums = rows
+            .entry(key)
+            .or_default()
+            .entry(model.to_owned())
+            .or_default();
+        add_call(sums, call, plan.prices.as_ref());
+    }
+    Counted {
+        name,
+        id: u.header.id.clone(),
+        parent: u.header.parent_session.clone(),
+        title: u.title.clone(),
+        lines: u.lines,
+        rows,
+    }
+}
+
+/// The day (`2026-11-30`), ISO week (`2026-W48`) or month (`2026-11`) of `ms` in `zone`.
+fn date_key(by: UsageBy, ms: i64, zone: &jiff::tz::TimeZone) -> String {
+    let Ok(ts) = jiff::Timestamp::from_millisecond(ms) else {
+        return format!("@{ms}");
+    };
+    let date = ts.to_zoned(zone.clone()).date();
+    match by {
+        UsageBy::Week => {
+            let w = date.iso_week_date();
+            format!("{:04}-W{:02}", w.year(), w.week())
+        }
+        UsageBy::Month => format!("{:04}-{:02}", date.year(), date.month()),
+        _ => format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()),
+    }
+}
+
+fn add_call(s: &mut Sums, call: &usage::Call, prices: Option<&PriceTable>) {
+    s.calls += 1;
+    if let Some(t) = &call.tokens {
+        s.tokens.add(t);
+    } else {
+        s.calls_without_usage += 1;
+    }
+    let Some(prices) = prices else { return };
+    let price = call
+        .model
+        .as_deref()
+        .and_then(|m| prices.price_at(m, call.provider.as_deref(), call.time));
+    match (&call.tokens, price) {
+        (Some(t), Some(p)) => {
+            s.cost += p.rates_at(call.time).cost(t);
+            s.priced_tokens += t.total();
+            s.priced_calls += 1;
+        }
+        (Some(t), None) => {
+            s.unpriced_tokens += t.total();
+            s.unpriced_calls += 1;
+        }
+        (None, None) => s.unpriced_calls += 1,
+        // Unknown tokens of a priced model: nothing to add (the call is in callsWithoutUsage).
+        (None, Some(_)) => {}
+    }
+}
+
+/// One copy of each session id: the one with the most lines (the first of equals).
+fn once_each(sessions: Vec<Counted>, quiet: bool) -> Vec<Counted> {
+    let mut kept: Vec<Counted> = Vec::with_capacity(sessions.len());
+    let mut by_id: HashMap<String, usize> = HashMap::new();
+    for s in sessions {
+        let Some(id) = s.id.clone() else {
+            kept.push(s);
+            continue;
+        };
+        match by_id.get(&id) {
+            None => {
+                by_id.insert(id, kept.len());
+                kept.push(s);
+            }
+            Some(&i) => {
+                let (used, other) = if s.lines > kept[i].lines {
+                    let old = std::mem::replace(&mut kept[i], s);
+                    (&kept[i].name, old.name)
+                } else {
+                    (&kept[i].name, s.name)
+                };
+                if !quiet {
+                    diag!(
+                        "dshs: note: session {} is in {} and {}; counted once, from {}",
+                        escape(&id),
+                        escape(used),
+                        escape(&other),
+                        escape(used)
+                    );
+                }
+            }
+        }
+    }
+    kept
+}
+
+fn report_of(plan: &Plan, sessions: Vec<Counted>) -> Report {
+    let by = plan.by;
+    let mut total = Sums::default();
+    let mut rows: Vec<Row> = Vec::new();
+    let n = sessions.len() as u64;
+    if by == UsageBy::Session {
+        for s in order_sessions(sessions) {
+            let (counted, depth) = s;
+            let Some((key, models)) = counted.rows.into_iter().next() else {
+                continue;
+            };
+            let row = Row::new(key.text(), models);
+            total.add(&row.sums);
+            rows.push(Row {
+                file: Some(counted.name),
+                session: counted.id,
+                parent_session: counted.parent,
+                title: counted.title,
+                depth,
+                ..row
+            });
+        }
+    } else {
+        let mut merged: BTreeMap<Key, BTreeMap<String, Sums>> = BTreeMap::new();
+        for s in sessions {
+            for (key, models) in s.rows {
+                let into = merged.entry(key).or_default();
+                for (model, sums) in models {
+                    into.entry(model).or_default().add(&sums);
+                }
+            }
+        }
+        for (key, models) in merged {
+            let row = Row::new(key.text(), models);
+            total.add(&row.sums);
+            rows.push(row);
+        }
+    }
+    Report {
+        by: match by {
+            UsageBy::Day => "day",
+            UsageBy::Week => "week",
+            UsageBy::Month => "month",
+            UsageBy::Session => "session",
+            UsageBy::Model => "model",
+            UsageBy::Turn => "turn",
+        },
+        rows,
+        total,
+        sessions: n,
+        costs: plan.prices.is_some(),
+    }
+}
+
+/// Sessions in report order: each sub-agent session right under its parent (when the parent
+/// is in the report), parents in the order read; with their depth below a listed parent.
+fn order_sessions(sessions: Vec<Counted>) -> Vec<(Counted, usize)> {
+    let ids: HashMap<String, usize> = sessions
+        .iter()
+        .enumerate()
+        .filter_map(|(i, s)| s.id.clone().map(|id| (id, i)))
+        .collect();
+    let mut children: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut roots = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        match s.parent.as_ref().and_then(|p| ids.get(p)) {
+            Some(&p) if p != i => children.entry(p).or_default().push(i),
+            _ => roots.push(i),
+        }
+    }
+    let mut order = Vec::with_capacity(sessions.len());
+    let mut seen = vec![false; sessions.len()];
+    let mut stack: Vec<(usize, usize)> = roots.iter().rev().map(|&i| (i, 0)).collect();
+    while let Some((i, depth)) = stack.pop() {
+        if std::mem::replace(&mut seen[i], true) {
+            continue;
+        }
+        order.push((i, depth));
+        if let Some(c) = children.get(&i) {
+            stack.extend(c.iter().rev().map(|&k| (k, depth + 1)));
+        }
+    }
+    // A cycle of parents has no root: list what is left at the top.
+    for (i, s) in seen.iter().enumerate() {
+        if !s {
+            order.push((i, 0));
+        }
+    }
+    let mut slots: Vec<Option<Counted>> = sessions.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|(i, d)| slots[i].take().map(|c| (c, d)))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fixed_offsets_and_dates_parse() {
+        assert_eq!(fixed_offset("+09:00").map(|o| o.seconds()), Some(9 * 3600));
+        assert_eq!(fixed_offset("-05").map(|o| o.seconds()), Some(-5 * 3600));
+        assert!(fixed_offset("9").is_none() && fixed_offset("+25:00").is_none());
+        assert_eq!(
+            date_of("--since", "20261130").unwrap(),
+            jiff::civil::date(2026, 11, 30)
+        );
+        assert!(date_of("--since", "yesterday").is_err());
+    }
+
+    #[test]
+    fn weeks_are_iso_weeks_monday_first() {
+        let utc = jiff::tz::TimeZone::UTC;
+        let ms = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_millisecond();
+        // 2026-11-29 is a Sunday (week 48), 2026-11-30 a Monday (week 49).
+        assert_eq!(
+            date_key(UsageBy::Week, ms("2026-11-29T12:00:00Z"), &utc),
+            "2026-W48"
+        );
+        assert_eq!(
+            date_key(UsageBy::Week, ms("2026-11-30T12:00:00Z"), &utc),
+            "2026-W49"
+        );
+        assert_eq!(
+            date_key(UsageBy::Month, ms("2026-11-30T12:00:00Z"), &utc),
+            "2026-11"
+        );
+    }
+}
