@@ -108,8 +108,8 @@ fn enumerated_values_are_offered() {
 }
 
 /// The commands whose positional argument is a log.
-const LOG_COMMANDS: [&str; 8] = [
-    "validate", "surface", "derive", "show", "stats", "repair", "compact", "grep",
+const LOG_COMMANDS: [&str; 9] = [
+    "validate", "surface", "derive", "show", "stats", "repair", "compact", "grep", "export",
 ];
 
 #[test]

@@ -1,0 +1,301 @@
+//! `dshs export`: one self-contained HTML page per session. The page's HTML, CSS and script
+//! are files in `assets/export/`; this module fills the template with the session's data
+//! (one JSON document, each message byte-for-byte as `derive` gives it) and nothing else.
+//!
+//! Safety: the data sits in a `<script type="application/json">`, where the only way out is
+//! `</script`; every `<`, `>` and `&` of it is written as a JSON escape (so no `</script`,
+//! `<!--` or `-->` survives), and U+2028/U+2029 likewise. The title is HTML-escaped. The
+//! script builds the page with `textContent` only, and a Content-Security-Policy allows
+//! exactly the page's own script and style (by hash) and no request of any kind.
+
+pub mod redact;
+pub mod sha256;
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+pub const HTML: &str = include_str!("../../assets/export/page.html");
+pub const CSS: &str = include_str!("../../assets/export/page.css");
+pub const JS: &str = include_str!("../../assets/export/page.js");
+pub const INDEX: &str = include_str!("../../assets/export/index.html");
+
+/// One node of the page: a surface node (depth 0) or one a replacement shadowed (depth of
+/// the replacing node + 1), in surface order with each replacement's history after it.
+pub struct Node<'a> {
+    pub seq: u64,
+    pub event_type: &'a str,
+    pub time: i64,
+    pub turn: Option<i64>,
+    pub depth: u32,
+    /// How many nodes this one replaced (listed right after it, one level deeper).
+    pub replaced: usize,
+    /// The derived message as stored; None for a node that derives none (§12.1).
+    pub message: Option<&'a [u8]>,
+}
+
+/// Token counts of a turn or a session, as `USAGE.md` counts them. The seam for the
+/// counting library: the page shows them when given, and nothing when not.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tokens {
+    pub calls: u64,
+    pub input_tokens: u64,
+    pub cache_read_tokens: u64,
+    pub cache_write_tokens: u64,
+    pub output_tokens: u64,
+    pub total_tokens: u64,
+    pub cost_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Turn {
+    pub n: i64,
+    pub start: i64,
+    pub end: Option<i64>,
+    /// `turn/end`'s `reason.kind`.
+    pub reason: Option<String>,
+    pub usage: Option<Tokens>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    pub seq: Option<u64>,
+    pub line: u64,
+    pub severity: &'static str,
+    pub code: &'static str,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Link {
+    pub label: String,
+    /// A file name of the export directory (`[A-Za-z0-9._-]+.html`).
+    pub href: String,
+}
+
+/// Everything of the page but its nodes.
+#[derive(Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Facts {
+    pub title: Option<String>,
+    pub session: Option<String>,
+    pub version: Option<u8>,
+    pub file: String,
+    pub at: Option<u64>,
+    pub created: Option<i64>,
+    pub cwd: Option<String>,
+    /// The latest `request/header`'s `header.tools`, as stored.
+    pub tools: Option<Box<RawValue>>,
+    /// Formats 0–2: that header's `system` prompt, as stored.
+    pub system: Option<Box<RawValue>>,
+    pub turns: Vec<Turn>,
+    pub tokens: Option<Tokens>,
+    pub findings: Vec<Finding>,
+    pub findings_omitted: u64,
+    pub parent_page: Option<Link>,
+    pub children: Vec<Link>,
+}
+
+/// The page's data, written node by node (messages are fetched one at a time).
+pub struct Data {
+    json: String,
+    first: bool,
+}
+
+impl Default for Data {
+    fn default() -> Self {
+        Data::new()
+    }
+}
+
+impl Data {
+    pub fn new() -> Data {
+        Data {
+            json: String::from("{\"nodes\":["),
+            first: true,
+        }
+    }
+
+    pub fn node(&mut self, n: &Node<'_>) {
+        if !self.first {
+            self.json.push(',');
+        }
+        self.first = false;
+        let ty = serde_json::to_string(n.event_type).unwrap_or_else(|_| "\"\"".into());
+        let _ = write!(
+            self.json,
+            "{{\"seq\":{},\"type\":{ty},\"time\":{},\"depth\":{},\"replaced\":{}",
+            n.seq, n.time, n.depth, n.replaced
+        );
+        if let Some(t) = n.turn {
+            let _ = write!(self.json, ",\"turn\":{t}");
+        }
+        self.json.push_str(",\"m\":");
+        match n.message {
+            // A line that was not UTF-8 was read lossily by the fold as well.
+            Some(bytes) => self.json.push_str(&String::from_utf8_lossy(bytes)),
+            None => self.json.push_str("null"),
+        }
+        self.json.push('}');
+    }
+
+    pub fn finish(mut self, facts: &Facts) -> String {
+        self.json.push(']');
+        let rest = serde_json::to_string(facts).unwrap_or_else(|_| "{}".into());
+        if rest.len() > 2 {
+            self.json.push(',');
+            self.json.push_str(&rest[1..]);
+        } else {
+            self.json.push('}');
+        }
+        self.json
+    }
+}
+
+/// A finished page and how many secrets it masks (None: `--no-redact`).
+pub struct Page {
+    pub html: String,
+    pub redacted: Option<u64>,
+}
+
+/// The page of `data` (from [`Data::finish`]) titled `title`.
+pub fn page(title: &str, data: &str, redact: bool) -> Page {
+    let (data, title, redacted) = if redact {
+        let (data, n) = redact::redact(data);
+        let (title, _) = redact::redact(title);
+        (data, title, Some(n))
+    } else {
+        (data.to_owned(), title.to_owned(), None)
+    };
+    let csp = format!(
+        "default-src 'none'; script-src {}; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
+        sha256::csp_source(JS),
+        sha256::csp_source(CSS)
+    );
+    let title = html_text(&title);
+    let data = script_safe(&data);
+    let redacted_attr = redacted.map_or_else(|| "off".to_owned(), |n| n.to_string());
+    let mut html = String::with_capacity(HTML.len() + CSS.len() + JS.len() + data.len() + 256);
+    let mut rest = HTML;
+    while let Some(open) = rest.find("{{") {
+        html.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let Some(close) = after.find("}}") else {
+            break;
+        };
+        match &after[..close] {
+            "TITLE" => html.push_str(&title),
+            "CSP" => html.push_str(&csp),
+            "CSS" => html.push_str(CSS),
+            "JS" => html.push_str(JS),
+            "DATA" => html.push_str(&data),
+            "REDACTED" => html.push_str(&redacted_attr),
+            other => {
+                html.push_str("{{");
+                html.push_str(other);
+                html.push_str("}}");
+            }
+        }
+        rest = &after[close + 2..];
+    }
+    html.push_str(rest);
+    Page { html, redacted }
+}
+
+/// The index of a directory export around `table` (markup made by the caller, every text
+/// in it escaped with [`html_text`]). It has no script.
+pub fn index(table: &str) -> String {
+    let csp = format!(
+        "default-src 'none'; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
+        sha256::csp_source(CSS)
+    );
+    INDEX
+        .replacen("{{CSP}}", &csp, 1)
+        .replacen("{{CSS}}", CSS, 1)
+        .replacen("{{TABLE}}", table, 1)
+}
+
+/// JSON text made safe inside `<script>`: the characters that could end the element, start
+/// a comment or end a line in old parsers are written as the escapes JSON gives them. They
+/// occur only inside strings (JSON has them nowhere else), so the value is unchanged.
+pub fn script_safe(json: &str) -> String {
+    let mut out = String::with_capacity(json.len() + json.len() / 64);
+    for c in json.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Text for an HTML element or attribute: markup characters as references, control
+/// characters (terminal escapes) as visible `\u{…}` text.
+pub fn html_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{{{:x}}}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn script_safe_leaves_no_way_out_of_the_element() {
+        let json = r#"{"t":"</script><script>alert(1)</script><!-- & -->  "}"#;
+        let safe = script_safe(json);
+        for bad in ["<", ">", "&", "\u{2028}", "\u{2029}"] {
+            assert!(!safe.contains(bad), "{bad:?} in {safe}");
+        }
+        let a: serde_json::Value = serde_json::from_str(json).unwrap();
+        let b: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn the_template_has_every_slot_filled() {
+        let mut data = Data::new();
+        data.node(&Node {
+            seq: 3,
+            event_type: "user/message",
+            time: 1,
+            turn: Some(1),
+            depth: 0,
+            replaced: 0,
+            message: Some(br#"{"role":"user","content":[]}"#),
+        });
+        let json = data.finish(&Facts::default());
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+            "{json}"
+        );
+        let page = page("<b>t</b>\u{1b}[31m", &json, true);
+        assert!(!page.html.contains("{{"), "an unfilled slot");
+        assert!(
+            page.html
+                .contains("<title>&lt;b&gt;t&lt;/b&gt;\\u{1b}[31m</title>")
+        );
+        assert_eq!(page.html.matches("<script").count(), 2);
+        assert_eq!(page.redacted, Some(0));
+    }
+}
