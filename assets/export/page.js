@@ -20,10 +20,17 @@
     throw e;
   }
 
+  // A lone surrogate (a log may hold one) cannot be shown: it reads as U+FFFD, as a
+  // browser would draw it, and the DOM stays well-formed for whatever serializes it.
+  function wellFormed(s) {
+    return s.replace(/[\uD800-\uDBFF][\uDC00-\uDFFF]|[\uD800-\uDFFF]/g, function (m) {
+      return m.length === 2 ? m : "\uFFFD";
+    });
+  }
   function el(tag, cls, text) {
     var e = document.createElement(tag);
     if (cls) e.className = cls;
-    if (text !== undefined && text !== null) e.textContent = String(text);
+    if (text !== undefined && text !== null) e.textContent = wellFormed(String(text));
     return e;
   }
   function when(ms) {
@@ -49,14 +56,14 @@
     var box = el("div", cls || "text");
     text = str(text);
     if (text.length <= FOLD) {
-      box.textContent = text;
+      box.textContent = wellFormed(text);
       return box;
     }
-    box.textContent = text.slice(0, FOLD);
+    box.textContent = wellFormed(text.slice(0, FOLD));
     var more = el("button", "more", "show all " + num(text.length) + " characters");
     more.type = "button";
     more.addEventListener("click", function () {
-      box.textContent = text;
+      box.textContent = wellFormed(text);
     });
     var wrap = el("div");
     wrap.appendChild(box);
@@ -401,4 +408,8 @@
   window.addEventListener("hashchange", fromHash);
   fromHash();
   root.setAttribute("data-rendered", String(shown));
+  // What a test reads after the script ran: no resource was fetched.
+  if (window.performance && performance.getEntriesByType) {
+    root.setAttribute("data-resources", String(performance.getEntriesByType("resource").length));
+  }
 })();
