@@ -50,6 +50,7 @@ pub mod surface;
 #[cfg(test)]
 mod test_support;
 pub mod text;
+pub mod usage;
 pub mod vocab;
 pub mod write;
 

@@ -1,0 +1,733 @@
+//! The model calls of a DSH session and their token usage, each call counted once
+//! (USAGE.md): one pass over the log's lines as written that parses only the lines that can
+//! hold a call, a model, a turn, a title or a seed boundary.
+//!
+//! This is not a validation: every complete line counts as far as it parses (the committed
+//! prefix, a crash tail and shadowed events alike, U4), a torn final line is not read, and
+//! the lines no rule here needs are recognised by their leading `{"type":"…"` and skipped
+//! without being parsed. [`Counter`] takes lines one at a time (so another pass can feed it
+//! what it reads, see `stats`); [`read`] runs it over a reader.
+
+use std::io::{self, Read};
+use std::sync::Arc;
+
+use super::json::{self, Json, Shape};
+
+pub mod prices;
+
+pub use prices::{Price, PriceError, PriceTable, Rates};
+
+/// A call's token buckets (U1). They are disjoint: the total is input + cache read + cache
+/// write + output; `reasoning` is a part of `output`, shown, never added again.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+    pub output: u64,
+    pub reasoning: u64,
+}
+
+impl Tokens {
+    pub fn total(&self) -> u64 {
+        self.input
+            .saturating_add(self.cache_read)
+            .saturating_add(self.cache_write)
+            .saturating_add(self.output)
+    }
+
+    pub fn add(&mut self, o: &Tokens) {
+        self.input = self.input.saturating_add(o.input);
+        self.cache_read = self.cache_read.saturating_add(o.cache_read);
+        self.cache_write = self.cache_write.saturating_add(o.cache_write);
+        self.output = self.output.saturating_add(o.output);
+        self.reasoning = self.reasoning.saturating_add(o.reasoning);
+    }
+}
+
+/// Which record of the log gave a call its tokens (U2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    /// U2.2: `assistant/message.data.usage`, which replaces the usage of the attempt the
+    /// message concludes (or is a call of its own).
+    MessageUsage,
+    /// U2.1/U2.3: the last usage record of the attempt's own stream (a message without
+    /// `data.usage`, an `assistant/attempt`, a v0/v1 attempt without a message).
+    StreamUsage,
+    /// U2.4: `compaction/summary.data.usage`.
+    SummaryUsage,
+    /// U2.5: no usage anywhere: counted as a call with unknown tokens.
+    NoUsage,
+}
+
+/// The event that concludes a call (its time and seq are the call's).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Concluded {
+    AssistantMessage,
+    AssistantAttempt,
+    CompactionSummary,
+    /// A v0/v1 `finish` chunk no message claimed.
+    Finish,
+    /// A v0/v1 stream that ended without a `finish` (the session stopped mid-call).
+    Unfinished,
+}
+
+/// One model call.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Call {
+    /// The seq of the event that concludes it.
+    pub seq: u64,
+    /// That event's `time` (ms since the epoch).
+    pub time: i64,
+    /// The turn it belongs to: the concluding event's `data.turn`, or for a compaction
+    /// summary the turn open when it was written (`None` between turns).
+    pub turn: Option<u64>,
+    pub step: Option<u64>,
+    /// U3.
+    pub provider: Option<Arc<str>>,
+    pub model: Option<Arc<str>>,
+    /// `None`: no usage anywhere (U2.5).
+    pub tokens: Option<Tokens>,
+    pub rule: Rule,
+    pub concluded: Concluded,
+}
+
+/// What the header says about the session.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Header {
+    pub id: Option<String>,
+    pub version: Option<u64>,
+    pub created_at: Option<i64>,
+    pub parent_session: Option<String>,
+    pub delegation_depth: Option<u64>,
+}
+
+/// Where a usage object was not counted or not believed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Where {
+    pub count: u64,
+    /// The seq of the first such event.
+    pub first_seq: Option<u64>,
+}
+
+impl Where {
+    fn note(&mut self, seq: u64) {
+        self.count += 1;
+        self.first_seq.get_or_insert(seq);
+    }
+}
+
+/// Everything one session's log says about its model calls.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionUsage {
+    pub header: Header,
+    /// The session's own calls in log order (inherited seed events left out, U4).
+    pub calls: Vec<Call>,
+    /// The latest `session/title`.
+    pub title: Option<String>,
+    /// Events inherited from the parent (v0/v1 `seedLength`, v2+ the seq of the last
+    /// inherited `session/end-seed`); the calls among them are not the session's.
+    pub inherited_events: u64,
+    /// Calls in that inherited prefix, left out.
+    pub inherited_calls: u64,
+    /// Usage objects whose buckets are not non-negative safe integers: those calls are not
+    /// counted (U1).
+    pub invalid_usage: Where,
+    /// Usage objects whose `totalTokens` disagrees with the sum of the buckets (the sum is
+    /// used, U1).
+    pub total_mismatch: Where,
+    /// Lines that could hold a call but are not JSON objects (the line numbers of the first).
+    pub unreadable_lines: u64,
+    pub first_unreadable_line: Option<u64>,
+    /// A final line without `\n` (not read).
+    pub torn_line: bool,
+    /// Lines read (header included), and bytes.
+    pub lines: u64,
+    pub bytes: u64,
+    /// Why the log was not read at all (its header is not a DSH header of a version read).
+    pub refused: Option<String>,
+}
+
+impl SessionUsage {
+    /// The sum of the tokens of the calls that report usage.
+    pub fn tokens(&self) -> Tokens {
+        let mut t = Tokens::default();
+        for c in &self.calls {
+            if let Some(k) = &c.tokens {
+                t.add(k);
+            }
+        }
+        t
+    }
+
+    /// Calls counted without tokens (U2.5).
+    pub fn calls_without_usage(&self) -> u64 {
+        self.calls.iter().filter(|c| c.tokens.is_none()).count() as u64
+    }
+}
+
+/// What a line is, judged from its leading bytes before any parse.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    /// No rule reads it.
+    Skip,
+    /// Parse it.
+    Read,
+    /// A v0/v1 `assistant/chunk`: read only if it can be a usage or finish chunk.
+    Chunk,
+}
+
+/// The types whose lines are read, by their bytes.
+fn class_of_type(ty: &[u8]) -> Class {
+    match ty {
+        b"assistant/message"
+        | b"assistant/attempt"
+        | b"compaction/summary"
+        | b"request/header"
+        | b"turn/start"
+        | b"turn/end"
+        | b"session/end-seed"
+        | b"session/title" => Class::Read,
+        b"assistant/chunk" => Class::Chunk,
+        _ => Class::Skip,
+    }
+}
+
+/// The class of a line from its first bytes: DSH writes `type` first, so `{"type":"X"`
+/// names the event; any other start (whitespace, another key order, an escape in the type)
+/// is parsed to be sure.
+fn classify(line: &[u8]) -> Class {
+    const LEAD: &[u8] = b"{\"type\":\"";
+    let Some(rest) = line.strip_prefix(LEAD) else {
+        return Class::Read;
+    };
+    match memchr::memchr2(b'"', b'\\', rest) {
+        Some(end) if rest[end] == b'"' => class_of_type(&rest[..end]),
+        _ => Class::Read,
+    }
+}
+
+/// A chunk line can matter only if it names a usage or finish chunk somewhere.
+fn chunk_may_matter(line: &[u8]) -> bool {
+    memchr::memmem::find(line, b"\"usage\"").is_some()
+        || memchr::memmem::find(line, b"\"finish\"").is_some()
+}
+
+/// A v0/v1 attempt being streamed or finished, not yet claimed by a message.
+#[derive(Debug, Clone)]
+struct Attempt {
+    usage: Option<Usage>,
+    seq: u64,
+    time: i64,
+    provider: Option<Arc<str>>,
+    model: Option<Arc<str>>,
+}
+
+/// The v0/v1 attempts of the step being streamed.
+#[derive(Debug, Default)]
+struct Step {
+    turn: Option<u64>,
+    step: Option<u64>,
+    /// Records since the last `finish`.
+    open: Option<Attempt>,
+    /// The last finished attempt no message has claimed.
+    finished: Option<Attempt>,
+}
+
+/// A usage object as read: its buckets, or not countable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Usage {
+    Tokens(Tokens, bool),
+    Invalid,
+}
+
+/// Read a `TokenUsage` (U1): `Tokens(t, mismatch)` where `mismatch` says a `totalTokens`
+/// disagrees with the sum.
+fn usage_of(v: &Json<'_>) -> Usage {
+    if !v.is_obj() {
+        return Usage::Invalid;
+    }
+    let bucket = |k: &str, required: bool| match v.get(k) {
+        None if !required => Some(0),
+        None => None,
+        Some(n) => n.safe_uint(),
+    };
+    let (Some(input), Some(output), Some(cache_read), Some(cache_write), Some(reasoning)) = (
+        bucket("inputTokens", true),
+        bucket("outputTokens", true),
+        bucket("cacheReadTokens", false),
+        bucket("cacheWriteTokens", false),
+        bucket("reasoningTokens", false),
+    ) else {
+        return Usage::Invalid;
+    };
+    let t = Tokens {
+        input,
+        cache_read,
+        cache_write,
+        output,
+        reasoning,
+    };
+    let mismatch = v
+        .get("totalTokens")
+        .is_some_and(|n| n.safe_uint() != Some(t.total()));
+    Usage::Tokens(t, mismatch)
+}
+
+/// The last usage record of an embedded v2+ stream.
+fn stream_usage(stream: Option<&Json<'_>>) -> Option<Usage> {
+    let records = stream?.as_arr()?;
+    records.iter().rev().find_map(|r| {
+        if r.get("type")?.as_str()? != "chunk" {
+            return None;
+        }
+        let chunk = r.get("chunk")?;
+        (chunk.get("type")?.as_str()? == "usage")
+            .then(|| chunk.get("usage").map_or(Usage::Invalid, usage_of))
+    })
+}
+
+/// Feeds on a log's lines, one at a time, and gathers its calls.
+#[derive(Debug, Default)]
+pub struct Counter {
+    out: SessionUsage,
+    /// The header was read (or refused).
+    started: bool,
+    /// v0/v1: `assistant/chunk` events carry the stream; v2+: it is embedded.
+    chunks: bool,
+    /// v0/v1 `seedLength`.
+    seed_length: Option<u64>,
+    /// v2+: the seq of the last inherited `session/end-seed`.
+    marker: Option<u64>,
+    /// The model of the latest `request/header` (U3).
+    provider: Option<Arc<str>>,
+    model: Option<Arc<str>>,
+    /// The open turn (`turn/start` … `turn/end`).
+    turn: Option<u64>,
+    step: Step,
+    /// Model and provider names seen, shared by the calls.
+    names: Vec<Arc<str>>,
+}
+
+impl Counter {
+    pub fn new() -> Counter {
+        Counter::default()
+    }
+
+    /// Has the log been refused (not a header of a version read)?
+    pub fn refused(&self) -> bool {
+        self.out.refused.is_some()
+    }
+
+    fn name(&mut self, s: Option<&str>) -> Option<Arc<str>> {
+        let s = s.filter(|s| !s.is_empty())?;
+        if let Some(n) = self.names.iter().find(|n| &***n == s) {
+            return Some(n.clone());
+        }
+        let n: Arc<str> = Arc::from(s);
+        // A log naming thousands of models is not worth a faster lookup; keep the list short.
+        if self.names.len() < 64 {
+            self.names.push(n.clone());
+        }
+        Some(n)
+    }
+
+    /// One complete line of the log (without its `\n`); the first is the header.
+    pub fn line(&mut self, line: &[u8]) {
+        self.out.lines += 1;
+        self.out.bytes += line.len() as u64 + 1;
+        if !self.started {
+            self.started = true;
+            self.header(line);
+            return;
+        }
+        if self.out.refused.is_some() {
+            return;
+        }
+        match classify(line) {
+            Class::Skip => return,
+            Class::Chunk if !self.chunks || !chunk_may_matter(line) => return,
+            _ => {}
+        }
+        let no = self.out.lines;
+        let parsed = simdutf8::basic::from_utf8(line)
+            .ok()
+            .and_then(|text| json::parse_audited_in(text, None, None, Shape::Lean).ok());
+        match parsed {
+            Some((v, _)) if v.is_obj() => self.event(&v),
+            _ => {
+                self.out.unreadable_lines += 1;
+                self.out.first_unreadable_line.get_or_insert(no);
+            }
+        }
+    }
+
+    /// A final line without `\n`: not an event (U4), only noted.
+    pub fn torn_line(&mut self) {
+        self.out.torn_line = true;
+    }
+
+    fn header(&mut self, line: &[u8]) {
+        let Ok(h) = json::parse(line) else {
+            self.out.refused = Some("its first line is not JSON (not a DSH session log)".into());
+            return;
+        };
+        if h.get("type").and_then(Json::as_str) != Some("session") {
+            self.out.refused = Some("its first line is not a DSH session header".into());
+            return;
+        }
+        let version = h.get("version").and_then(Json::safe_uint);
+        match version {
+            Some(v @ 0..=4) => self.chunks = v <= 1,
+            Some(v) => {
+                self.out.refused =
+                    Some(format!("it uses log format v{v}, which dshs does not read"));
+                return;
+            }
+            None => {
+                self.out.refused = Some("its header has no numeric version".into());
+                return;
+            }
+        }
+        let text = |k: &str| h.get(k).and_then(Json::as_str).map(str::to_owned);
+        self.out.header = Header {
+            id: text("id"),
+            version,
+            created_at: h.get("createdAt").and_then(Json::safe_int),
+            parent_session: text("parentSession"),
+            delegation_depth: h.get("delegationDepth").and_then(Json::safe_uint),
+        };
+        if self.chunks {
+            self.seed_length = h.get("seedLength").and_then(Json::safe_uint);
+        }
+    }
+
+    fn event(&mut self, v: &Json<'_>) {
+        let Some(ty) = v.get("type").and_then(Json::as_str) else {
+            return;
+        };
+        // An event without a usable seq or time is not placed; a call needs both.
+        let (Some(seq), Some(time)) = (
+            v.get("seq").and_then(Json::safe_uint),
+            v.get("time").and_then(Json::safe_int),
+        ) else {
+            return;
+        };
+        let null = Json::Null;
+        let d = v.get("data").unwrap_or(&null);
+        let num = |k: &str| d.get(k).and_then(Json::safe_uint);
+        match ty {
+            "turn/start" => self.turn = num("turn"),
+            "turn/end" => self.turn = None,
+            "request/header" => {
+                let config = d.get("header").and_then(|h| h.get("config"));
+                let field = |k| config.and_then(|c| c.get(k)).and_then(Json::as_str);
+                let (p, m) = (field("provider"), field("model"));
+                self.provider = self.name(p);
+                self.model = self.name(m);
+            }
+            "session/title" => {
+                if let Some(t) = d.get("title").and_then(Json::as_str) {
+                    self.out.title = Some(t.to_owned());
+                }
+            }
+            "session/end-seed"
+                if !self.chunks && d.get("inherited").and_then(Json::as_bool) == Some(true) =>
+            {
+                self.marker = Some(seq);
+            }
+            "assistant/chunk" if self.chunks => self.chunk(d, seq, time),
+            "assistant/message" => {
+                let source = d.get("message").and_then(|m| m.get("source"));
+                let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);
+                let (p, m) = (field("provider"), field("model"));
+                let provider = self.name(p).or_else(|| self.provider.clone());
+                let model = self.name(m).or_else(|| self.model.clone());
+                let own = d.get("usage").map(usage_of);
+                let (turn, step) = (num("turn"), num("step"));
+                let claimed = if self.chunks {
+                    self.enter_step(turn, step);
+                    self.step.finished.take().or_else(|| self.step.open.take())
+                } else {
+                    // v2+: the message's own embedded stream is its attempt.
+                    stream_usage(d.get("stream")).map(|u| Attempt {
+                        usage: Some(u),
+                        seq,
+                        time,
+                        provider: None,
+                        model: None,
+                    })
+                };
+                let (usage, rule) = match (own, claimed.and_then(|a| a.usage)) {
+                    (Some(u), _) => (Some(u), Rule::MessageUsage),
+                    (None, Some(u)) => (Some(u), Rule::StreamUsage),
+                    (None, None) => (None, Rule::NoUsage),
+                };
+                self.emit(
+                    seq,
+                    time,
+                    turn,
+                    step,
+                    provider,
+                    model,
+                    usage,
+                    rule,
+                    Concluded::AssistantMessage,
+                );
+            }
+            "assistant/attempt" if !self.chunks => {
+                let usage = stream_usage(d.get("stream"));
+                let rule = if usage.is_some() {
+                    Rule::StreamUsage
+                } else {
+                    Rule::NoUsage
+                };
+                let (p, m) = (self.provider.clone(), self.model.clone());
+                self.emit(
+                    seq,
+                    time,
+                    num("turn"),
+                    num("step"),
+                    p,
+                    m,
+                    usage,
+                    rule,
+                    Concluded::AssistantAttempt,
+                );
+            }
+            "compaction/summary" => {
+                let field = |k| d.get(k).and_then(Json::as_str);
+                let (p, m) = (field("provider"), field("model"));
+                let (provider, model) = (self.name(p), self.name(m));
+                let usage = d.get("usage").map(usage_of);
+                let rule = if usage.is_some() {
+                    Rule::SummaryUsage
+                } else {
+                    Rule::NoUsage
+                };
+                let turn = self.turn;
+                self.emit(
+                    seq,
+                    time,
+                    turn,
+                    None,
+                    provider,
+                    model,
+                    usage,
+                    rule,
+                    Concluded::CompactionSummary,
+                );
+            }
+            _ => {}
+        }
+    }
+
+    /// v0/v1: a chunk of step (turn, step); a chunk of another step first settles the
+    /// attempts of the previous one that no message claimed.
+    fn enter_step(&mut self, turn: Option<u64>, step: Option<u64>) {
+        if (self.step.turn, self.step.step) != (turn, step) {
+            self.settle_step();
+            self.step.turn = turn;
+            self.step.step = step;
+        }
+    }
+
+    /// The attempts of the current step that no message claimed are calls of their own
+    /// (U2.3).
+    fn settle_step(&mut self) {
+        let (turn, step) = (self.step.turn, self.step.step);
+        let finished = self.step.finished.take();
+        let open = self.step.open.take();
+        for (a, concluded) in [(finished, Concluded::Finish), (open, Concluded::Unfinished)] {
+            let Some(a) = a else { continue };
+            let rule = if a.usage.is_some() {
+                Rule::StreamUsage
+            } else {
+                Rule::NoUsage
+            };
+            self.emit(
+                a.seq, a.time, turn, step, a.provider, a.model, a.usage, rule, concluded,
+            );
+        }
+    }
+
+    fn chunk(&mut self, d: &Json<'_>, seq: u64, time: i64) {
+        let Some(chunk) = d.get("chunk") else { return };
+        let kind = chunk.get("type").and_then(Json::as_str);
+        if !matches!(kind, Some("usage" | "finish")) {
+            return;
+        }
+        let turn = d.get("turn").and_then(Json::safe_uint);
+        let step = d.get("step").and_then(Json::safe_uint);
+        self.enter_step(turn, step);
+        let (provider, model) = (self.provider.clone(), self.model.clone());
+        let open = self.step.open.get_or_insert(Attempt {
+            usage: None,
+            seq,
+            time,
+            provider,
+            model,
+        });
+        open.seq = seq;
+        open.time = time;
+        if kind == Some("usage") {
+            // U2.1: the last usage record of the attempt's stream.
+            open.usage = Some(chunk.get("usage").map_or(Usage::Invalid, usage_of));
+            return;
+        }
+        // A finish concludes the attempt; an earlier finished one no message claimed was a
+        // call of its own (a retry).
+        let done = self.step.open.take();
+        if let Some(prev) = self.step.finished.replace(done.unwrap_or(Attempt {
+            usage: None,
+            seq,
+            time,
+            provider: self.provider.clone(),
+            model: self.model.clone(),
+        })) {
+            let rule = if prev.usage.is_some() {
+                Rule::StreamUsage
+            } else {
+                Rule::NoUsage
+            };
+            self.emit(
+                prev.seq,
+                prev.time,
+                turn,
+                step,
+                prev.provider,
+                prev.model,
+                prev.usage,
+                rule,
+                Concluded::Finish,
+            );
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn emit(
+        &mut self,
+        seq: u64,
+        time: i64,
+        turn: Option<u64>,
+        step: Option<u64>,
+        provider: Option<Arc<str>>,
+        model: Option<Arc<str>>,
+        usage: Option<Usage>,
+        rule: Rule,
+        concluded: Concluded,
+    ) {
+        let tokens = match usage {
+            None => None,
+            Some(Usage::Invalid) => {
+                self.out.invalid_usage.note(seq);
+                return;
+            }
+            Some(Usage::Tokens(t, mismatch)) => {
+                if mismatch {
+                    self.out.total_mismatch.note(seq);
+                }
+                Some(t)
+            }
+        };
+        if self.seed_length.is_some_and(|n| seq < n) {
+            self.out.inherited_calls += 1;
+            return;
+        }
+        self.out.calls.push(Call {
+            seq,
+            time,
+            turn,
+            step,
+            provider,
+            model,
+            tokens,
+            rule,
+            concluded,
+        });
+    }
+
+    /// The session's calls, once every line is read.
+    pub fn finish(mut self) -> SessionUsage {
+        self.settle_step();
+        if let Some(cut) = self.marker {
+            let before = self.out.calls.len();
+            self.out.calls.retain(|c| c.seq >= cut);
+            self.out.inherited_calls += (before - self.out.calls.len()) as u64;
+            self.out.inherited_events = cut;
+        } else if let Some(n) = self.seed_length {
+            self.out.inherited_events = n;
+        }
+        self.out
+    }
+}
+
+/// Bytes read at a time.
+const BLOCK: usize = 256 * 1024;
+
+/// Read a whole log (plaintext: zstd is decoded by whoever opened it) and gather its calls.
+/// A line no rule reads is passed over without being held, however long it is.
+pub fn read(mut reader: impl Read) -> io::Result<SessionUsage> {
+    let mut counter = Counter::new();
+    let mut buf = vec![0u8; BLOCK];
+    // `buf[..len]`: the start of a line not yet ended.
+    let mut len = 0;
+    // Passing over the rest of a long line no rule reads.
+    let mut skipping = false;
+    loop {
+        if len == buf.len() {
+            buf.resize(len * 2, 0);
+        }
+        let n = match reader.read(&mut buf[len..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            if len > 0 || skipping {
+                counter.torn_line();
+            }
+            return Ok(counter.finish());
+        }
+        let end = len + n;
+        let mut at = 0;
+        if skipping {
+            match memchr::memchr(b'\n', &buf[..end]) {
+                Some(i) => {
+                    skipping = false;
+                    counter.out.lines += 1;
+                    counter.out.bytes += (i + 1) as u64;
+                    at = i + 1;
+                }
+                None => {
+                    counter.out.bytes += n as u64;
+                    continue;
+                }
+            }
+        }
+        // `buf[..len]` holds no `\n`: only the new bytes are searched.
+        let base = at.max(len);
+        for i in memchr::memchr_iter(b'\n', &buf[base..end]) {
+            let e = base + i;
+            counter.line(&buf[at..e]);
+            at = e + 1;
+        }
+        // What is left is the start of a line; a long one no rule reads is not kept.
+        let rest = end - at;
+        if rest >= BLOCK && counter.started && classify(&buf[at..end]) == Class::Skip {
+            counter.out.bytes += rest as u64;
+            skipping = true;
+            len = 0;
+            continue;
+        }
+        buf.copy_within(at..end, 0);
+        len = rest;
+        if buf.len() > BLOCK && len < BLOCK / 2 {
+            buf.truncate(BLOCK);
+            buf.shrink_to_fit();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

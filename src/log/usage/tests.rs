@@ -1,0 +1,335 @@
+use super::*;
+
+const V0: &str = r#"{"type":"session","version":0,"id":"s0","createdAt":1,"delegationDepth":0}"#;
+const V4: &str = r#"{"type":"session","version":4,"id":"s4","createdAt":1,"delegationDepth":0,"isSeeded":false}"#;
+
+fn count(text: &str) -> SessionUsage {
+    read(text.as_bytes()).unwrap()
+}
+
+fn tokens(input: u64, output: u64) -> Option<Tokens> {
+    Some(Tokens {
+        input,
+        output,
+        ..Tokens::default()
+    })
+}
+
+fn chunk(seq: u64, turn: u64, step: u64, chunk: &str) -> String {
+    let time = seq * 10;
+    format!(
+        r#"{{"type":"assistant/chunk","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":{step},"chunk":{chunk}}}}}"#
+    )
+}
+
+fn usage_chunk(seq: u64, turn: u64, step: u64, i: u64, o: u64) -> String {
+    chunk(
+        seq,
+        turn,
+        step,
+        &format!(r#"{{"type":"usage","usage":{{"inputTokens":{i},"outputTokens":{o}}}}}"#),
+    )
+}
+
+fn finish(seq: u64, turn: u64, step: u64) -> String {
+    chunk(
+        seq,
+        turn,
+        step,
+        r#"{"type":"finish","reason":{"kind":"stop"}}"#,
+    )
+}
+
+fn message(
+    seq: u64,
+    turn: u64,
+    step: u64,
+    usage: Option<(u64, u64)>,
+    stream: Option<&str>,
+) -> String {
+    let usage = usage.map_or(String::new(), |(i, o)| {
+        format!(r#","usage":{{"inputTokens":{i},"outputTokens":{o}}}"#)
+    });
+    let stream = stream.map_or(String::new(), |s| format!(r#","stream":{s}"#));
+    let time = seq * 10;
+    format!(
+        r#"{{"type":"assistant/message","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":{step},"message":{{"id":"m{seq}","role":"assistant","content":[],"source":{{"kind":"model","provider":"p","model":"deepseek-v4-flash"}}}}{usage}{stream}}},"surfaceOp":"append"}}"#
+    )
+}
+
+fn stream_with_usage(i: u64, o: u64) -> String {
+    format!(
+        r#"[{{"type":"text-chunks","time0":1,"index":0,"dt":[],"texts":["usage"]}},{{"type":"chunk","time":2,"chunk":{{"type":"usage","usage":{{"inputTokens":{i},"outputTokens":{o}}}}}}},{{"type":"chunk","time":3,"chunk":{{"type":"finish","reason":{{"kind":"stop"}}}}}}]"#
+    )
+}
+
+fn log(lines: &[String]) -> String {
+    let mut s = String::new();
+    for l in lines {
+        s.push_str(l);
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn v0_usage_in_chunk_and_message_is_one_call_with_the_message_usage() {
+    let text = log(&[
+        V0.into(),
+        usage_chunk(0, 1, 1, 10, 2),
+        finish(1, 1, 1),
+        message(2, 1, 1, Some((11, 3)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1, "{u:?}");
+    assert_eq!(u.calls[0].tokens, tokens(11, 3));
+    assert_eq!(u.calls[0].rule, Rule::MessageUsage);
+    assert_eq!((u.calls[0].seq, u.calls[0].time), (2, 20));
+    assert_eq!(u.calls[0].model.as_deref(), Some("deepseek-v4-flash"));
+}
+
+#[test]
+fn v0_message_without_usage_takes_its_attempts_stream_usage() {
+    let text = log(&[
+        V0.into(),
+        usage_chunk(0, 1, 1, 10, 2),
+        finish(1, 1, 1),
+        message(2, 1, 1, None, None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(u.calls[0].tokens, tokens(10, 2));
+    assert_eq!(u.calls[0].rule, Rule::StreamUsage);
+}
+
+#[test]
+fn v0_failed_attempt_before_a_retry_is_a_call_of_its_own() {
+    let text = log(&[
+        V0.into(),
+        r#"{"type":"request/header","seq":0,"time":0,"data":{"header":{"config":{"provider":"p","model":"deepseek-chat"}},"reason":"initial"}}"#.into(),
+        usage_chunk(1, 1, 1, 5, 0),
+        chunk(2, 1, 1, r#"{"type":"finish","reason":{"kind":"error","failure":{"message":"x","code":"y"}}}"#),
+        usage_chunk(3, 1, 1, 7, 1),
+        finish(4, 1, 1),
+        message(5, 1, 1, Some((7, 1)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 2, "{u:?}");
+    assert_eq!(u.calls[0].tokens, tokens(5, 0));
+    assert_eq!(u.calls[0].concluded, Concluded::Finish);
+    assert_eq!(u.calls[0].model.as_deref(), Some("deepseek-chat"));
+    assert_eq!(u.calls[0].seq, 2);
+    assert_eq!(u.calls[1].tokens, tokens(7, 1));
+}
+
+#[test]
+fn v0_finished_attempt_without_a_message_counts_at_its_finish() {
+    let text = log(&[V0.into(), usage_chunk(0, 1, 1, 4, 4), finish(1, 1, 1)]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!((u.calls[0].seq, u.calls[0].time), (1, 10));
+    assert_eq!(u.calls[0].concluded, Concluded::Finish);
+}
+
+#[test]
+fn v0_message_without_attempt_is_its_own_call() {
+    let text = log(&[V0.into(), message(0, 1, 1, Some((3, 3)), None)]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(u.calls[0].tokens, tokens(3, 3));
+}
+
+#[test]
+fn v0_seed_length_leaves_inherited_calls_out() {
+    let header = r#"{"type":"session","version":0,"id":"c","createdAt":1,"delegationDepth":0,"seedLength":3}"#;
+    let text = log(&[
+        header.into(),
+        usage_chunk(0, 1, 1, 10, 2),
+        finish(1, 1, 1),
+        message(2, 1, 1, Some((10, 2)), None),
+        usage_chunk(3, 2, 1, 1, 1),
+        finish(4, 2, 1),
+        message(5, 2, 1, Some((1, 1)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(u.calls[0].tokens, tokens(1, 1));
+    assert_eq!((u.inherited_calls, u.inherited_events), (1, 3));
+}
+
+#[test]
+fn v4_message_usage_and_stream_usage_are_one_call() {
+    let text = log(&[
+        V4.into(),
+        message(0, 1, 1, Some((9, 9)), Some(&stream_with_usage(8, 8))),
+        message(1, 1, 2, None, Some(&stream_with_usage(8, 8))),
+        message(2, 1, 3, None, Some("[]")),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 3);
+    assert_eq!(u.calls[0].tokens, tokens(9, 9));
+    assert_eq!(u.calls[0].rule, Rule::MessageUsage);
+    assert_eq!(u.calls[1].tokens, tokens(8, 8));
+    assert_eq!(u.calls[1].rule, Rule::StreamUsage);
+    assert_eq!(u.calls[2].tokens, None);
+    assert_eq!(u.calls_without_usage(), 1);
+}
+
+#[test]
+fn v4_attempt_counts_with_the_model_of_the_latest_request_header() {
+    let text = log(&[
+        V4.into(),
+        r#"{"type":"request/header","seq":0,"time":0,"data":{"header":{"config":{"provider":"q","model":"deepseek-v4-pro"}},"reason":"initial"}}"#.into(),
+        format!(
+            r#"{{"type":"assistant/attempt","seq":1,"time":10,"data":{{"turn":1,"step":1,"stream":{}}}}}"#,
+            stream_with_usage(6, 0)
+        ),
+        message(2, 1, 1, Some((7, 1)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 2);
+    assert_eq!(u.calls[0].concluded, Concluded::AssistantAttempt);
+    assert_eq!(u.calls[0].tokens, tokens(6, 0));
+    assert_eq!(u.calls[0].model.as_deref(), Some("deepseek-v4-pro"));
+    assert_eq!(u.calls[0].provider.as_deref(), Some("q"));
+}
+
+#[test]
+fn compaction_summary_is_a_call_in_the_open_turn() {
+    let text = log(&[
+        V4.into(),
+        r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":3}}"#.into(),
+        r#"{"type":"compaction/summary","seq":1,"time":5,"data":{"compactionId":"c","summary":[],"shadowedRange":{"start":0,"end":0},"shadowedSeqs":[0],"shadowedTokenCount":1,"provider":"p","model":"deepseek-v4-flash","usage":{"inputTokens":20,"outputTokens":4}}}"#.into(),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(u.calls[0].rule, Rule::SummaryUsage);
+    assert_eq!(u.calls[0].turn, Some(3));
+    assert_eq!(u.calls[0].tokens, tokens(20, 4));
+}
+
+#[test]
+fn v2_inherited_marker_leaves_the_parents_calls_out() {
+    let header = r#"{"type":"session","version":4,"id":"c","createdAt":1,"delegationDepth":0,"isSeeded":true}"#;
+    let text = log(&[
+        header.into(),
+        message(0, 1, 1, Some((100, 100)), None),
+        r#"{"type":"session/end-seed","seq":1,"time":1,"data":{"inherited":true}}"#.into(),
+        message(2, 2, 1, Some((1, 2)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(u.calls[0].tokens, tokens(1, 2));
+    assert_eq!((u.inherited_calls, u.inherited_events), (1, 1));
+}
+
+#[test]
+fn a_restore_marker_is_not_an_inherited_cut() {
+    let text = log(&[
+        V4.into(),
+        message(0, 1, 1, Some((1, 1)), None),
+        r#"{"type":"session/end-seed","seq":1,"time":1,"data":{}}"#.into(),
+    ]);
+    assert_eq!(count(&text).calls.len(), 1);
+}
+
+#[test]
+fn crash_tail_calls_count_and_a_torn_line_does_not() {
+    let mut text = log(&[
+        V4.into(),
+        message(0, 1, 1, Some((1, 1)), None),
+        "not json".into(),
+        message(2, 1, 2, Some((2, 2)), None),
+    ]);
+    text.push_str(&message(3, 1, 3, Some((4, 4)), None));
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 2, "{u:?}");
+    assert_eq!(u.tokens().total(), 6);
+    assert!(u.torn_line);
+    // The unparsable line could hold a call (it is not a known skipped type).
+    assert_eq!(u.unreadable_lines, 1);
+}
+
+#[test]
+fn invalid_usage_is_skipped_and_noted_and_a_wrong_total_is_noted() {
+    let text = log(&[
+        V4.into(),
+        r#"{"type":"assistant/message","seq":0,"time":0,"data":{"turn":1,"step":1,"message":{"source":{"model":"m"}},"usage":{"inputTokens":-1,"outputTokens":2}}}"#.into(),
+        r#"{"type":"assistant/message","seq":1,"time":0,"data":{"turn":1,"step":2,"message":{"source":{"model":"m"}},"usage":{"inputTokens":1,"outputTokens":2,"reasoningTokens":1,"totalTokens":4}}}"#.into(),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 1);
+    assert_eq!(
+        u.invalid_usage,
+        Where {
+            count: 1,
+            first_seq: Some(0)
+        }
+    );
+    assert_eq!(
+        u.total_mismatch,
+        Where {
+            count: 1,
+            first_seq: Some(1)
+        }
+    );
+    // Reasoning is a part of output, never added again.
+    assert_eq!(u.tokens().total(), 3);
+    assert_eq!(u.tokens().reasoning, 1);
+}
+
+#[test]
+fn other_lines_holding_the_word_usage_are_not_calls() {
+    let text = log(&[
+        V0.into(),
+        r#"{"type":"user/message","seq":0,"time":0,"data":{"id":"u","role":"user","content":[{"type":"text","text":"\"usage\":{\"inputTokens\":5}"}],"source":{"kind":"user"}}}"#.into(),
+        r#"{"type":"text-chunks","seq0":1,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[0,0],"texts":["\"usage\"","a","b"]}}"#.into(),
+        chunk(4, 1, 1, r#"{"type":"text-delta","index":0,"text":"\"finish\""}"#),
+    ]);
+    assert!(count(&text).calls.is_empty());
+}
+
+#[test]
+fn another_key_order_is_still_read() {
+    let text = log(&[
+        V4.into(),
+        r#"{"seq":0,"type":"assistant/message","time":0,"data":{"turn":1,"step":1,"message":{"source":{"model":"m"}},"usage":{"inputTokens":1,"outputTokens":2}}}"#.into(),
+    ]);
+    assert_eq!(count(&text).calls.len(), 1);
+}
+
+#[test]
+fn unsupported_versions_are_refused_not_counted() {
+    let u = count("{\"type\":\"session\",\"version\":7,\"id\":\"x\"}\n");
+    assert!(u.refused.is_some());
+    assert!(count("garbage\n").refused.is_some());
+}
+
+#[test]
+fn long_lines_across_blocks_are_read_or_passed_over() {
+    let big = "x".repeat(3 * BLOCK);
+    let text = log(&[
+        V4.into(),
+        format!(r#"{{"type":"user/message","seq":0,"time":0,"data":{{"text":"{big}"}}}}"#),
+        format!(
+            r#"{{"type":"assistant/message","seq":1,"time":0,"data":{{"turn":1,"step":1,"message":{{"content":[{{"type":"text","text":"{big}"}}],"source":{{"model":"m"}}}},"usage":{{"inputTokens":1,"outputTokens":2}}}}}}"#
+        ),
+        message(2, 1, 2, Some((1, 1)), None),
+    ]);
+    let u = count(&text);
+    assert_eq!(u.calls.len(), 2, "{:?}", u.refused);
+    assert_eq!(u.lines, 4);
+    assert_eq!(u.bytes, text.len() as u64);
+    // One byte at a time: the same.
+    struct Slow<'a>(&'a [u8]);
+    impl Read for Slow<'_> {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.len().min(out.len()).min(7);
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+    let slow = read(Slow(text.as_bytes())).unwrap();
+    assert_eq!(slow, u);
+}
