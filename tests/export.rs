@@ -358,3 +358,25 @@ fn several_sessions_make_a_directory_with_an_index_and_linked_sub_agents() {
     assert_eq!(code, 2);
     assert!(html.is_empty());
 }
+
+#[test]
+fn turns_carry_their_tokens_counted_once() {
+    // Each call's usage is written twice in this log (stream and message): counted once.
+    let f = testdata("fixtures/upstream__acp-agent__multi-turn__session.concrete.jsonl");
+    let (code, html, err) = export(&[f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let v: serde_json::Value = serde_json::from_str(data_of(&html)).unwrap();
+    let totals: Vec<u64> = v["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["usage"]["totalTokens"].as_u64().unwrap())
+        .collect();
+    assert_eq!(totals, vec![2864 + 20, 64 + 2816 + 21]);
+    assert_eq!(v["tokens"]["totalTokens"], 2884 + 2901);
+    assert_eq!(v["tokens"]["calls"], 2);
+    // --at before the second call (its message is seq 68): only the first counts.
+    let (_, html, _) = export(&["--at", "40", f.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(data_of(&html)).unwrap();
+    assert_eq!(v["tokens"]["totalTokens"], 2884);
+}

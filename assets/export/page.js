@@ -169,6 +169,16 @@
   var lastTurn = null;
   var shown = 0;
 
+  // Tokens and cost as USAGE.md counts them; an unpriced part is said, never costed as 0.
+  function tokenText(u) {
+    var s = plural(u.calls, "model call") + ": " + num(u.totalTokens) + " tokens (input " + num(u.inputTokens) +
+      ", cache read " + num(u.cacheReadTokens) + (u.cacheWriteTokens ? ", cache write " + num(u.cacheWriteTokens) : "") +
+      ", output " + num(u.outputTokens) + ")";
+    if (typeof u.costUSD === "number") s += " · $" + u.costUSD.toFixed(4);
+    if (u.unpricedTokens) s += (typeof u.costUSD === "number" ? " + " : " · ") + num(u.unpricedTokens) + " unpriced tokens";
+    if (u.callsWithoutUsage) s += " · " + plural(u.callsWithoutUsage, "call") + " without usage";
+    return s;
+  }
   function turnHeader(n) {
     var t = (D.turns || []).find(function (x) {
       return x.n === n;
@@ -179,12 +189,7 @@
       var w = when(t.start);
       if (w) h.appendChild(w);
       if (t.reason) h.appendChild(el("span", null, t.reason));
-      if (t.usage) {
-        var u = t.usage;
-        h.appendChild(el("span", null, num(u.totalTokens) + " tokens (in " + num(u.inputTokens) +
-          ", cache " + num(u.cacheReadTokens) + ", out " + num(u.outputTokens) + ")"));
-        if (typeof u.costUSD === "number") h.appendChild(el("span", null, "$" + u.costUSD.toFixed(4)));
-      }
+      if (t.usage) h.appendChild(el("span", "tokens", tokenText(t.usage)));
     }
     return h;
   }
@@ -265,7 +270,7 @@
   fact(plural(shown, "message") + " on the surface");
   fact(plural((D.turns || []).length, "turn"));
   if (typeof D.at === "number") fact("as it stood after seq " + D.at);
-  if (D.tokens) fact(num(D.tokens.totalTokens) + " tokens" + (typeof D.tokens.costUSD === "number" ? ", $" + D.tokens.costUSD.toFixed(4) : ""));
+  if (D.tokens) fact(tokenText(D.tokens));
   var red = root.getAttribute("data-redacted");
   fact(red === "off" ? "not redacted" : plural(Number(red), "secret") + " redacted");
   var safeHref = /^[A-Za-z0-9._-]+\.html$/;

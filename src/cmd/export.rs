@@ -18,6 +18,7 @@ use dshs::log::derive::{DeriveError, Deriver, MessageError, Stored};
 use dshs::log::event::Kind;
 use dshs::log::json::Json;
 use dshs::log::scan::{EventInfo, FoldState, Observer};
+use dshs::log::usage;
 use dshs::log::{Pos, Severity, Sink, input};
 
 use crate::cli::{ExportArgs, TurnRange};
@@ -103,6 +104,7 @@ struct Row {
     messages: usize,
     errors: u64,
     warnings: u64,
+    tokens: Option<page::Tokens>,
 }
 
 fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result<Made> {
@@ -202,12 +204,26 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         Some(pos) => request_header(lines, pos),
         None => (None, None),
     };
+    let (by_turn, mut tokens) = usage_of(lines, args.at);
     let turns: Vec<page::Turn> = seen
         .turns
         .iter()
         .filter(|t| args.turn.is_none_or(|r: TurnRange| r.contains(t.n)))
-        .cloned()
+        .map(|t| page::Turn {
+            usage: by_turn.get(&t.n).cloned(),
+            ..t.clone()
+        })
         .collect();
+    if args.turn.is_some() {
+        // The session's figure is that of the turns shown.
+        tokens = (!turns.is_empty()).then(|| {
+            let mut sum = page::Tokens::default();
+            for u in turns.iter().filter_map(|t| t.usage.as_ref()) {
+                add_tokens(&mut sum, u);
+            }
+            sum
+        });
+    }
     let (errors, warnings) = findings.counts;
     let facts = Facts {
         title: seen.title.clone(),
@@ -220,7 +236,7 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         tools,
         system,
         turns,
-        tokens: None,
+        tokens,
         findings: findings.kept,
         findings_omitted: findings.more,
         parent_page: links.parent.clone(),
@@ -234,6 +250,7 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         messages,
         errors,
         warnings,
+        tokens: facts.tokens.clone(),
     };
     let title = facts
         .title
@@ -252,6 +269,76 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         },
         row,
     })
+}
+
+/// Tokens and cost per turn and for the session (`USAGE.md`, counted by `log::usage`), up
+/// to `--at`; nothing when the log cannot be counted.
+fn usage_of(lines: &Path, at: Option<u64>) -> (HashMap<i64, page::Tokens>, Option<page::Tokens>) {
+    let counted = std::fs::File::open(lines).and_then(|f| usage::read(std::io::BufReader::new(f)));
+    let Ok(counted) = counted else {
+        return (HashMap::new(), None);
+    };
+    if counted.refused.is_some() {
+        return (HashMap::new(), None);
+    }
+    let prices = usage::PriceTable::shipped();
+    let mut by_turn: HashMap<i64, page::Tokens> = HashMap::new();
+    let mut all = page::Tokens::default();
+    for call in counted
+        .calls
+        .iter()
+        .filter(|c| at.is_none_or(|at| c.seq <= at))
+    {
+        let one = call_tokens(call, &prices);
+        if let Some(turn) = call.turn.and_then(|t| i64::try_from(t).ok()) {
+            add_tokens(by_turn.entry(turn).or_default(), &one);
+        }
+        add_tokens(&mut all, &one);
+    }
+    (by_turn, Some(all))
+}
+
+/// One call as the page counts it.
+fn call_tokens(call: &usage::Call, prices: &usage::PriceTable) -> page::Tokens {
+    let Some(t) = call.tokens else {
+        return page::Tokens {
+            calls: 1,
+            calls_without_usage: 1,
+            ..page::Tokens::default()
+        };
+    };
+    let cost = call
+        .model
+        .as_deref()
+        .and_then(|m| prices.cost(m, call.provider.as_deref(), call.time, &t));
+    page::Tokens {
+        calls: 1,
+        calls_without_usage: 0,
+        input_tokens: t.input,
+        cache_read_tokens: t.cache_read,
+        cache_write_tokens: t.cache_write,
+        output_tokens: t.output,
+        reasoning_tokens: t.reasoning,
+        total_tokens: t.total(),
+        cost_usd: cost,
+        unpriced_tokens: if cost.is_some() { 0 } else { t.total() },
+    }
+}
+
+fn add_tokens(sum: &mut page::Tokens, t: &page::Tokens) {
+    sum.calls += t.calls;
+    sum.calls_without_usage += t.calls_without_usage;
+    sum.input_tokens = sum.input_tokens.saturating_add(t.input_tokens);
+    sum.cache_read_tokens = sum.cache_read_tokens.saturating_add(t.cache_read_tokens);
+    sum.cache_write_tokens = sum.cache_write_tokens.saturating_add(t.cache_write_tokens);
+    sum.output_tokens = sum.output_tokens.saturating_add(t.output_tokens);
+    sum.reasoning_tokens = sum.reasoning_tokens.saturating_add(t.reasoning_tokens);
+    sum.total_tokens = sum.total_tokens.saturating_add(t.total_tokens);
+    sum.unpriced_tokens = sum.unpriced_tokens.saturating_add(t.unpriced_tokens);
+    sum.cost_usd = match (sum.cost_usd, t.cost_usd) {
+        (Some(a), Some(b)) => Some(a + b),
+        (a, b) => a.or(b),
+    };
 }
 
 fn reread_failure(name: &str, node: &Stored, e: &DeriveError) -> anyhow::Error {
@@ -672,7 +759,7 @@ fn index_page(
                 };
                 let _ = write!(
                     body,
-                    "<tr><td>{}<a href=\"{}\">{}</a><br><span class=\"note\">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td>—</td><td>{}</td></tr>",
+                    "<tr><td>{}<a href=\"{}\">{}</a><br><span class=\"note\">{}</span></td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                     h(&indent),
                     h(&names[i]),
                     h(&title),
@@ -680,6 +767,7 @@ fn index_page(
                     h(&started),
                     r.turns,
                     r.messages,
+                    h(&r.tokens.as_ref().map_or_else(|| "—".to_owned(), token_cell)),
                     h(&validity)
                 );
             }
@@ -700,6 +788,18 @@ fn index_page(
     }
     body.push_str("</tbody></table>");
     page::index(&body)
+}
+
+/// Tokens and cost in an index cell.
+fn token_cell(t: &page::Tokens) -> String {
+    let mut s = format!("{} tokens", t.total_tokens);
+    if let Some(c) = t.cost_usd {
+        s.push_str(&format!(", ${c:.4}"));
+    }
+    if t.unpriced_tokens > 0 {
+        s.push_str(&format!(" ({} unpriced)", t.unpriced_tokens));
+    }
+    s
 }
 
 fn utc(ms: i64) -> Option<String> {

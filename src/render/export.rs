@@ -37,16 +37,21 @@ pub struct Node<'a> {
 
 /// Token counts of a turn or a session, as `USAGE.md` counts them. The seam for the
 /// counting library: the page shows them when given, and nothing when not.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tokens {
     pub calls: u64,
+    pub calls_without_usage: u64,
     pub input_tokens: u64,
     pub cache_read_tokens: u64,
     pub cache_write_tokens: u64,
     pub output_tokens: u64,
+    pub reasoning_tokens: u64,
     pub total_tokens: u64,
+    /// The priced tokens' cost; None when no token is priced (never shown as 0).
+    #[serde(rename = "costUSD")]
     pub cost_usd: Option<f64>,
+    pub unpriced_tokens: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
