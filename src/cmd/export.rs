@@ -258,7 +258,7 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         .or_else(|| facts.session.clone())
         .unwrap_or_else(|| folded.name.clone());
     let json = data.finish(&facts);
-    let page = page::page(&format!("{title} · dshs"), &json, !args.no_redact);
+    let page = page::page(&title, &json, !args.no_redact);
     Ok(Made {
         name: folded.name.clone(),
         page,
@@ -582,7 +582,7 @@ fn export_many(args: &ExportArgs, dir: &Path, env: &Env) -> Result<Outcome> {
         .map_err(|e| Failure::usage(format!("cannot create {}: {e}", dir.display())))?;
     // First the headers: page names and who is whose sub-agent.
     let heads: Vec<(Option<String>, Option<String>)> =
-        inputs.iter().map(|p| header_ids(p, args, env)).collect();
+        inputs.iter().map(|p| header_ids(p)).collect();
     let mut names: Vec<String> = Vec::new();
     let mut taken: BTreeMap<String, usize> = BTreeMap::new();
     for (i, (id, _)) in heads.iter().enumerate() {
@@ -654,8 +654,11 @@ fn export_many(args: &ExportArgs, dir: &Path, env: &Env) -> Result<Outcome> {
 }
 
 /// A session's id and parent, from its header line alone.
-fn header_ids(path: &str, args: &ExportArgs, env: &Env) -> (Option<String>, Option<String>) {
-    let Ok((mut opened, _)) = super::open_input(path, args.session.as_deref(), env) else {
+fn header_ids(path: &str) -> (Option<String>, Option<String>) {
+    // Opened quietly: the pass that makes the page says what there is to say about the file.
+    let Ok(mut opened) =
+        input::resolve(Path::new(path)).and_then(|file| input::open_file(&file, path.to_owned()))
+    else {
         return (None, None);
     };
     let mut line = Vec::new();
