@@ -271,8 +271,7 @@
   fact(plural((D.turns || []).length, "turn"));
   if (typeof D.at === "number") fact("as it stood after seq " + D.at);
   if (D.tokens) fact(tokenText(D.tokens));
-  var red = root.getAttribute("data-redacted");
-  fact(red === "off" ? "not redacted" : plural(Number(red), "secret") + " redacted");
+  fact(typeof D.redacted === "number" ? plural(D.redacted, "secret") + " redacted" : "not redacted");
   var safeHref = /^[A-Za-z0-9._-]+\.html$/;
   function pageLink(label, href) {
     var a = el("a", null, label);

@@ -24,7 +24,7 @@ use dshs::log::{Pos, Severity, Sink, input};
 use crate::cli::{ExportArgs, TurnRange};
 use crate::exit::{Failure, Outcome};
 use crate::render::escape;
-use crate::render::export::{self as page, Data, Facts, Link};
+use crate::render::export::{self as page, Facts, Link};
 
 use super::Env;
 use super::fold::{self, Want};
@@ -47,12 +47,11 @@ pub fn run(args: &ExportArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
         || args.output.as_deref().is_some_and(Path::is_dir);
     if !many {
         let path = &args.paths[0];
-        let made = export_one(path, args, env, &Links::default())?;
-        match &args.output {
-            None => out.write_all(made.page.html.as_bytes())?,
-            Some(file) => write_atomically(file, made.page.html.as_bytes())?,
-        }
-        say_redacted(&made.name, made.page.redacted);
+        let made = match &args.output {
+            None => export_one(path, args, env, &Links::default(), out)?,
+            Some(file) => export_file(path, args, env, &Links::default(), file)?,
+        };
+        say_redacted(&made.name, made.redacted);
         return Ok(made.outcome);
     }
     let Some(dir) = &args.output else {
@@ -89,7 +88,8 @@ struct Links {
 
 struct Made {
     name: String,
-    page: page::Page,
+    /// Secrets masked (None: `--no-redact`).
+    redacted: Option<u64>,
     outcome: Outcome,
     /// For the index.
     row: Row,
@@ -107,7 +107,47 @@ struct Row {
     tokens: Option<page::Tokens>,
 }
 
-fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result<Made> {
+/// [`export_one`] into `file`, through a temporary file beside it renamed over it once
+/// complete: a reader never sees half a page, and a failure leaves no partial file.
+fn export_file(
+    path: &str,
+    args: &ExportArgs,
+    env: &Env,
+    links: &Links,
+    file: &Path,
+) -> Result<Made> {
+    let dir = match file.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let fail = |what: &str, e: std::io::Error| {
+        Failure::usage(format!("cannot {what} {}: {e}", file.display()))
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".dshs-export-")
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| fail("create a temporary file for", e))?;
+    let made = {
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let made = export_one(path, args, env, links, &mut w)?;
+        w.flush().map_err(|e| fail("write", e))?;
+        made
+    };
+    tmp.as_file().sync_all().map_err(|e| fail("write", e))?;
+    tmp.persist(file)
+        .map_err(|e| fail("rename into", e.error))?;
+    Ok(made)
+}
+
+/// Folds the log at `path` and writes its page to `out`.
+fn export_one(
+    path: &str,
+    args: &ExportArgs,
+    env: &Env,
+    links: &Links,
+    out: &mut dyn Write,
+) -> Result<Made> {
     let want = Want {
         at: args.at,
         lines: true,
@@ -153,7 +193,13 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         });
     }
 
-    let mut data = Data::new();
+    let header = folded.scan.header.as_ref();
+    let title = seen
+        .title
+        .clone()
+        .or_else(|| header.and_then(|h| h.id.clone()))
+        .unwrap_or_else(|| folded.name.clone());
+    let mut page = page::PageWriter::start(out, &title, !args.no_redact)?;
     let mut messages = 0usize;
     // Pre-order: each node, then what it replaced (one level deeper), in surface order.
     let mut todo: Vec<(u64, u32)> = surface.iter().rev().map(|s| (*s, 0)).collect();
@@ -170,7 +216,7 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         let under = shadowed.get(&seq).map_or(&[][..], Vec::as_slice);
         let message = if rec.stored.derives {
             match deriver.message_of(&rec.stored) {
-                Ok(bytes) => Some(bytes.into_owned()),
+                Ok(bytes) => Some(bytes),
                 Err(DeriveError::Message {
                     source: MessageError::Missing(_),
                     ..
@@ -185,7 +231,7 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         if depth == 0 && message.is_some() {
             messages += 1;
         }
-        data.node(&page::Node {
+        page.node(&page::Node {
             seq,
             event_type: rec.stored.kind.type_name(),
             time: rec.time,
@@ -193,13 +239,12 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
             depth,
             replaced: under.len(),
             message: message.as_deref(),
-        });
+        })?;
         for s in under.iter().rev() {
             todo.push((*s, depth + 1));
         }
     }
 
-    let header = folded.scan.header.as_ref();
     let (tools, system) = match seen.header_at {
         Some(pos) => request_header(lines, pos),
         None => (None, None),
@@ -252,16 +297,10 @@ fn export_one(path: &str, args: &ExportArgs, env: &Env, links: &Links) -> Result
         warnings,
         tokens: facts.tokens.clone(),
     };
-    let title = facts
-        .title
-        .clone()
-        .or_else(|| facts.session.clone())
-        .unwrap_or_else(|| folded.name.clone());
-    let json = data.finish(&facts);
-    let page = page::page(&title, &json, !args.no_redact);
+    let (_, redacted) = page.finish(&facts)?;
     Ok(Made {
         name: folded.name.clone(),
-        page,
+        redacted,
         outcome: if folded.invalid {
             Outcome::Invalid
         } else {
@@ -628,10 +667,9 @@ fn export_many(args: &ExportArgs, dir: &Path, env: &Env) -> Result<Outcome> {
                 })
                 .collect(),
         };
-        match export_one(path, args, env, &links) {
+        match export_file(path, args, env, &links, &dir.join(&names[i])) {
             Ok(made) => {
-                write_atomically(&dir.join(&names[i]), made.page.html.as_bytes())?;
-                redacted += made.page.redacted.unwrap_or(0);
+                redacted += made.redacted.unwrap_or(0);
                 worst = worst.worst(made.outcome);
                 rows.push((i, Ok(made.row)));
             }

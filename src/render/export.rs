@@ -12,6 +12,7 @@ pub mod redact;
 pub mod sha256;
 
 use std::fmt::Write as _;
+use std::io::{self, Write};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -104,110 +105,132 @@ pub struct Facts {
     pub children: Vec<Link>,
 }
 
-/// The page's data, written node by node (messages are fetched one at a time).
-pub struct Data {
-    json: String,
+/// Writes a page as it goes: the template up to the data, then each node as its message is
+/// read, then the rest. Memory holds one message at a time, never the page. Each piece of
+/// the data is redacted on its own (a secret never spans two JSON values) and made safe for
+/// the script element before it is written.
+pub struct PageWriter<W: Write> {
+    out: W,
+    redact: bool,
+    redacted: u64,
     first: bool,
+    /// The template after the data.
+    tail: String,
+    buf: String,
 }
 
-impl Default for Data {
-    fn default() -> Self {
-        Data::new()
-    }
-}
-
-impl Data {
-    pub fn new() -> Data {
-        Data {
-            json: String::from("{\"nodes\":["),
+impl<W: Write> PageWriter<W> {
+    /// Writes the page up to its first node. `title` is shown as written (escaped, and
+    /// redacted unless `redact` is false).
+    pub fn start(mut out: W, title: &str, redact: bool) -> io::Result<Self> {
+        let title = if redact {
+            redact::redact(title).0
+        } else {
+            title.into()
+        };
+        let csp = format!(
+            "default-src 'none'; script-src {}; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
+            sha256::csp_source(JS),
+            sha256::csp_source(CSS)
+        );
+        let title = html_text(&title);
+        let fill = |part: &str| {
+            let mut html = String::with_capacity(part.len() + CSS.len() + JS.len());
+            let mut rest = part;
+            while let Some(open) = rest.find("{{") {
+                html.push_str(&rest[..open]);
+                let after = &rest[open + 2..];
+                let Some(close) = after.find("}}") else {
+                    break;
+                };
+                match &after[..close] {
+                    "TITLE" => html.push_str(&title),
+                    "CSP" => html.push_str(&csp),
+                    "CSS" => html.push_str(CSS),
+                    "JS" => html.push_str(JS),
+                    other => {
+                        html.push_str("{{");
+                        html.push_str(other);
+                        html.push_str("}}");
+                    }
+                }
+                rest = &after[close + 2..];
+            }
+            html.push_str(rest);
+            html
+        };
+        let (head, tail) = HTML.split_once("{{DATA}}").unwrap_or((HTML, ""));
+        out.write_all(fill(head).as_bytes())?;
+        out.write_all(b"{\"nodes\":[")?;
+        Ok(PageWriter {
+            out,
+            redact,
+            redacted: 0,
             first: true,
-        }
+            tail: fill(tail),
+            buf: String::new(),
+        })
     }
 
-    pub fn node(&mut self, n: &Node<'_>) {
+    /// A piece of the data's JSON: redacted, made safe, written.
+    fn emit(&mut self, json: &str) -> io::Result<()> {
+        if !self.redact {
+            return write_script_safe(&mut self.out, json);
+        }
+        let (text, n) = redact::redact(json);
+        self.redacted += n;
+        write_script_safe(&mut self.out, &text)
+    }
+
+    pub fn node(&mut self, n: &Node<'_>) -> io::Result<()> {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
         if !self.first {
-            self.json.push(',');
+            buf.push(',');
         }
         self.first = false;
         let ty = serde_json::to_string(n.event_type).unwrap_or_else(|_| "\"\"".into());
         let _ = write!(
-            self.json,
+            buf,
             "{{\"seq\":{},\"type\":{ty},\"time\":{},\"depth\":{},\"replaced\":{}",
             n.seq, n.time, n.depth, n.replaced
         );
         if let Some(t) = n.turn {
-            let _ = write!(self.json, ",\"turn\":{t}");
+            let _ = write!(buf, ",\"turn\":{t}");
         }
-        self.json.push_str(",\"m\":");
+        buf.push_str(",\"m\":");
         match n.message {
             // A line that was not UTF-8 was read lossily by the fold as well.
-            Some(bytes) => self.json.push_str(&String::from_utf8_lossy(bytes)),
-            None => self.json.push_str("null"),
+            Some(bytes) => buf.push_str(&String::from_utf8_lossy(bytes)),
+            None => buf.push_str("null"),
         }
-        self.json.push('}');
+        buf.push('}');
+        let done = self.emit(&buf);
+        self.buf = buf;
+        done
     }
 
-    pub fn finish(mut self, facts: &Facts) -> String {
-        self.json.push(']');
+    /// Writes the rest of the page; returns the writer and how many secrets the page masks
+    /// (None: `--no-redact`).
+    pub fn finish(mut self, facts: &Facts) -> io::Result<(W, Option<u64>)> {
         let rest = serde_json::to_string(facts).unwrap_or_else(|_| "{}".into());
-        if rest.len() > 2 {
-            self.json.push(',');
-            self.json.push_str(&rest[1..]);
+        let members = rest
+            .strip_prefix('{')
+            .and_then(|r| r.strip_suffix('}'))
+            .unwrap_or("");
+        let sep = if members.is_empty() { "" } else { "," };
+        self.emit(&format!("]{sep}{members}"))?;
+        let count = if self.redact {
+            self.redacted.to_string()
         } else {
-            self.json.push('}');
-        }
-        self.json
-    }
-}
-
-/// A finished page and how many secrets it masks (None: `--no-redact`).
-pub struct Page {
-    pub html: String,
-    pub redacted: Option<u64>,
-}
-
-/// The page of `data` (from [`Data::finish`]) titled `title`.
-pub fn page(title: &str, data: &str, redact: bool) -> Page {
-    let (data, title, redacted) = if redact {
-        let (data, n) = redact::redact(data);
-        let (title, _) = redact::redact(title);
-        (data, title, Some(n))
-    } else {
-        (data.to_owned(), title.to_owned(), None)
-    };
-    let csp = format!(
-        "default-src 'none'; script-src {}; style-src {}; img-src 'none'; base-uri 'none'; form-action 'none'",
-        sha256::csp_source(JS),
-        sha256::csp_source(CSS)
-    );
-    let title = html_text(&title);
-    let data = script_safe(&data);
-    let redacted_attr = redacted.map_or_else(|| "off".to_owned(), |n| n.to_string());
-    let mut html = String::with_capacity(HTML.len() + CSS.len() + JS.len() + data.len() + 256);
-    let mut rest = HTML;
-    while let Some(open) = rest.find("{{") {
-        html.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let Some(close) = after.find("}}") else {
-            break;
+            "null".to_owned()
         };
-        match &after[..close] {
-            "TITLE" => html.push_str(&title),
-            "CSP" => html.push_str(&csp),
-            "CSS" => html.push_str(CSS),
-            "JS" => html.push_str(JS),
-            "DATA" => html.push_str(&data),
-            "REDACTED" => html.push_str(&redacted_attr),
-            other => {
-                html.push_str("{{");
-                html.push_str(other);
-                html.push_str("}}");
-            }
-        }
-        rest = &after[close + 2..];
+        write!(self.out, ",\"redacted\":{count}}}")?;
+        let tail = std::mem::take(&mut self.tail);
+        self.out.write_all(tail.as_bytes())?;
+        self.out.flush()?;
+        Ok((self.out, self.redact.then_some(self.redacted)))
     }
-    html.push_str(rest);
-    Page { html, redacted }
 }
 
 /// The index of a directory export around `table` (markup made by the caller, every text
@@ -226,19 +249,36 @@ pub fn index(table: &str) -> String {
 /// JSON text made safe inside `<script>`: the characters that could end the element, start
 /// a comment or end a line in old parsers are written as the escapes JSON gives them. They
 /// occur only inside strings (JSON has them nowhere else), so the value is unchanged.
-pub fn script_safe(json: &str) -> String {
-    let mut out = String::with_capacity(json.len() + json.len() / 64);
-    for c in json.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
+pub fn write_script_safe(out: &mut dyn Write, json: &str) -> io::Result<()> {
+    let b = json.as_bytes();
+    let mut from = 0;
+    let mut i = 0;
+    while i < b.len() {
+        let (esc, len): (&[u8], usize) = match b[i] {
+            b'<' => (b"\\u003c", 1),
+            b'>' => (b"\\u003e", 1),
+            b'&' => (b"\\u0026", 1),
+            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA8) => (b"\\u2028", 3),
+            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA9) => (b"\\u2029", 3),
+            _ => {
+                i += 1;
+                continue;
+            }
+        };
+        out.write_all(&b[from..i])?;
+        out.write_all(esc)?;
+        i += len;
+        from = i;
     }
-    out
+    out.write_all(&b[from..])
+}
+
+/// [`write_script_safe`] into a string.
+#[cfg(test)]
+fn script_safe(json: &str) -> String {
+    let mut out = Vec::with_capacity(json.len());
+    let _ = write_script_safe(&mut out, json);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Text for an HTML element or attribute: markup characters as references, control
@@ -279,28 +319,28 @@ mod tests {
 
     #[test]
     fn the_template_has_every_slot_filled() {
-        let mut data = Data::new();
-        data.node(&Node {
+        let mut w = PageWriter::start(Vec::new(), "<b>t</b>\u{1b}[31m", true).unwrap();
+        w.node(&Node {
             seq: 3,
             event_type: "user/message",
             time: 1,
             turn: Some(1),
             depth: 0,
             replaced: 0,
-            message: Some(br#"{"role":"user","content":[]}"#),
-        });
-        let json = data.finish(&Facts::default());
-        assert!(
-            serde_json::from_str::<serde_json::Value>(&json).is_ok(),
-            "{json}"
-        );
-        let page = page("<b>t</b>\u{1b}[31m", &json, true);
-        assert!(!page.html.contains("{{"), "an unfilled slot");
-        assert!(
-            page.html
-                .contains("<title>&lt;b&gt;t&lt;/b&gt;\\u{1b}[31m</title>")
-        );
-        assert_eq!(page.html.matches("<script").count(), 2);
-        assert_eq!(page.redacted, Some(0));
+            message: Some(br#"{"role":"user","content":[{"type":"text","text":"sk-0123456789abcdef0123456789abcdef"}]}"#),
+        })
+        .unwrap();
+        let (html, redacted) = w.finish(&Facts::default()).unwrap();
+        let html = String::from_utf8(html).unwrap();
+        assert!(!html.contains("{{"), "an unfilled slot");
+        assert!(html.contains("<title>&lt;b&gt;t&lt;/b&gt;\\u{1b}[31m · dshs</title>"));
+        assert_eq!(html.matches("<script").count(), 2);
+        assert_eq!(redacted, Some(1));
+        let open = "id=\"data\">";
+        let start = html.find(open).unwrap() + open.len();
+        let data = &html[start..start + html[start..].find("</script>").unwrap()];
+        let v: serde_json::Value = serde_json::from_str(data).expect("the data is JSON");
+        assert_eq!(v["redacted"], 1);
+        assert_eq!(v["nodes"][0]["seq"], 3);
     }
 }
