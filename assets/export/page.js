@@ -412,6 +412,8 @@
   window.addEventListener("hashchange", fromHash);
   fromHash();
   root.setAttribute("data-rendered", String(shown));
+  // Milliseconds from navigation to the rendered page (what the benchmark reads).
+  if (window.performance && performance.now) root.setAttribute("data-render-ms", String(Math.round(performance.now())));
   // What a test reads after the script ran: no resource was fetched.
   if (window.performance && performance.getEntriesByType) {
     root.setAttribute("data-resources", String(performance.getEntriesByType("resource").length));
