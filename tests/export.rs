@@ -289,6 +289,18 @@ fn output_file_is_the_page_and_leaves_nothing_else() {
         vec![std::ffi::OsString::from("page.html")],
         "a temporary file left"
     );
+    // The page is readable as a file made by the user would be, not private like a
+    // temporary file; a page it replaces keeps its mode.
+    use std::os::unix::fs::PermissionsExt;
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    let fresh = dir.path().join("fresh.html");
+    let f = testdata(FIXTURE);
+    let (code, _, _) = export(&["-o", fresh.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!((code, mode(&fresh)), (0, 0o644));
+    std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let (code, _, _) = export(&["-o", fresh.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!((code, mode(&fresh)), (0, 0o640));
+    std::fs::remove_file(&fresh).unwrap();
     // A refused log writes nothing, and the old page stays.
     let bad = testdata(
         "fixtures/wangnaiyu__snapshots__session__compaction-recovery__session.v4.concrete.jsonl",

@@ -179,10 +179,12 @@
     if (u.callsWithoutUsage) s += " · " + plural(u.callsWithoutUsage, "call") + " without usage";
     return s;
   }
+  var turnsByN = new Map();
+  (D.turns || []).forEach(function (t) {
+    turnsByN.set(t.n, t);
+  });
   function turnHeader(n) {
-    var t = (D.turns || []).find(function (x) {
-      return x.n === n;
-    });
+    var t = turnsByN.get(n);
     var h = el("div", "turn");
     h.appendChild(el("b", null, "Turn " + n));
     if (t) {

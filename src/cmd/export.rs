@@ -134,10 +134,27 @@ fn export_file(
         w.flush().map_err(|e| fail("write", e))?;
         made
     };
-    tmp.as_file().sync_all().map_err(|e| fail("write", e))?;
-    tmp.persist(file)
-        .map_err(|e| fail("rename into", e.error))?;
+    publish(tmp, file)?;
     Ok(made)
+}
+
+/// A complete temporary file, synced, renamed over `path`. A temporary file is private
+/// (0600); the page gets the mode of the file it replaces, or the usual 0644.
+fn publish(tmp: tempfile::NamedTempFile, path: &Path) -> Result<()> {
+    let fail = |what: &str, e: std::io::Error| {
+        Failure::usage(format!("cannot {what} {}: {e}", path.display()))
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
+        std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))
+            .map_err(|e| fail("write", e))?;
+    }
+    tmp.as_file().sync_all().map_err(|e| fail("write", e))?;
+    tmp.persist(path)
+        .map_err(|e| fail("rename into", e.error))?;
+    Ok(())
 }
 
 /// Folds the log at `path` and writes its page to `out`.
@@ -593,12 +610,8 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| fail("create a temporary file for", e))?;
-    tmp.write_all(bytes)
-        .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| fail("write", e))?;
-    tmp.persist(path)
-        .map_err(|e| fail("rename into", e.error))?;
-    Ok(())
+    tmp.write_all(bytes).map_err(|e| fail("write", e))?;
+    publish(tmp, path)
 }
 
 /// Several sessions: a page each, named by session id, and `index.html`.

@@ -201,7 +201,10 @@ impl<W: Write> PageWriter<W> {
         buf.push_str(",\"m\":");
         match n.message {
             // A line that was not UTF-8 was read lossily by the fold as well.
-            Some(bytes) => buf.push_str(&String::from_utf8_lossy(bytes)),
+            Some(bytes) => match simdutf8::basic::from_utf8(bytes) {
+                Ok(text) => buf.push_str(text),
+                Err(_) => buf.push_str(&String::from_utf8_lossy(bytes)),
+            },
             None => buf.push_str("null"),
         }
         buf.push('}');
@@ -252,23 +255,36 @@ pub fn index(table: &str) -> String {
 pub fn write_script_safe(out: &mut dyn Write, json: &str) -> io::Result<()> {
     let b = json.as_bytes();
     let mut from = 0;
-    let mut i = 0;
-    while i < b.len() {
+    // U+2028 and U+2029 are E2 80 A8 / E2 80 A9: found by their first byte.
+    let mut next_markup = memchr::memchr3(b'<', b'>', b'&', b);
+    let mut next_sep = memchr::memchr(0xE2, b);
+    loop {
+        let i = match (next_markup, next_sep) {
+            (None, None) => break,
+            (Some(m), Some(e)) => m.min(e),
+            (Some(m), None) => m,
+            (None, Some(e)) => e,
+        };
         let (esc, len): (&[u8], usize) = match b[i] {
             b'<' => (b"\\u003c", 1),
             b'>' => (b"\\u003e", 1),
             b'&' => (b"\\u0026", 1),
-            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA8) => (b"\\u2028", 3),
-            0xE2 if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA9) => (b"\\u2029", 3),
-            _ => {
-                i += 1;
-                continue;
-            }
+            _ if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA8) => (b"\\u2028", 3),
+            _ if b.get(i + 1) == Some(&0x80) && b.get(i + 2) == Some(&0xA9) => (b"\\u2029", 3),
+            _ => (b"", 0),
         };
-        out.write_all(&b[from..i])?;
-        out.write_all(esc)?;
-        i += len;
-        from = i;
+        if len > 0 {
+            out.write_all(&b[from..i])?;
+            out.write_all(esc)?;
+            from = i + len;
+        }
+        let after = i + len.max(1);
+        if next_markup == Some(i) {
+            next_markup = memchr::memchr3(b'<', b'>', b'&', &b[after..]).map(|k| k + after);
+        }
+        if next_sep.is_some_and(|e| e < after) {
+            next_sep = memchr::memchr(0xE2, &b[after..]).map(|k| k + after);
+        }
     }
     out.write_all(&b[from..])
 }
@@ -304,6 +320,17 @@ pub fn html_text(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn script_safe_escapes_each_occurrence_and_nothing_else() {
+        assert_eq!(
+            script_safe("a<b>&c\u{2028}\u{2029}é€<"),
+            "a\\u003cb\\u003e\\u0026c\\u2028\\u2029é€\\u003c"
+        );
+        // E2 that starts another character (€ is E2 82 AC) is left alone.
+        assert_eq!(script_safe("€€<"), "€€\\u003c");
+        assert_eq!(script_safe(""), "");
+    }
 
     #[test]
     fn script_safe_leaves_no_way_out_of_the_element() {

@@ -32,7 +32,7 @@ const PATTERNS: &[(&str, &str)] = &[
     ),
     (
         "aws-key",
-        r"(?P<pre>^|[^A-Za-z0-9_\\]|\\[nrt])(?:AKIA|ASIA)[0-9A-Z]{16}\b",
+        r"(?P<pre>^|[^A-Za-z0-9_\\]|\\[nrt])(?:AKIA|ASIA)[0-9A-Z]{16}(?-u:\b)",
     ),
     (
         "google-key",
@@ -56,11 +56,11 @@ const PATTERNS: &[(&str, &str)] = &[
     ),
     (
         "bearer-token",
-        r"(?P<pre>\b[Bb]earer )[A-Za-z0-9._~+/-]{16,}=*",
+        r"(?P<pre>(?-u:\b)[Bb]earer )[A-Za-z0-9._~+/-]{16,}=*",
     ),
     (
         "url-password",
-        r#"(?P<pre>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"\\]+:)[^\s:/@"\\]+@"#,
+        r#"(?P<pre>(?-u:\b)[A-Za-z][A-Za-z0-9+.-]*://[^\s:/@"\\]+:)[^\s:/@"\\]+@"#,
     ),
 ];
 
