@@ -162,7 +162,11 @@ fn the_page_renders_derives_messages_searches_and_unfolds_history() {
             .contains(&format!("data-rendered=\"{}\"", shown.len()))
     );
     assert!(shown.iter().all(|(_, c)| !c.contains("hidden")));
-    // The folded history is there, closed.
+    // The folded history is there, closed, and built only when opened.
+    assert!(
+        !plain.dom.contains("id=\"seq-8\""),
+        "history built before it is opened"
+    );
     assert!(
         plain
             .dom

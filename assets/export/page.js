@@ -163,11 +163,25 @@
 
   var nodes = D.nodes || [];
   var bySeq = new Map();
-  var frag = document.createDocumentFragment();
-  // stack[d]: where the nodes of depth d go, and the tool calls there to join results to.
-  var stack = [{ list: frag, calls: new Map(), parent: -1 }];
-  var lastTurn = null;
   var shown = 0;
+  // The tree: the nodes on the surface, and under each replacement the nodes it replaced.
+  // The DOM of a replaced history is built when it is first opened: most of a long
+  // session's text is history, and the page must show the surface in seconds.
+  var roots = [];
+  var chain = []; // the replacements above the node being placed
+  for (var i = 0; i < nodes.length; i++) {
+    var n = nodes[i];
+    while (chain.length > n.depth) chain.pop();
+    n.parent = chain.length ? chain[chain.length - 1] : -1;
+    if (n.parent < 0) roots.push(i);
+    else (nodes[n.parent].kids = nodes[n.parent].kids || []).push(i);
+    if (n.replaced > 0) chain.push(i);
+    bySeq.set(n.seq, i);
+    if (n.depth === 0 && n.m) shown += 1;
+  }
+  // The search in force, applied to nodes rendered later too.
+  var searchKeep = null;
+  var searchHit = null;
 
   // Tokens and cost as USAGE.md counts them; an unpriced part is said, never costed as 0.
   function tokenText(u) {
@@ -196,15 +210,8 @@
     return h;
   }
 
-  for (var i = 0; i < nodes.length; i++) {
+  function renderNode(i, calls, into) {
     var n = nodes[i];
-    while (stack.length > n.depth + 1) stack.pop();
-    var at = stack[stack.length - 1];
-    n.parent = at.parent;
-    if (n.depth === 0 && typeof n.turn === "number" && n.turn !== lastTurn && n.turn > 0) {
-      lastTurn = n.turn;
-      at.list.appendChild(turnHeader(n.turn));
-    }
     var m = n.m;
     var role = m && typeof m.role === "string" ? m.role : n.type.split("/")[0];
     var summary = n.replaced > 0 && n.type === "user/message";
@@ -227,33 +234,60 @@
     if (!m) {
       box.appendChild(el("div", "note", "(derives no message)"));
     } else if (role === "system" || role === "developer") {
-      box.appendChild(lazy(role + " prompt", (function (c) {
-        return function () {
-          var d = el("div");
-          blocks(c, d, null);
-          return d;
-        };
-      })(m.content)));
+      box.appendChild(lazy(role + " prompt", function () {
+        var d = el("div");
+        blocks(m.content, d, null);
+        return d;
+      }));
     } else {
-      blocks(m.content, box, at.calls);
+      blocks(m.content, box, calls);
     }
-    if (m) shown += n.depth === 0 ? 1 : 0;
-    var callId = m && (n.type === "tool/result" || role === "tool") ? resultCallId(m) : null;
-    if (m && (n.type === "tool/result" || role === "tool")) {
-      if (isErrorResult(m)) box.classList.add("is-error");
-    }
-    var call = callId !== null ? at.calls.get(callId) : null;
+    var isResult = m && (n.type === "tool/result" || role === "tool");
+    if (isResult && isErrorResult(m)) box.classList.add("is-error");
+    var call = isResult ? calls.get(resultCallId(m)) : null;
     if (call) call.appendChild(box);
-    else at.list.appendChild(box);
-    if (n.replaced > 0) {
+    else into.appendChild(box);
+    if (n.kids) {
       var hist = el("details", "history");
       hist.appendChild(el("summary", null, plural(n.replaced, "earlier surface node") + " replaced here (history the model no longer sees)"));
+      hist.addEventListener("toggle", function () {
+        if (hist.open) fill(i);
+      });
       box.appendChild(hist);
-      stack.push({ list: hist, calls: new Map(), parent: i });
+      n.hist = hist;
     }
     n.el = box;
-    bySeq.set(n.seq, i);
+    if (searchKeep) {
+      box.classList.toggle("hidden", !searchKeep[i]);
+      box.classList.toggle("hit", !!searchHit[i]);
+    }
   }
+  // Render a list of sibling nodes; tool results join the calls among them.
+  function renderList(list, into) {
+    var calls = new Map();
+    var frag = document.createDocumentFragment();
+    var lastTurn = null;
+    for (var k = 0; k < list.length; k++) {
+      var n = nodes[list[k]];
+      if (n.depth === 0 && typeof n.turn === "number" && n.turn !== lastTurn && n.turn > 0) {
+        lastTurn = n.turn;
+        var h = turnHeader(n.turn);
+        if (searchKeep) h.classList.add("hidden");
+        frag.appendChild(h);
+      }
+      renderNode(list[k], calls, frag);
+    }
+    into.appendChild(frag);
+  }
+  // The history under replacement i, built once.
+  function fill(i) {
+    var n = nodes[i];
+    if (n.filled || !n.kids) return;
+    n.filled = true;
+    renderList(n.kids, n.hist);
+  }
+  var frag = document.createDocumentFragment();
+  renderList(roots, frag);
 
   // The header: facts, findings, tool definitions, sub-agent links.
   var facts = document.getElementById("facts");
@@ -357,10 +391,13 @@
     }
     return texts[i];
   }
+  // Open (and build) every history above node i, outermost first.
   function openTo(i) {
-    for (var p = nodes[i].parent; p >= 0; p = nodes[p].parent) {
-      var h = nodes[p].el.querySelector(":scope > details.history");
-      if (h) h.open = true;
+    var up = [];
+    for (var p = nodes[i].parent; p >= 0; p = nodes[p].parent) up.push(p);
+    for (var k = up.length - 1; k >= 0; k--) {
+      fill(up[k]);
+      nodes[up[k]].hist.open = true;
     }
   }
   var count = document.getElementById("count");
@@ -368,16 +405,22 @@
   function search(q) {
     q = q.trim().toLowerCase();
     var keep = new Uint8Array(nodes.length);
+    var hit = new Uint8Array(nodes.length);
     var hits = 0;
-    for (var i = 0; i < nodes.length; i++) {
-      var hit = q !== "" && nodes[i].m && textOf(i).indexOf(q) >= 0;
-      nodes[i].el.classList.toggle("hit", !!hit);
-      if (!hit) continue;
+    for (var i = 0; q !== "" && i < nodes.length; i++) {
+      if (!nodes[i].m || textOf(i).indexOf(q) < 0) continue;
+      hit[i] = 1;
       hits += 1;
       for (var j = i; j >= 0 && !keep[j]; j = nodes[j].parent) keep[j] = 1;
-      openTo(i);
     }
-    for (var k = 0; k < nodes.length; k++) nodes[k].el.classList.toggle("hidden", q !== "" && !keep[k]);
+    searchKeep = q === "" ? null : keep;
+    searchHit = q === "" ? null : hit;
+    for (var h = 0; h < nodes.length; h++) if (hit[h]) openTo(h);
+    for (var k = 0; k < nodes.length; k++) {
+      if (!nodes[k].el) continue;
+      nodes[k].el.classList.toggle("hidden", q !== "" && !keep[k]);
+      nodes[k].el.classList.toggle("hit", !!hit[k]);
+    }
     for (var t = 0; t < turns.length; t++) turns[t].classList.toggle("hidden", q !== "");
     count.textContent = q === "" ? "" : plural(hits, "message") + " match";
   }
