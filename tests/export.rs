@@ -365,6 +365,14 @@ fn several_sessions_make_a_directory_with_an_index_and_linked_sub_agents() {
             "{n} not in the index"
         );
     }
+    // The sub-agent's page links its parent, the parent's page its sub-agent.
+    let page = |n: &str| std::fs::read_to_string(out.join(n)).unwrap();
+    let child_name = "ada8966c-9fa3-441b-8721-37ff1e795e6a.html";
+    let parent_name = "96cf59c9-b347-48b9-b234-a5200913ad05.html";
+    let child_data: serde_json::Value = serde_json::from_str(data_of(&page(child_name))).unwrap();
+    assert_eq!(child_data["parentPage"]["href"], parent_name);
+    let parent_data: serde_json::Value = serde_json::from_str(data_of(&page(parent_name))).unwrap();
+    assert_eq!(parent_data["children"][0]["href"], child_name);
     // Several paths without -o: refused, nothing written.
     let (code, html, _) = export(&[parent.to_str().unwrap(), child.to_str().unwrap()]);
     assert_eq!(code, 2);
@@ -391,4 +399,30 @@ fn turns_carry_their_tokens_counted_once() {
     let (_, html, _) = export(&["--at", "40", f.to_str().unwrap()]);
     let v: serde_json::Value = serde_json::from_str(data_of(&html)).unwrap();
     assert_eq!(v["tokens"]["totalTokens"], 2884);
+}
+
+#[test]
+fn the_index_masks_what_the_pages_mask() {
+    let src = std::fs::read_to_string(testdata(FIXTURE)).unwrap();
+    let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123";
+    let log = src.replace(
+        "\"title\":\"Establish a durable compaction premise\"",
+        &format!("\"title\":\"deploy with {key}\""),
+    );
+    assert_ne!(log, src);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    std::fs::write(&path, log).unwrap();
+    let site = dir.path().join("site");
+    std::fs::create_dir(&site).unwrap();
+    // -o naming a directory: a directory export, even of one session.
+    let (code, _, err) = export(&["-o", site.to_str().unwrap(), path.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let index = std::fs::read_to_string(site.join("index.html")).unwrap();
+    assert!(index.contains("deploy with [redacted api-key]"), "{index}");
+    assert!(!index.contains(key));
+    for e in std::fs::read_dir(&site).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        assert!(!text.contains(key));
+    }
 }

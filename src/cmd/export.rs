@@ -305,7 +305,8 @@ fn export_one(
         children: links.children.clone(),
     };
     let row = Row {
-        title: facts.title.clone(),
+        // The index is a page too: what the pages mask, it masks.
+        title: facts.title.as_deref().map(|t| masked(t, !args.no_redact)),
         session: facts.session.clone(),
         created: facts.created,
         turns: facts.turns.len(),
@@ -325,6 +326,14 @@ fn export_one(
         },
         row,
     })
+}
+
+fn masked(text: &str, redact: bool) -> String {
+    if redact {
+        page::redact::redact(text).0.into_owned()
+    } else {
+        text.to_owned()
+    }
 }
 
 /// Tokens and cost per turn and for the session (`USAGE.md`, counted by `log::usage`), up
