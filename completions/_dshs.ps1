@@ -40,6 +40,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('usage', 'usage', [CompletionResultType]::ParameterValue, 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write a session as one self-contained web page (or a directory of pages)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -212,6 +213,21 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
             break
         }
+        'dshs;export' {
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Write to OUT instead of standard output: a file for one session, a directory (made if needed) for several sessions or a storage root')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Write to OUT instead of standard output: a file for one session, a directory (made if needed) for several sessions or a storage root')
+            [CompletionResult]::new('--at', '--at', [CompletionResultType]::ParameterName, 'The session as it stood right after event SEQ (replays the log up to SEQ)')
+            [CompletionResult]::new('--turn', '--turn', [CompletionResultType]::ParameterName, 'Only these turns (inclusive): N, A..B, A.. or ..B')
+            [CompletionResult]::new('--session', '--session', [CompletionResultType]::ParameterName, 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
+            [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
+            [CompletionResult]::new('--no-redact', '--no-redact', [CompletionResultType]::ParameterName, 'Keep secrets as they are written (by default they are masked)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing at all (no output, no errors, no progress); only the exit status speaks')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            break
+        }
         'dshs;completions' {
             [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never')
             [CompletionResult]::new('--known-types', '--known-types', [CompletionResultType]::ParameterName, 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES')
@@ -242,6 +258,7 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             [CompletionResult]::new('grep', 'grep', [CompletionResultType]::ParameterValue, 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries')
             [CompletionResult]::new('ls', 'ls', [CompletionResultType]::ParameterValue, 'List the sessions under a DSH storage root, each validated, newest activity first')
             [CompletionResult]::new('usage', 'usage', [CompletionResultType]::ParameterValue, 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn')
+            [CompletionResult]::new('export', 'export', [CompletionResultType]::ParameterValue, 'Write a session as one self-contained web page (or a directory of pages)')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script (bash, zsh, fish, elvish, powershell)')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Print the manual page (roff) for dshs and all its commands')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -278,6 +295,9 @@ Register-ArgumentCompleter -Native -CommandName 'dshs' -ScriptBlock {
             break
         }
         'dshs;help;usage' {
+            break
+        }
+        'dshs;help;export' {
             break
         }
         'dshs;help;completions' {

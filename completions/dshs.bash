@@ -37,6 +37,9 @@ _dshs() {
             dshs,explain)
                 cmd="dshs__subcmd__explain"
                 ;;
+            dshs,export)
+                cmd="dshs__subcmd__export"
+                ;;
             dshs,grep)
                 cmd="dshs__subcmd__grep"
                 ;;
@@ -79,6 +82,9 @@ _dshs() {
             dshs__subcmd__help,explain)
                 cmd="dshs__subcmd__help__subcmd__explain"
                 ;;
+            dshs__subcmd__help,export)
+                cmd="dshs__subcmd__help__subcmd__export"
+                ;;
             dshs__subcmd__help,grep)
                 cmd="dshs__subcmd__help__subcmd__grep"
                 ;;
@@ -116,7 +122,7 @@ _dshs() {
 
     case "${cmd}" in
         dshs)
-            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair compact grep ls usage completions man help"
+            opts="-q -h -V --color --quiet --known-types --help --version validate explain surface derive show stats repair compact grep ls usage export completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -341,6 +347,68 @@ _dshs() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        dshs__subcmd__export)
+            opts="-o -q -h --output --no-redact --at --turn --session --color --quiet --known-types --help"
+            if [[ ${cur} == -* ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --output)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --at)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --turn)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --known-types)
+                    local oldifs
+                    if [ -n "${IFS+x}" ]; then
+                        oldifs="$IFS"
+                    fi
+                    IFS=$'\n'
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    if [ -n "${oldifs+x}" ]; then
+                        IFS="$oldifs"
+                    fi
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o filenames
+                    fi
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            _dshs_logs
+            return 0
+            ;;
         dshs__subcmd__grep)
             opts="-F -i -w -C -l -c -j -q -h --fixed-strings --ignore-case --word-regexp --surface --at --role --type --turn --since --until --session --context --files-with-matches --count --chunks --format --jobs --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
@@ -453,7 +521,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help)
-            opts="validate explain surface derive show stats repair compact grep ls usage completions man help"
+            opts="validate explain surface derive show stats repair compact grep ls usage export completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -509,6 +577,20 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__help__subcmd__explain)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        dshs__subcmd__help__subcmd__export)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )

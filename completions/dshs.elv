@@ -37,6 +37,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand usage 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
+            cand export 'Write a session as one self-contained web page (or a directory of pages)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -197,6 +198,20 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand -h 'Print help (see more with ''--help'')'
             cand --help 'Print help (see more with ''--help'')'
         }
+        &'dshs;export'= {
+            cand -o 'Write to OUT instead of standard output: a file for one session, a directory (made if needed) for several sessions or a storage root'
+            cand --output 'Write to OUT instead of standard output: a file for one session, a directory (made if needed) for several sessions or a storage root'
+            cand --at 'The session as it stood right after event SEQ (replays the log up to SEQ)'
+            cand --turn 'Only these turns (inclusive): N, A..B, A.. or ..B'
+            cand --session 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one'
+            cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
+            cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
+            cand --no-redact 'Keep secrets as they are written (by default they are masked)'
+            cand -q 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand --quiet 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+        }
         &'dshs;completions'= {
             cand --color 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never'
             cand --known-types 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES'
@@ -225,6 +240,7 @@ set edit:completion:arg-completer[dshs] = {|@words|
             cand grep 'Search the decoded text of logs: messages, reasoning, tool calls and results, summaries'
             cand ls 'List the sessions under a DSH storage root, each validated, newest activity first'
             cand usage 'Tokens and cost of the model calls in sessions, counted once per call, by day, week, month, session, model or turn'
+            cand export 'Write a session as one self-contained web page (or a directory of pages)'
             cand completions 'Print a shell completion script (bash, zsh, fish, elvish, powershell)'
             cand man 'Print the manual page (roff) for dshs and all its commands'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -250,6 +266,8 @@ set edit:completion:arg-completer[dshs] = {|@words|
         &'dshs;help;ls'= {
         }
         &'dshs;help;usage'= {
+        }
+        &'dshs;help;export'= {
         }
         &'dshs;help;completions'= {
         }

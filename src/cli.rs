@@ -245,6 +245,13 @@ pub enum Command {
         after_long_help = examples_then(USAGE_EXAMPLES, USAGE_EXIT_CODES)
     )]
     Usage(UsageArgs),
+    /// Write a session as one self-contained web page (or a directory of pages).
+    #[command(
+        long_about = EXPORT_ABOUT,
+        after_help = EXIT_CODES,
+        after_long_help = examples_then(EXPORT_EXAMPLES, EXIT_CODES)
+    )]
+    Export(ExportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         long_about = "Print a shell completion script generated from this command-line \
@@ -291,6 +298,27 @@ const DERIVE_EXAMPLES: &str = "\
   dshs derive session.jsonl > messages.json
   dshs derive --format ndjson s.jsonl | head -3
   dshs derive --format markdown --at 40 s.jsonl | less";
+
+const EXPORT_ABOUT: &str = "Write a session as one self-contained web page: the messages \
+    the model sees now (the surface) in order, each compaction's summary with the history it \
+    replaced folded under it, tool calls joined to their results, reasoning and prompts \
+    collapsed, validation findings at their events, times in the reader's time zone, a search \
+    box (also `page.html#q=TEXT`), light and dark themes.\n\n\
+    The page needs nothing else and makes no request of any kind (its \
+    Content-Security-Policy forbids them); every text from the log is escaped. Secrets (API \
+    keys and tokens of the common providers, bearer tokens, private key blocks, passwords in \
+    URLs) are masked unless --no-redact; the page says how many. The same log gives the same \
+    bytes.\n\n\
+    One session goes to standard output, or to -o FILE (written to a temporary file and \
+    renamed). Several sessions, a storage root, or -o naming a directory write -o DIR: \
+    index.html and one page per session, sub-agents linked from their parents.\n\n\
+    Refused like `derive` when DSH could not load the log (exit 1).";
+
+const EXPORT_EXAMPLES: &str = "\
+  dshs export session.jsonl > session.html
+  dshs export -o page.html ~/.dsh/sessions/proj/0b9f3c1e
+  dshs export -o site/ ~/.dsh/sessions
+  dshs export --turn 2..4 --no-redact s.jsonl > turns.html";
 
 const SHOW_EXAMPLES: &str = "\
   dshs show session.jsonl
@@ -908,6 +936,28 @@ pub struct DeriveArgs {
     pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Write to OUT instead of standard output: a file for one session, a directory (made
+    /// if needed) for several sessions or a storage root.
+    #[arg(short = 'o', long = "output", value_name = "OUT", value_hint = ValueHint::AnyPath)]
+    pub output: Option<PathBuf>,
+    /// Keep secrets as they are written (by default they are masked).
+    #[arg(long)]
+    pub no_redact: bool,
+    /// The session as it stood right after event SEQ (replays the log up to SEQ).
+    #[arg(long, value_name = "SEQ", value_parser = parse_seq, value_hint = ValueHint::Other)]
+    pub at: Option<u64>,
+    /// Only these turns (inclusive): N, A..B, A.. or ..B.
+    #[arg(long, value_name = "N|A..B", value_parser = TurnRange::parse, value_hint = ValueHint::Other)]
+    pub turn: Option<TurnRange>,
+    #[arg(long, value_name = "ID", help = SESSION_HELP, value_hint = ValueHint::Other)]
+    pub session: Option<String>,
+    /// Logs, session directories, `STORE.db#ID`, or storage roots.
+    #[arg(value_name = "PATH", required = true, num_args = 1.., value_hint = ValueHint::AnyPath)]
+    pub paths: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

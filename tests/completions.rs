@@ -108,8 +108,9 @@ fn enumerated_values_are_offered() {
 }
 
 /// The commands whose positional argument is a log.
-const LOG_COMMANDS: [&str; 9] = [
+const LOG_COMMANDS: [&str; 10] = [
     "validate", "surface", "derive", "show", "stats", "repair", "compact", "grep", "usage",
+    "export",
 ];
 
 #[test]

@@ -78,6 +78,34 @@ impl Sink for Refusals {
 }
 
 pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result<Box<Folded>> {
+    load_observed(file, session, want, env, None, &mut ())
+}
+
+/// Sends every finding to both: the refusals and the caller's sink.
+struct Both<'a, 'b> {
+    refusals: &'a mut Refusals,
+    also: Option<&'b mut dyn Sink>,
+}
+
+impl Sink for Both<'_, '_> {
+    fn push(&mut self, f: Finding) {
+        if let Some(also) = self.also.as_deref_mut() {
+            also.push(f.clone());
+        }
+        self.refusals.push(f);
+    }
+}
+
+/// [`load`], with every finding of the pass also sent to `sink` and every event to
+/// `observer` (`export` shows findings and turns beside the surface).
+pub fn load_observed(
+    file: &str,
+    session: Option<&str>,
+    want: &Want,
+    env: &Env,
+    sink: Option<&mut dyn Sink>,
+    observer: &mut dyn dshs::log::scan::Observer,
+) -> Result<Box<Folded>> {
     let mut spool = None;
     let (mut opened, store) = super::open_input(file, session, env)?;
     if want.lines {
@@ -98,8 +126,14 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
         ..env.scan_options()
     };
     let mut refusals = Refusals::default();
-    let mut scan = super::scan_source(opened, env, &opts, &mut refusals, &mut ())
-        .map_err(|e| super::read_failure(&name, &e))?;
+    let mut scan = {
+        let mut both = Both {
+            refusals: &mut refusals,
+            also: sink,
+        };
+        super::scan_source(opened, env, &opts, &mut both, observer)
+            .map_err(|e| super::read_failure(&name, &e))?
+    };
     if let Some(store) = &store {
         // DSH refuses a session whose storage layer has errors; a torn tail it drops is said.
         store.check(env.quiet)?;

@@ -5,6 +5,7 @@ pub mod compact;
 pub mod completions;
 pub mod derive;
 pub mod explain;
+pub mod export;
 mod fold;
 pub mod grep;
 pub mod ls;
@@ -168,6 +169,7 @@ pub fn run(cli: Cli, out: &mut dyn Write) -> Result<Outcome> {
         Command::Surface(args) => surface::run(&args, &env, out),
         Command::Derive(args) => derive::run(&args, &env, out),
         Command::Usage(args) => usage::run(&args, &env, out),
+        Command::Export(args) => export::run(&args, &env, out),
         Command::Completions(args) => completions::run(&args, out),
         Command::Man => man::run(out),
     }

@@ -376,6 +376,31 @@ impl Visitor<'_> for KeyIs {
     }
 }
 
+/// What deriving a node's message needs, owned: kept for nodes that leave the surface.
+#[derive(Debug, Clone)]
+pub struct Stored {
+    pub seq: u64,
+    pub kind: SurfaceKind,
+    pub pos: crate::log::Pos,
+    pub message_at: Option<u32>,
+    pub derives: bool,
+    /// v0 legacy shapes: the normalized message (the file holds none to copy).
+    pub legacy: Option<Box<str>>,
+}
+
+impl Stored {
+    pub fn of(node: &Node<'_>) -> Stored {
+        Stored {
+            seq: node.seq,
+            kind: node.kind,
+            pos: node.pos,
+            message_at: node.message_at,
+            derives: node.derives,
+            legacy: node.legacy_message().map(Into::into),
+        }
+    }
+}
+
 /// Why a node's message could not be produced.
 #[derive(Debug, thiserror::Error)]
 pub enum DeriveError {
@@ -433,7 +458,13 @@ impl Deriver {
     /// normalized message, since the file holds none to copy (§16). Callers skip nodes whose
     /// `derives` is false (§12.1).
     pub fn message(&mut self, node: &Node<'_>) -> Result<Cow<'_, [u8]>, DeriveError> {
-        if let Some(legacy) = node.legacy_message() {
+        self.message_of(&Stored::of(node))
+    }
+
+    /// [`Deriver::message`] of a node kept past its surface (`export` shows the history a
+    /// replacement shadowed, whose nodes the surface no longer holds).
+    pub fn message_of(&mut self, node: &Stored) -> Result<Cow<'_, [u8]>, DeriveError> {
+        if let Some(legacy) = &node.legacy {
             return Ok(Cow::Owned(legacy.as_bytes().to_vec()));
         }
         let seq = node.seq;

@@ -1,6 +1,7 @@
 //! Output policy: colour decisions, escaping untrusted text for a terminal, progress on
 //! stderr, and the human and JSON renderers.
 
+pub mod export;
 pub mod grep;
 pub mod human;
 pub mod json;
