@@ -6,6 +6,7 @@ pub mod completions;
 pub mod derive;
 pub mod explain;
 mod fold;
+mod follow;
 pub mod grep;
 pub mod ls;
 pub mod man;

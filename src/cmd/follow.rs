@@ -1,0 +1,184 @@
+//! `--follow` for `show` and `validate`: the file (or a session directory's newest
+//! generation) followed pass after pass — one pass while the file stays the same, a new one
+//! from its start when it is replaced or a newer generation appears — until Ctrl-C.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::Duration;
+
+use anyhow::{Result, anyhow};
+
+use dshs::log::follow::{self, Control, Ended, FollowReader, Idle, Pending, Waker};
+use dshs::log::input::{self, Opened};
+use dshs::log::scan::ScanOptions;
+
+use crate::cli::FollowArgs;
+use crate::render::escape;
+
+/// The one [`Control`] of this process; Ctrl-C stops it (the handler is set up once).
+fn control() -> Result<Arc<Control>> {
+    static CONTROL: OnceLock<Arc<Control>> = OnceLock::new();
+    if let Some(c) = CONTROL.get() {
+        return Ok(Arc::clone(c));
+    }
+    let c = Control::new();
+    let stop = Arc::clone(&c);
+    ctrlc::set_handler(move || stop.stop())
+        .map_err(|e| anyhow!("cannot catch Ctrl-C to stop following: {e}"))?;
+    Ok(Arc::clone(CONTROL.get_or_init(|| c)))
+}
+
+/// One followed log: what is being read and how the reader is woken.
+pub struct Session {
+    /// What the user named (findings are reported under it).
+    pub name: String,
+    /// The session directory, when one was named.
+    dir: Option<PathBuf>,
+    /// The file read now.
+    file: PathBuf,
+    control: Arc<Control>,
+    waker: Waker,
+}
+
+/// The end of one pass over a followed log.
+pub enum Next {
+    /// Following stopped (Ctrl-C), or the log cannot be read on (the decoder stopped at
+    /// damage): the pass's result is the answer.
+    Done,
+    /// Read again from the start: the note says why.
+    Again(String),
+}
+
+impl Session {
+    pub fn start(arg: &str, args: &FollowArgs) -> Result<Session> {
+        if arg == "-" {
+            return Err(anyhow!(
+                "--follow reads a file or a session directory, not standard input"
+            ));
+        }
+        let given = Path::new(arg);
+        let dir = given.is_dir().then(|| given.to_path_buf());
+        let file = input::resolve(given).map_err(|e| anyhow!("{e}"))?;
+        let control = control()?;
+        let poll = args.poll.map(|ms| Duration::from_millis(ms as u64));
+        let watch_dir = dir
+            .clone()
+            .or_else(|| file.parent().map(Path::to_path_buf))
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or_else(|| PathBuf::from("."));
+        let waker = Waker::new(&control, &[&watch_dir], poll);
+        Ok(Session {
+            name: arg.to_owned(),
+            dir,
+            file,
+            control,
+            waker,
+        })
+    }
+
+    /// Open the current file for a pass from its start.
+    pub fn open(&self, idle: Option<Idle>) -> Result<(Opened, Arc<Mutex<Option<Ended>>>)> {
+        let reader = FollowReader::open(
+            &self.file,
+            self.dir.as_deref(),
+            Arc::clone(&self.control),
+            self.waker.interval(),
+            idle,
+        )
+        .map_err(|e| anyhow!("cannot follow {}: {e}", self.file.display()))?;
+        let ended = reader.ended();
+        let opened = follow::open(reader, self.name.clone()).map_err(|e| anyhow!("{e}"))?;
+        Ok((opened, ended))
+    }
+
+    /// After a pass: done, or read again (and from which file).
+    pub fn next(&mut self, ended: &Mutex<Option<Ended>>) -> Next {
+        let ended = ended.lock().unwrap_or_else(PoisonError::into_inner).take();
+        match ended {
+            None | Some(Ended::Stopped) => Next::Done,
+            Some(Ended::Replaced(why)) => Next::Again(format!(
+                "{}: {why}; reading it again from its start",
+                escape(&self.name)
+            )),
+            Some(Ended::NewGeneration(path)) => {
+                let note = format!(
+                    "{}: a new generation appeared; following {} from its start",
+                    escape(&self.name),
+                    escape(&path.display().to_string())
+                );
+                self.file = path;
+                Next::Again(note)
+            }
+        }
+    }
+
+    /// Whether Ctrl-C was pressed.
+    pub fn stopped(&self) -> bool {
+        self.control.stopped()
+    }
+}
+
+/// The options of a followed pass: one line at a time (reading ahead would wait for bytes not
+/// written yet), no progress bar.
+pub fn scan_options(base: ScanOptions) -> ScanOptions {
+    ScanOptions {
+        threads: 1,
+        positional: None,
+        ..base
+    }
+}
+
+/// A note on stderr (unless `--quiet`).
+pub fn note(text: &str, quiet: bool) {
+    if !quiet {
+        crate::render::diag!("dshs: note: {text}");
+    }
+}
+
+/// A one-line status on stderr while a followed log is idle (only on a terminal): rewritten
+/// in place, cleared before anything else is printed.
+#[derive(Default)]
+pub struct StatusLine {
+    shown: bool,
+}
+
+impl StatusLine {
+    pub fn wanted(quiet: bool) -> bool {
+        !quiet && std::io::stderr().is_terminal()
+    }
+
+    pub fn show(&mut self, text: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[K{text}");
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    pub fn clear(&mut self) {
+        if std::mem::take(&mut self.shown) {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[K");
+            let _ = err.flush();
+        }
+    }
+}
+
+/// What is pending at the end of the log so far, in words (for a status line).
+pub fn pending_words(p: Pending) -> Option<String> {
+    if p.line_bytes > 0 {
+        Some(format!(
+            "{} byte{} of an incomplete line pending",
+            p.line_bytes,
+            if p.line_bytes == 1 { "" } else { "s" }
+        ))
+    } else if p.frame_bytes > 0 {
+        Some(format!(
+            "{} byte{} of an incomplete zstd frame pending",
+            p.frame_bytes,
+            if p.frame_bytes == 1 { "" } else { "s" }
+        ))
+    } else {
+        None
+    }
+}
