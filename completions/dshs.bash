@@ -782,7 +782,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__show)
-            opts="-q -h --type --turn --grep --format --session --color --quiet --known-types --help"
+            opts="-f -q -h --type --turn --grep --format --session --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -814,6 +814,13 @@ _dshs() {
                     return 0
                     ;;
                 --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -942,7 +949,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__validate)
-            opts="-j -q -h --format --deny-warnings --max-findings --jobs --session --color --quiet --known-types --help"
+            opts="-j -f -q -h --format --deny-warnings --max-findings --jobs --session --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -974,6 +981,13 @@ _dshs() {
                     return 0
                     ;;
                 --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

@@ -113,6 +113,11 @@ impl Session {
         }
     }
 
+    /// Stop following (the output is gone).
+    pub fn stop(&self) {
+        self.control.stop();
+    }
+
     /// Whether Ctrl-C was pressed.
     pub fn stopped(&self) -> bool {
         self.control.stopped()

@@ -326,11 +326,10 @@ impl FollowReader {
                 self.pos
             )));
         }
-        if !self.head.is_empty() && read_at(&self.file, self.head.len()).is_ok_and(|h| h != self.head)
+        if !self.head.is_empty()
+            && read_at(&self.file, self.head.len()).is_ok_and(|h| h != self.head)
         {
-            return Some(Ended::Replaced(
-                "the file's first line changed".to_owned(),
-            ));
+            return Some(Ended::Replaced("the file's first line changed".to_owned()));
         }
         None
     }
@@ -522,7 +521,7 @@ mod tests {
         std::fs::write(&path, b"header\nline two\n").unwrap();
         let (mut r, _c) = follower(&path);
         let mut got = vec![0; 64];
-        r.read(&mut got).unwrap();
+        assert_eq!(r.read(&mut got).unwrap(), 16);
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)

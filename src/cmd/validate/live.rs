@@ -197,7 +197,12 @@ impl Observer for LiveObserver {
 }
 
 /// `validate --follow PATH`.
-pub(super) fn run(args: &ValidateArgs, env: &Env, painter: Painter, out: &mut dyn Write) -> Result<Outcome> {
+pub(super) fn run(
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
     let [file] = args.files.as_slice() else {
         return Err(anyhow::anyhow!(
             "--follow follows one log: name one file or session directory"
