@@ -336,7 +336,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__grep)
-            opts="-F -i -w -C -l -c -j -q -h --fixed-strings --ignore-case --word-regexp --surface --at --role --type --turn --since --until --session --context --files-with-matches --count --chunks --format --jobs --color --quiet --known-types --help"
+            opts="-F -i -w -C -l -c -j -f -q -h --fixed-strings --ignore-case --word-regexp --surface --at --role --type --turn --since --until --session --context --files-with-matches --count --chunks --format --jobs --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -414,6 +414,13 @@ _dshs() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

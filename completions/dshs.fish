@@ -146,6 +146,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand grep" -s C -l context -d 'Show
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l format -d 'Lines for people, or JSON Lines (match/context/count records, then a summary)' -r -f -a "human\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s j -l jobs -d 'Search N logs at a time (default: one per core)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -l poll -d 'With --follow: look for new data every MS milliseconds instead of watching file-system events (for network file systems)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -157,6 +158,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand grep" -l surface -d 'Only what
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s l -l files-with-matches -d 'Print only the logs (session directories) with a match, each read only up to its first match (with --surface or --format json, whole)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s c -l count -d 'Print the number of matching lines of each log with a match (`PATH:COUNT`)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l chunks -d 'Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+ assistant messages), each on its own'
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -s f -l follow -d 'Keep reading as the running session appends, until Ctrl-C: each new event is checked and folded once, from the state the previous ones left'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand ls" -l format -d 'Output format: a table, or JSON Lines (one object per session)' -r -f -a "human\t''

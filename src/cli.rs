@@ -601,6 +601,8 @@ pub struct GrepArgs {
     /// Search N logs at a time (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 /// Exit status of the read-only inspection commands (`show`, `stats`).

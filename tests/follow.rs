@@ -549,3 +549,56 @@ fn following_standard_input_is_refused() {
         .code(2)
         .stderr(predicates::str::contains("not standard input"));
 }
+
+/// The matches of `grep --format json` output, without what depends on later events.
+fn matches(lines: &[String]) -> Vec<Value> {
+    json(lines)
+        .into_iter()
+        .filter(|v| v["type"] == "match")
+        .map(|mut v| {
+            if let Some(o) = v.as_object_mut() {
+                o.remove("surface");
+                o.remove("shadowed");
+            }
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn grep_follow_prints_each_match_as_its_event_lands() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let lines = fixture("v3/nested-replace.jsonl");
+    let mut w = Writer::create(&path);
+    w.write(lines[..4].concat().as_bytes());
+    let grep = Follower::start(&["grep", "--format", "json", "-f", "question|files"], &path);
+    std::thread::sleep(PAUSE);
+    assert!(grep.lines().is_empty());
+    w.write(lines[4].as_bytes()); // seq 3: "first question"
+    grep.wait_for("the first match", |l| matches(l).len() == 1);
+    let (a, b) = lines[5].split_at(10);
+    w.write(a.as_bytes());
+    std::thread::sleep(PAUSE / 2);
+    w.write(b.as_bytes());
+    w.write(lines[6].as_bytes()); // seq 5: "second question"
+    grep.wait_for("the second match", |l| matches(l).len() == 2);
+    w.write(lines[7..].concat().as_bytes());
+    grep.wait_for("every match", |l| matches(l).len() >= 3);
+    let (rc, out, err) = grep.interrupt();
+    assert_eq!(rc, 0, "matches found: {err}");
+    let (_, once) = one_shot(&["grep", "--format", "json", "question|files"], &path);
+    assert_eq!(matches(&out), matches(&once));
+}
+
+#[test]
+fn grep_follow_refuses_what_needs_the_end_of_the_log() {
+    common::dshs()
+        .args(["grep", "-f", "-c", "x"])
+        .arg(common::testdata("v3/nested-replace.jsonl"))
+        .assert()
+        .code(2)
+        .stderr(predicates::str::contains(
+            "--count needs the end of the log",
+        ));
+}

@@ -474,6 +474,35 @@ impl<'q> Search<'q> {
         (hits, totals)
     }
 
+    /// `grep --follow`: the hits found since the last call, marked against the fold as it
+    /// stands now (a match is marked shadowed only when the replacement that shadows it is
+    /// folded, which may come later; `crash`: the hits are of rows being dropped as a crash
+    /// tail). Context is not kept across calls.
+    pub fn take_live(&mut self, state: &FoldState, crash: bool) -> Vec<Hit> {
+        let mut hits = std::mem::take(&mut self.hits);
+        for h in &mut hits {
+            let header = h.kind == PartKind::SystemPrompt && h.event_type == "request/header";
+            h.mark = if crash {
+                Mark::CrashTail
+            } else if header {
+                if Some(h.seq) == self.last_header {
+                    Mark::Visible
+                } else {
+                    Mark::LogOnly
+                }
+            } else if !h.surface {
+                Mark::LogOnly
+            } else if !h.accepted {
+                Mark::Rejected
+            } else if state.surface.contains(h.seq) {
+                Mark::Visible
+            } else {
+                Mark::Shadowed
+            };
+        }
+        hits
+    }
+
     fn push(&mut self, hit: Hit) {
         self.hits.push(hit);
     }
