@@ -602,3 +602,51 @@ fn grep_follow_refuses_what_needs_the_end_of_the_log() {
             "--count needs the end of the log",
         ));
 }
+
+#[test]
+fn a_sqlite_session_appended_to_by_another_connection_is_followed() {
+    use rusqlite::types::Value as Sql;
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    std::fs::copy(
+        common::testdata("sqlite/db/per-fixture/deepseek-ai--multi-turn-session.db"),
+        &db,
+    )
+    .unwrap();
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode=WAL", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(mode, "wal");
+    let id: String = conn
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let rows: Vec<Vec<Sql>> = {
+        let mut st = conn
+            .prepare("SELECT * FROM events WHERE seq >= 20 ORDER BY seq")
+            .unwrap();
+        st.query_map([], |r| (0..8).map(|i| r.get::<_, Sql>(i)).collect())
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    assert!(rows.len() > 10, "rows to append");
+    conn.execute("DELETE FROM events WHERE seq >= 20", [])
+        .unwrap();
+    let named = PathBuf::from(format!("{}#{id}", db.display()));
+    let (validate, show) = follow_both(&named, &[]);
+    wait_events(&show, 20);
+    for (i, row) in rows.iter().enumerate() {
+        conn.execute(
+            "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            rusqlite::params_from_iter(row.iter()),
+        )
+        .unwrap();
+        if i % 3 == 0 {
+            std::thread::sleep(PAUSE / 4);
+        }
+    }
+    wait_events(&show, 20 + rows.len());
+    drop(conn);
+    stop_and_compare(validate, show, &named);
+}

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 
+use dshs::log::follow::store::StoreFollow;
 use dshs::log::follow::{self, Control, Ended, FollowReader, Idle, Pending, Waker};
 use dshs::log::input::{self, Opened};
 use dshs::log::scan::ScanOptions;
@@ -37,6 +38,8 @@ pub struct Session {
     dir: Option<PathBuf>,
     /// The file read now.
     file: PathBuf,
+    /// A session of a SQLite store (`store.db#ID`): the store and the session id.
+    store: Option<(PathBuf, String)>,
     control: Arc<Control>,
     waker: Waker,
 }
@@ -57,11 +60,33 @@ impl Session {
                 "--follow reads a file or a session directory, not standard input"
             ));
         }
-        let given = Path::new(arg);
-        let dir = given.is_dir().then(|| given.to_path_buf());
-        let file = input::resolve(given).map_err(|e| anyhow!("{e}"))?;
         let control = control()?;
         let poll = args.poll.map(|ms| Duration::from_millis(ms as u64));
+        if let Some((db, id)) = dshs::log::sqlite::split_session_path(arg) {
+            // Woken by changes to the store's directory (its WAL grows), checked each
+            // interval; the change counter decides.
+            let watch_dir = db
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+            let waker = Waker::new(&control, &[&watch_dir], poll);
+            return Ok(Session {
+                name: arg.to_owned(),
+                dir: None,
+                file: db.clone(),
+                store: Some((db, id)),
+                control,
+                waker,
+            });
+        }
+        let given = Path::new(arg);
+        if given.is_file() && dshs::log::sqlite::has_magic(given).unwrap_or(false) {
+            return Err(anyhow!(
+                "--follow follows one session of a store: name it as {arg}#ID"
+            ));
+        }
+        let dir = given.is_dir().then(|| given.to_path_buf());
+        let file = input::resolve(given).map_err(|e| anyhow!("{e}"))?;
         let watch_dir = dir
             .clone()
             .or_else(|| file.parent().map(Path::to_path_buf))
@@ -72,6 +97,7 @@ impl Session {
             name: arg.to_owned(),
             dir,
             file,
+            store: None,
             control,
             waker,
         })
@@ -79,6 +105,22 @@ impl Session {
 
     /// Open the current file for a pass from its start.
     pub fn open(&self, idle: Option<Idle>) -> Result<(Opened, Arc<Mutex<Option<Ended>>>)> {
+        if let Some((db, id)) = &self.store {
+            let reader =
+                StoreFollow::open(db, id, Arc::clone(&self.control), self.waker.interval())
+                    .map_err(|e| anyhow!("cannot follow {}: {e}", self.name))?;
+            let ended = reader.ended();
+            let opened = Opened {
+                name: self.name.clone(),
+                path: None,
+                reader: Box::new(std::io::BufReader::new(reader)),
+                framing: None,
+                older: Vec::new(),
+                file: None,
+                pipe: false,
+            };
+            return Ok((opened, ended));
+        }
         let reader = FollowReader::open(
             &self.file,
             self.dir.as_deref(),

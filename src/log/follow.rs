@@ -24,6 +24,8 @@ use crossbeam_channel::{Receiver, Sender};
 
 use super::input::{self, ZSTD_MAGIC};
 
+pub mod store;
+
 /// How often the size is checked when file-system events are watched too: a safety net for
 /// file systems that send none (network mounts) or events that were missed.
 pub const SAFETY_NET: Duration = Duration::from_millis(1000);
