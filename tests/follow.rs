@@ -650,3 +650,56 @@ fn a_sqlite_session_appended_to_by_another_connection_is_followed() {
     drop(conn);
     stop_and_compare(validate, show, &named);
 }
+
+#[test]
+fn a_storage_root_is_followed_with_the_sessions_that_appear_in_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("sessions");
+    let first = root.join("project/one");
+    std::fs::create_dir_all(&first).unwrap();
+    let lines = fixture("sample/crashed.v3.jsonl");
+    let mut w = Writer::create(&first.join("session.v3.jsonl"));
+    w.write(lines[..5].concat().as_bytes());
+    let (validate, show) = follow_both(&root, &[]);
+    show.wait_for("the first session's events", |l| l.len() == 4);
+    // A session created while following.
+    let second = root.join("project/two");
+    std::fs::create_dir_all(&second).unwrap();
+    let mut w2 = Writer::create(&second.join("session.v3.jsonl"));
+    w2.write(lines[..3].concat().as_bytes());
+    show.wait_for("the new session's events", |l| l.len() == 4 + 2);
+    validate.wait_stderr("a new session; following it");
+    w.write(lines[5..].concat().as_bytes());
+    w2.write(lines[3..10].concat().as_bytes());
+    show.wait_for("every event", |l| l.len() >= 4 + 2 + 14 + 7);
+    let (v_rc, v_out, _) = validate.interrupt();
+    let (s_rc, s_out, _) = show.interrupt();
+    assert_eq!(s_rc, 0);
+    let mut worst = 0;
+    for session in [&first, &second] {
+        let name = session.display().to_string();
+        let (rc, once) = one_shot(&["validate", "--format", "json"], session);
+        worst = worst.max(rc);
+        let mine: Vec<String> = v_out
+            .iter()
+            .filter(|l| json(std::slice::from_ref(l))[0]["file"] == name.as_str())
+            .cloned()
+            .collect();
+        assert_eq!(
+            findings_and_summary(&mine),
+            findings_and_summary(&once),
+            "{name}"
+        );
+        let (_, once) = one_shot(&["show", "--format", "json"], session);
+        let mine: Vec<String> = json(&s_out)
+            .into_iter()
+            .filter(|v| v["session"] == name.as_str())
+            .map(|mut v| {
+                v.as_object_mut().unwrap().remove("session");
+                v.to_string()
+            })
+            .collect();
+        assert_eq!(events(&mine), events(&once), "{name}");
+    }
+    assert_eq!(v_rc, worst, "the worst status of the sessions");
+}

@@ -229,3 +229,149 @@ pub fn pending_words(p: Pending) -> Option<String> {
         None
     }
 }
+
+/// Output of one session's follower under a storage root: whole lines handed to the thread
+/// that writes standard output, each flush at once; `prefix` (for `show`) names the session
+/// on each line (human) or in each record (JSON, as `"session"`).
+pub struct Lines {
+    to: crossbeam_channel::Sender<Vec<u8>>,
+    buf: Vec<u8>,
+    prefix: Option<(String, bool)>,
+}
+
+impl Write for Lines {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let whole = memchr::memrchr(b'\n', &self.buf).map_or(0, |i| i + 1);
+        if whole == 0 {
+            return Ok(());
+        }
+        let rest = self.buf.split_off(whole);
+        let lines = std::mem::replace(&mut self.buf, rest);
+        let lines = match &self.prefix {
+            None => lines,
+            Some((name, json)) => {
+                let mut out = Vec::with_capacity(lines.len() + 64);
+                for line in lines.split_inclusive(|&b| b == b'\n') {
+                    match line.strip_prefix(b"{") {
+                        Some(rest) if *json => {
+                            out.extend_from_slice(b"{\"session\":");
+                            out.extend_from_slice(
+                                serde_json::to_string(name).unwrap_or_default().as_bytes(),
+                            );
+                            out.push(b',');
+                            out.extend_from_slice(rest);
+                        }
+                        _ => {
+                            out.extend_from_slice(name.as_bytes());
+                            out.extend_from_slice(b": ");
+                            out.extend_from_slice(line);
+                        }
+                    }
+                }
+                out
+            }
+        };
+        self.to
+            .send(lines)
+            .map_err(|_| std::io::Error::from(std::io::ErrorKind::BrokenPipe))
+    }
+}
+
+impl Drop for Lines {
+    fn drop(&mut self) {
+        let _ = self.flush();
+    }
+}
+
+/// Whether `arg` names a storage root (a directory that is not itself a session).
+pub fn is_root(arg: &str) -> bool {
+    let p = Path::new(arg);
+    p.is_dir() && !input::is_session_dir(p)
+}
+
+/// Follow every session below a storage root, sessions created later included, each with
+/// `each(session name, its output)` on a thread of its own, until Ctrl-C. The outcomes of
+/// the sessions.
+pub fn follow_root<F>(
+    root: &str,
+    args: &FollowArgs,
+    quiet: bool,
+    prefix: Option<bool>,
+    out: &mut dyn Write,
+    each: F,
+) -> Result<Vec<crate::exit::Outcome>>
+where
+    F: Fn(&str, &mut Lines) -> Result<crate::exit::Outcome> + Sync,
+{
+    let control = control()?;
+    let interval = args
+        .poll
+        .map_or(follow::SAFETY_NET, |ms| Duration::from_millis(ms as u64));
+    let waker = Waker::new(&control, &[Path::new(root)], args.poll.map(|_| interval));
+    let (to, written) = crossbeam_channel::unbounded::<Vec<u8>>();
+    let mut known = std::collections::HashSet::new();
+    let mut outcomes = Vec::new();
+    std::thread::scope(|scope| -> Result<()> {
+        let mut to = Some(to);
+        let mut handles = Vec::new();
+        let mut failed = None;
+        let mut first_scan = true;
+        loop {
+            if let Some(sender) = &to {
+                let found = input::find_sessions(Path::new(root))
+                    .map_err(|e| anyhow!("cannot list {root}: {e}"))?;
+                for dir in found {
+                    if !known.insert(dir.clone()) {
+                        continue;
+                    }
+                    let name = dir.display().to_string();
+                    if !first_scan {
+                        note(
+                            &format!("{}: a new session; following it", escape(&name)),
+                            quiet,
+                        );
+                    }
+                    let mut lines = Lines {
+                        to: sender.clone(),
+                        buf: Vec::new(),
+                        prefix: prefix.map(|json| (name.clone(), json)),
+                    };
+                    let each = &each;
+                    handles.push(scope.spawn(move || each(&name, &mut lines)));
+                }
+                first_scan = false;
+            }
+            match written.recv_timeout(waker.interval()) {
+                Ok(chunk) => {
+                    if let Err(e) = out.write_all(&chunk).and_then(|()| out.flush()) {
+                        failed = Some(e);
+                        control.stop();
+                        to = None;
+                    }
+                }
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
+                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => break,
+            }
+            if control.stopped() {
+                // No new session from now on; the followers end and close the channel.
+                to = None;
+            }
+        }
+        for h in handles {
+            outcomes.push(
+                h.join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))?,
+            );
+        }
+        match failed {
+            Some(e) => Err(e.into()),
+            None => Ok(()),
+        }
+    })?;
+    Ok(outcomes)
+}

@@ -28,7 +28,25 @@ pub(super) fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Out
             "--follow with --session is not supported: name the store's session as STORE.db#ID"
         ));
     }
-    let mut session = Session::start(&args.file, &args.follow)?;
+    if following::is_root(&args.file) {
+        let json = args.format == ReportFormat::Json;
+        following::follow_root(
+            &args.file,
+            &args.follow,
+            env.quiet,
+            Some(json),
+            out,
+            |name, lines| follow_one(name, args, env, lines),
+        )?;
+        // Ctrl-C ends `show --follow` successfully (CLI.md).
+        return Ok(Outcome::Success);
+    }
+    follow_one(&args.file, args, env, out)
+}
+
+/// One log followed (a file, a session directory, `store.db#ID`), named `file`.
+fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let mut session = Session::start(file, &args.follow)?;
     let marks = Marks {
         shadowed_by: HashMap::new(),
         replaces: HashMap::new(),
@@ -128,13 +146,13 @@ pub(super) fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Out
         }
         let scan = match scanned {
             Ok(s) => s,
-            Err(e) => return Err(super::super::read_failure(&args.file, &e)),
+            Err(e) => return Err(super::super::read_failure(file, &e)),
         };
         if !session.stopped() {
             following::note(
                 &format!(
                     "{}: the log cannot be read past this point; following ends",
-                    crate::render::escape(&args.file)
+                    crate::render::escape(file)
                 ),
                 env.quiet,
             );

@@ -205,9 +205,27 @@ pub(super) fn run(
 ) -> Result<Outcome> {
     let [file] = args.files.as_slice() else {
         return Err(anyhow::anyhow!(
-            "--follow follows one log: name one file or session directory"
+            "--follow follows one log, session directory or storage root: name one"
         ));
     };
+    if following::is_root(file) {
+        let outcomes =
+            following::follow_root(file, &args.follow, env.quiet, None, out, |name, lines| {
+                follow_one(name, args, env, painter, lines)
+            })?;
+        return Ok(outcomes.into_iter().fold(Outcome::Success, Outcome::worst));
+    }
+    follow_one(file, args, env, painter, out)
+}
+
+/// One log followed (a file, a session directory, `store.db#ID`).
+fn follow_one(
+    file: &str,
+    args: &ValidateArgs,
+    env: &Env,
+    painter: Painter,
+    out: &mut dyn Write,
+) -> Result<Outcome> {
     let mut session = Session::start(file, &args.follow)?;
     let name = session.name.clone();
     loop {
