@@ -703,3 +703,40 @@ fn a_storage_root_is_followed_with_the_sessions_that_appear_in_it() {
     }
     assert_eq!(v_rc, worst, "the worst status of the sessions");
 }
+
+#[test]
+fn a_closed_output_pipe_ends_following_quietly() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl");
+    let lines = fixture("v3/nested-replace.jsonl");
+    let mut w = Writer::create(&path);
+    w.write(lines[..3].concat().as_bytes());
+    for args in [&["show", "-f"][..], &["validate", "-f"][..]] {
+        let mut child = Command::new(bin())
+            .args(args)
+            .arg(&path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Like `| head -1`: the reader goes away.
+        drop(child.stdout.take());
+        std::thread::sleep(PAUSE);
+        // What follows has something to print at once (a show line; a validate finding: an
+        // event without `data`). One per round: the seqs go on.
+        let seq = if args[0] == "show" { 2 } else { 3 };
+        w.write(format!("{{\"type\":\"turn/start\",\"seq\":{seq},\"time\":1}}\n").as_bytes());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > LIMIT {
+                let _ = child.kill();
+                panic!("{args:?} kept following into a closed pipe");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(0), "{args:?}");
+    }
+}

@@ -18,7 +18,7 @@ use crate::cli::FollowArgs;
 use crate::render::escape;
 
 /// The one [`Control`] of this process; Ctrl-C stops it (the handler is set up once).
-fn control() -> Result<Arc<Control>> {
+pub fn control() -> Result<Arc<Control>> {
     static CONTROL: OnceLock<Arc<Control>> = OnceLock::new();
     if let Some(c) = CONTROL.get() {
         return Ok(Arc::clone(c));

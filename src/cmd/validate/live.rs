@@ -131,6 +131,10 @@ impl Sink for LiveReport<'_> {
         .and_then(|()| self.out.flush());
         if let Err(e) = written {
             self.error = Some(e);
+            // Nobody reads on (`| head`): stop following so the pass ends.
+            if let Ok(c) = following::control() {
+                c.stop();
+            }
         }
     }
 }
