@@ -110,6 +110,51 @@ impl Follower {
         }
     }
 
+    /// Wait until the follower has read `path` to its current end (its file offset, from
+    /// /proc; elsewhere a pause): a follower that prints nothing yet is caught up before the
+    /// file is cut or replaced.
+    fn wait_read(&self, path: &Path) {
+        let len = std::fs::metadata(path).expect("log").len();
+        let fds = PathBuf::from(format!("/proc/{}/fd", self.child.id()));
+        if !fds.exists() {
+            std::thread::sleep(PAUSE * 4);
+            return;
+        }
+        let start = Instant::now();
+        let target = path.canonicalize().expect("log path");
+        loop {
+            let at = std::fs::read_dir(&fds)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .find_map(|fd| {
+                    (std::fs::read_link(fd.path()).ok()? == target).then(|| {
+                        let info = format!(
+                            "/proc/{}/fdinfo/{}",
+                            self.child.id(),
+                            fd.file_name().to_string_lossy()
+                        );
+                        std::fs::read_to_string(info)
+                            .ok()?
+                            .lines()
+                            .find_map(|l| l.strip_prefix("pos:"))?
+                            .trim()
+                            .parse::<u64>()
+                            .ok()
+                    })?
+                });
+            if at == Some(len) {
+                return;
+            }
+            assert!(
+                start.elapsed() < LIMIT,
+                "the follower never read {} to its end",
+                path.display()
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Ctrl-C, then its exit status and everything it printed.
     fn interrupt(mut self) -> (i32, Vec<String>, String) {
         let sent = Command::new("kill")
@@ -448,6 +493,7 @@ fn a_truncated_file_is_noted_and_read_again_from_its_start() {
     w.write(lines[..10].concat().as_bytes());
     let (validate, show) = follow_both(&path, &[]);
     wait_events(&show, 9);
+    validate.wait_read(&path);
     // Cut back to seq 2, then the session goes on differently.
     let keep = lines[..4].concat();
     w.0.set_len(keep.len() as u64).unwrap();
@@ -488,6 +534,7 @@ fn a_renamed_and_recreated_file_is_noted_and_followed() {
     w.write(lines[..6].concat().as_bytes());
     let (validate, show) = follow_both(&path, &[]);
     wait_events(&show, 5);
+    validate.wait_read(&path);
     std::fs::rename(&path, dir.path().join("s.jsonl.old")).unwrap();
     std::thread::sleep(PAUSE);
     let mut w = Writer::create(&path);
@@ -510,6 +557,7 @@ fn a_new_generation_in_a_session_directory_is_noted_and_followed_from_its_start(
     w.write(v3[..6].concat().as_bytes());
     let (validate, show) = follow_both(&session, &[]);
     wait_events(&show, 5);
+    validate.wait_read(&session.join("session.v3.jsonl"));
     // DSH upgrades the session: the next generation, in the next format version.
     let mut w = Writer::create(&session.join("session.v4.jsonl"));
     w.write(v4[..3].concat().as_bytes());
@@ -668,7 +716,7 @@ fn a_storage_root_is_followed_with_the_sessions_that_appear_in_it() {
     let mut w2 = Writer::create(&second.join("session.v3.jsonl"));
     w2.write(lines[..3].concat().as_bytes());
     show.wait_for("the new session's events", |l| l.len() == 4 + 2);
-    validate.wait_stderr("a new session; following it");
+    show.wait_stderr("a new session; following it");
     w.write(lines[5..].concat().as_bytes());
     w2.write(lines[3..10].concat().as_bytes());
     show.wait_for("every event", |l| l.len() >= 4 + 2 + 14 + 7);
