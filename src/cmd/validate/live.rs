@@ -317,3 +317,30 @@ fn follow_one(
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_status_line_names_what_is_pending_at_the_end_so_far() {
+        let live = Live {
+            events: 12,
+            errors: 1,
+            open_turn: Some(40),
+            tail: Some((44, 2)),
+            ..Live::default()
+        };
+        let text = live.text(
+            "s.jsonl",
+            Pending {
+                line_bytes: 31,
+                frame_bytes: 0,
+            },
+        );
+        assert_eq!(
+            text,
+            "following s.jsonl: 12 events, 1 error, 0 warnings; turn open since line 40; 2 rows from line 44 held back after a bad row (a crash tail unless a turn/end follows); 31 bytes of an incomplete line pending"
+        );
+    }
+}
