@@ -25,7 +25,13 @@ pub fn control() -> Result<Arc<Control>> {
     }
     let c = Control::new();
     let stop = Arc::clone(&c);
-    ctrlc::set_handler(move || stop.stop())
+    ctrlc::set_handler(move || {
+        // A second Ctrl-C does not wait for the pass to conclude.
+        if stop.stopped() {
+            std::process::exit(130);
+        }
+        stop.stop();
+    })
         .map_err(|e| anyhow!("cannot catch Ctrl-C to stop following: {e}"))?;
     Ok(Arc::clone(CONTROL.get_or_init(|| c)))
 }
