@@ -32,7 +32,7 @@ pub fn control() -> Result<Arc<Control>> {
         }
         stop.stop();
     })
-        .map_err(|e| anyhow!("cannot catch Ctrl-C to stop following: {e}"))?;
+    .map_err(|e| anyhow!("cannot catch Ctrl-C to stop following: {e}"))?;
     Ok(Arc::clone(CONTROL.get_or_init(|| c)))
 }
 

@@ -503,6 +503,20 @@ mod tests {
     }
 
     #[test]
+    fn every_cut_of_a_frame_is_partial_and_a_wrong_magic_is_damage() {
+        let frame = input::zstd::encode_frame(&b"{\"a\":1}\n".repeat(50)).unwrap();
+        for cut in 0..frame.len() {
+            assert!(
+                matches!(frame_len(&frame[..cut]), FrameLen::Partial),
+                "cut at {cut} of {}",
+                frame.len()
+            );
+        }
+        assert!(matches!(frame_len(&frame), FrameLen::Complete(n) if n == frame.len()));
+        assert!(matches!(frame_len(b"{\"a\":1}\n"), FrameLen::Damaged));
+    }
+
+    #[test]
     fn stopping_hands_out_the_rest_then_ends() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");
