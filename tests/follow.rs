@@ -788,3 +788,25 @@ fn a_closed_output_pipe_ends_following_quietly() {
         assert_eq!(status.code(), Some(0), "{args:?}");
     }
 }
+
+#[test]
+fn a_partial_zstd_frame_becomes_a_torn_frame_only_when_following_stops() {
+    use dshs::log::input::zstd::encode_frame;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.jsonl.zstd");
+    let lines = fixture("v3/nested-replace.jsonl");
+    let mut w = Writer::create(&path);
+    w.write(&encode_frame(lines[0].as_bytes()).unwrap());
+    w.write(&encode_frame(lines[1..6].concat().as_bytes()).unwrap());
+    let (validate, show) = follow_both(&path, &[]);
+    show.wait_for("seqs 0..4", |l| seqs_shown(l).len() == 5);
+    let frame = encode_frame(lines[6..9].concat().as_bytes()).unwrap();
+    w.write(&frame[..frame.len() / 2]);
+    std::thread::sleep(PAUSE);
+    assert!(validate.lines().is_empty(), "a pending frame is no finding");
+    let (v_out, _) = stop_and_compare(validate, show, &path);
+    assert!(
+        v_out.iter().any(|l| l.contains("zstd-torn-frame")),
+        "{v_out:?}"
+    );
+}

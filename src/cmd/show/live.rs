@@ -113,7 +113,7 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
                 if unfiltered
                     && stopped
                     && let Ok(s) = &scanned
-                    && let Some(t) = s.torn.filter(|_| s.zstd.is_none())
+                    && let Some(t) = s.torn
                     && let Err(e) = printer.torn(t.line, t.byte, t.len)
                 {
                     printer.error.get_or_insert(e);
