@@ -810,3 +810,19 @@ fn a_partial_zstd_frame_becomes_a_torn_frame_only_when_following_stops() {
         "{v_out:?}"
     );
 }
+
+#[test]
+fn a_sqlite_session_with_a_torn_tail_gives_the_storage_findings_when_following_stops() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("store.db");
+    std::fs::copy(common::testdata("sqlite/db/torn-packed-tail.db"), &db).unwrap();
+    let id: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT id FROM sessions", [], |r| r.get(0))
+        .unwrap();
+    let named = PathBuf::from(format!("{}#{id}", db.display()));
+    let (validate, show) = follow_both(&named, &[]);
+    show.wait_for("the session's events", |l| !l.is_empty());
+    let (v_out, _) = stop_and_compare(validate, show, &named);
+    assert!(v_out.iter().any(|l| l.contains("crash-tail")), "{v_out:?}");
+}

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{Result, anyhow};
 
-use dshs::log::follow::store::StoreFollow;
+use dshs::log::follow::store::{StorageEnd, StoreFollow};
 use dshs::log::follow::{self, Control, Ended, FollowReader, Idle, Pending, Waker};
 use dshs::log::input::{self, Opened};
 use dshs::log::scan::ScanOptions;
@@ -48,6 +48,8 @@ pub struct Session {
     store: Option<(PathBuf, String)>,
     control: Arc<Control>,
     waker: Waker,
+    /// A store session: what the store reader said at the last read of the current pass.
+    storage: Mutex<Option<Arc<Mutex<StorageEnd>>>>,
 }
 
 /// The end of one pass over a followed log.
@@ -83,6 +85,7 @@ impl Session {
                 store: Some((db, id)),
                 control,
                 waker,
+                storage: Mutex::default(),
             });
         }
         let given = Path::new(arg);
@@ -106,6 +109,7 @@ impl Session {
             store: None,
             control,
             waker,
+            storage: Mutex::default(),
         })
     }
 
@@ -116,6 +120,7 @@ impl Session {
                 StoreFollow::open(db, id, Arc::clone(&self.control), self.waker.interval())
                     .map_err(|e| anyhow!("cannot follow {}: {e}", self.name))?;
             let ended = reader.ended();
+            *self.storage.lock().unwrap_or_else(PoisonError::into_inner) = Some(reader.storage());
             let opened = Opened {
                 name: self.name.clone(),
                 path: None,
@@ -159,6 +164,13 @@ impl Session {
                 Next::Again(note)
             }
         }
+    }
+
+    /// For a store session: the storage layer's findings and torn tail at the last read.
+    pub fn storage_end(&self) -> Option<StorageEnd> {
+        let slot = self.storage.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.as_ref()
+            .map(|s| s.lock().unwrap_or_else(PoisonError::into_inner).clone())
     }
 
     /// Stop following (the output is gone).

@@ -282,7 +282,6 @@ fn follow_one(
         if let Some(e) = report.error.take() {
             return Err(e.into());
         }
-        let hidden = report.hidden;
         if let Next::Again(note) = session.next(&ended) {
             following::note(&note, env.quiet);
             continue;
@@ -304,12 +303,31 @@ fn follow_one(
                 env.quiet,
             );
         }
-        super::write_hidden_note(hidden, env.quiet, &name, args, painter, out)?;
-        let summary = super::summary_of(&name, &scan);
+        let mut summary = super::summary_of(&name, &scan);
+        // A store session: the storage layer's findings, merged as a one-shot run merges them.
+        if let Some(end) = session.storage_end() {
+            let (mut errors, mut warnings) = (0, 0);
+            for f in &end.findings {
+                if f.is_error() {
+                    errors += 1;
+                } else {
+                    warnings += 1;
+                }
+                report.push(f.clone());
+            }
+            summary.status = dshs::log::sqlite::combined_status(summary.status, &end.findings);
+            summary.errors += errors;
+            summary.warnings += warnings;
+            summary.torn_tail |= end.torn;
+        }
+        if let Some(e) = report.error.take() {
+            return Err(e.into());
+        }
+        super::write_hidden_note(report.hidden, env.quiet, &name, args, painter, out)?;
         super::write_summary(out, args.format, painter, env.quiet, &summary)?;
         out.flush()?;
-        return Ok(match scan.status() {
-            Status::Valid if args.deny_warnings && scan.tally.warnings > 0 => Outcome::Invalid,
+        return Ok(match summary.status {
+            Status::Valid if args.deny_warnings && summary.warnings > 0 => Outcome::Invalid,
             Status::Valid => Outcome::Success,
             Status::Invalid => Outcome::Invalid,
             Status::Unsupported => Outcome::Unsupported,

@@ -18,7 +18,17 @@ use rusqlite::{Connection, OpenFlags};
 use xxhash_rust::xxh3::Xxh3;
 
 use super::{Control, Ended};
+use crate::log::finding::Finding;
 use crate::log::sqlite::Store;
+
+/// What the store reader said of the session at the last read: its storage findings (S7,
+/// S11.6) and whether rows were dropped as a torn tail. Reported when following stops, as a
+/// one-shot run over the store reports them.
+#[derive(Debug, Clone, Default)]
+pub struct StorageEnd {
+    pub findings: Vec<Finding>,
+    pub torn: bool,
+}
 
 /// Reads a growing session of a SQLite store, waiting at its end (see the module doc).
 pub struct StoreFollow {
@@ -35,6 +45,7 @@ pub struct StoreFollow {
     control: Arc<Control>,
     interval: Duration,
     ended: Arc<Mutex<Option<Ended>>>,
+    storage: Arc<Mutex<StorageEnd>>,
 }
 
 impl StoreFollow {
@@ -61,11 +72,17 @@ impl StoreFollow {
             control,
             interval,
             ended: Arc::new(Mutex::new(None)),
+            storage: Arc::default(),
         })
     }
 
     pub fn ended(&self) -> Arc<Mutex<Option<Ended>>> {
         Arc::clone(&self.ended)
+    }
+
+    /// The storage layer's word at the last read (see [`StorageEnd`]).
+    pub fn storage(&self) -> Arc<Mutex<StorageEnd>> {
+        Arc::clone(&self.storage)
     }
 
     fn end(&mut self, why: Ended) -> io::Result<usize> {
@@ -105,7 +122,13 @@ impl StoreFollow {
             seen += old as u64;
             new.extend_from_slice(&buf[old..n]);
         }
-        drop(reader);
+        let end = reader
+            .finish()
+            .map_err(|e| io::Error::other(e.to_string()))?;
+        *self.storage.lock().unwrap_or_else(PoisonError::into_inner) = StorageEnd {
+            findings: end.findings,
+            torn: end.snapshot.torn.is_some(),
+        };
         if seen < self.fed || check.digest128() != self.hash.digest128() {
             return Ok(Some(
                 "the session's rows changed before the point read so far".to_owned(),
