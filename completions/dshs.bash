@@ -410,7 +410,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__grep)
-            opts="-F -i -w -C -l -c -j -q -h --fixed-strings --ignore-case --word-regexp --surface --at --role --type --turn --since --until --session --context --files-with-matches --count --chunks --format --jobs --color --quiet --known-types --help"
+            opts="-F -i -w -C -l -c -j -f -q -h --fixed-strings --ignore-case --word-regexp --surface --at --role --type --turn --since --until --session --context --files-with-matches --count --chunks --format --jobs --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -488,6 +488,13 @@ _dshs() {
                     return 0
                     ;;
                 -j)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -884,7 +891,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__show)
-            opts="-q -h --type --turn --grep --format --session --color --quiet --known-types --help"
+            opts="-f -q -h --type --turn --grep --format --session --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -916,6 +923,13 @@ _dshs() {
                     return 0
                     ;;
                 --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace
@@ -1142,7 +1156,7 @@ _dshs() {
             return 0
             ;;
         dshs__subcmd__validate)
-            opts="-j -q -h --format --deny-warnings --max-findings --jobs --session --color --quiet --known-types --help"
+            opts="-j -f -q -h --format --deny-warnings --max-findings --jobs --session --follow --poll --color --quiet --known-types --help"
             if [[ ${cur} == -* ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -1174,6 +1188,13 @@ _dshs() {
                     return 0
                     ;;
                 --session)
+                    COMPREPLY=("${cur}")
+                    if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
+                        compopt -o nospace
+                    fi
+                    return 0
+                    ;;
+                --poll)
                     COMPREPLY=("${cur}")
                     if [[ "${BASH_VERSINFO[0]}" -ge 4 ]]; then
                         compopt -o nospace

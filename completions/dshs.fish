@@ -51,11 +51,13 @@ json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l max-findings -d 'Print at most N findings per file (the summary still counts all of them)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -s j -l jobs -d 'Check N logs at a time (default: one per core)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l session -d 'Only session ID of each SQLite session store given (repeatable; default: every session, in rowid order)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -l poll -d 'With --follow: look for new data every MS milliseconds instead of watching file-system events (for network file systems)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -l deny-warnings -d 'Exit 1 when there are warnings, too'
+complete -c dshs -n "__fish_dshs_using_subcommand validate" -s f -l follow -d 'Keep reading as the running session appends, until Ctrl-C: each new event is checked and folded once, from the state the previous ones left'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand validate" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand explain" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
@@ -91,10 +93,12 @@ complete -c dshs -n "__fish_dshs_using_subcommand show" -l grep -d 'Only events 
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l format -d 'One line per event, or the same selection as JSON Lines' -r -f -a "human\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l session -d 'The session of a SQLite session store to read (the same as FILE#ID); needed when the store holds more than one' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand show" -l poll -d 'With --follow: look for new data every MS milliseconds instead of watching file-system events (for network file systems)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand show" -l known-types -d 'A file declaring extra log-only event types (one per line, optional version list). Repeatable; adds to the files listed in DSHS_KNOWN_TYPES' -r -F
+complete -c dshs -n "__fish_dshs_using_subcommand show" -s f -l follow -d 'Keep reading as the running session appends, until Ctrl-C: each new event is checked and folded once, from the state the previous ones left'
 complete -c dshs -n "__fish_dshs_using_subcommand show" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand show" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand stats" -l format -d 'A report for people, or one JSON document' -r -f -a "human\t''
@@ -144,6 +148,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand grep" -s C -l context -d 'Show
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l format -d 'Lines for people, or JSON Lines (match/context/count records, then a summary)' -r -f -a "human\t''
 json\t''"
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s j -l jobs -d 'Search N logs at a time (default: one per core)' -r -f
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -l poll -d 'With --follow: look for new data every MS milliseconds instead of watching file-system events (for network file systems)' -r -f
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l color -d 'When to colour output: auto (terminal, NO_COLOR unset, TERM not dumb), always, never' -r -f -a "auto\t''
 always\t''
 never\t''"
@@ -155,6 +160,7 @@ complete -c dshs -n "__fish_dshs_using_subcommand grep" -l surface -d 'Only what
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s l -l files-with-matches -d 'Print only the logs (session directories) with a match, each read only up to its first match (with --surface or --format json, whole)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s c -l count -d 'Print the number of matching lines of each log with a match (`PATH:COUNT`)'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -l chunks -d 'Also search streamed deltas (format 0/1 assistant/chunk events, the embedded stream of format 2+ assistant messages), each on its own'
+complete -c dshs -n "__fish_dshs_using_subcommand grep" -s f -l follow -d 'Keep reading as the running session appends, until Ctrl-C: each new event is checked and folded once, from the state the previous ones left'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s q -l quiet -d 'Print nothing at all (no output, no errors, no progress); only the exit status speaks'
 complete -c dshs -n "__fish_dshs_using_subcommand grep" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c dshs -n "__fish_dshs_using_subcommand ls" -l format -d 'Output format: a table, or JSON Lines (one object per session)' -r -f -a "human\t''

@@ -380,6 +380,21 @@ pub struct ValidateArgs {
     /// one), or `-` for standard input.
     #[arg(required = true, value_name = "FILE", value_hint = ValueHint::AnyPath)]
     pub files: Vec<String>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
+}
+
+/// `--follow` and `--poll` (show, validate, grep).
+#[derive(Debug, Clone, Copy, Default, Args)]
+pub struct FollowArgs {
+    /// Keep reading as the running session appends, until Ctrl-C: each new event is checked
+    /// and folded once, from the state the previous ones left.
+    #[arg(short = 'f', long)]
+    pub follow: bool,
+    /// With --follow: look for new data every MS milliseconds instead of watching
+    /// file-system events (for network file systems).
+    #[arg(long, value_name = "MS", requires = "follow", value_parser = parse_count, value_hint = ValueHint::Other)]
+    pub poll: Option<usize>,
 }
 
 const LS_ABOUT: &str = "List the sessions under a DSH storage root, each validated, newest activity first.\n\n\
@@ -659,6 +674,8 @@ pub struct GrepArgs {
     /// Search N logs at a time (default: one per core).
     #[arg(short = 'j', long, value_name = "N", value_parser = parse_count, value_hint = ValueHint::Other)]
     pub jobs: Option<usize>,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 /// Exit status of the read-only inspection commands (`show`, `stats`).
@@ -693,6 +710,8 @@ pub struct ShowArgs {
     pub session: Option<String>,
     #[arg(value_name = "FILE", help = FILE_HELP, value_hint = ValueHint::AnyPath)]
     pub file: String,
+    #[command(flatten)]
+    pub follow: FollowArgs,
 }
 
 pub const SHOW_ABOUT: &str = "\

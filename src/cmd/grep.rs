@@ -29,6 +29,8 @@ use crate::render::{diag, escape};
 
 use super::{Env, Seekable};
 
+mod live;
+
 /// Candidate lines remembered per log; a log with more is searched event by event.
 const MAX_CANDIDATES: usize = 1 << 18;
 
@@ -47,6 +49,9 @@ pub fn output(args: &GrepArgs) -> super::Output {
 pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
     let query = query_of(args, env.quiet).map_err(Failure::usage)?;
+    if args.follow.follow {
+        return live::run(args, &query, env, out);
+    }
     let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
     let jobs = super::jobs(args.jobs);
     let env = &env.for_jobs(jobs, targets.len());

@@ -7,6 +7,7 @@ pub mod derive;
 pub mod explain;
 pub mod export;
 mod fold;
+mod follow;
 pub mod grep;
 pub mod ls;
 pub mod man;

@@ -30,6 +30,8 @@ use crate::render::{Clock, escape, summary};
 
 use super::{Env, Seekable};
 
+mod live;
+
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &ShowArgs) -> super::Output {
     super::Output::report(args.format, true)
@@ -37,6 +39,9 @@ pub fn output(args: &ShowArgs) -> super::Output {
 
 pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
+    if args.follow.follow {
+        return live::run(args, env, out);
+    }
     let (opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
     let from_store = store.is_some();
     let name = opened.name.clone();
@@ -93,6 +98,7 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         },
         clock: Clock::local(),
         seq_width: marks.seq_width,
+        live: None,
     };
     let torn = first.torn.filter(|_| printer.filter.is_empty());
     let (second, printed) = std::thread::scope(|scope| {
@@ -351,6 +357,17 @@ struct Printer<'m> {
     painter: Painter,
     clock: Clock,
     seq_width: usize,
+    /// `--follow`: marks known only from what was folded so far (see [`Live`]).
+    live: Option<Live>,
+}
+
+/// How `show --follow` marks an event: a replacement shadows only later, so nodes are not
+/// marked shadowed when printed, and the replacement's line says what it shadowed; rows in
+/// doubt after a bad row are printed once their fate is known.
+#[derive(Default)]
+struct Live {
+    /// Rows held back after a bad row are being folded as a crash tail.
+    crash: bool,
 }
 
 #[derive(Serialize)]
@@ -436,7 +453,10 @@ impl Printer<'_> {
         if self.error.is_some() {
             return;
         }
-        if let Err(e) = f(&mut self.out) {
+        // Following: every event reaches the output at once, also into a pipe.
+        let live = self.live.is_some();
+        if let Err(e) = f(&mut self.out).and_then(|()| if live { self.out.flush() } else { Ok(()) })
+        {
             self.error = Some(e);
             // Nobody reads what follows: stop the pass instead of folding the rest.
             self.tap.stop.store(true, Ordering::Relaxed);
@@ -513,6 +533,18 @@ impl Printer<'_> {
 }
 
 impl Observer for Printer<'_> {
+    fn tail_decided(&mut self, committed: bool) {
+        if let Some(live) = &mut self.live {
+            live.crash = !committed;
+        }
+    }
+
+    fn speculation_ended(&mut self, _committed: bool) {
+        if let Some(live) = &mut self.live {
+            live.crash = false;
+        }
+    }
+
     fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
         if self.error.is_some() {
             return;
@@ -527,9 +559,22 @@ impl Observer for Printer<'_> {
         {
             return;
         }
-        let crash = self.in_crash_tail(ev.pos.byte);
-        let shadowed_by = self.marks.shadowed_by.get(&ev.seq).copied();
-        let replaces = self.marks.replaces.get(&ev.seq).filter(|_| !crash);
+        let (crash, shadowed_by, replaces) = match &self.live {
+            None => (
+                self.in_crash_tail(ev.pos.byte),
+                self.marks.shadowed_by.get(&ev.seq).copied(),
+                self.marks.replaces.get(&ev.seq),
+            ),
+            Some(live) => (
+                live.crash && info.speculative,
+                None,
+                state
+                    .surface
+                    .last_replacement()
+                    .filter(|r| r.seq == ev.seq && info.accepted),
+            ),
+        };
+        let replaces = replaces.filter(|_| !crash);
         let mark = if crash {
             SurfaceMark::None
         } else if !info.accepted {
@@ -636,7 +681,10 @@ impl Observer for Printer<'_> {
         {
             return;
         }
-        let crash = self.in_crash_tail(row.pos.byte);
+        let crash = match &self.live {
+            None => self.in_crash_tail(row.pos.byte),
+            Some(live) => live.crash && row.speculative,
+        };
         match self.format {
             ReportFormat::Json => {
                 let record = BadRowRecord {

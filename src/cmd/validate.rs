@@ -15,6 +15,8 @@ use crate::render::json::{FindingRecord, SummaryRecord};
 
 use super::Env;
 
+mod live;
+
 /// Renders the findings of one log in line order, up to `--max-findings`.
 ///
 /// Findings are held until the log is read, then printed sorted by (line, byte), stably: the
@@ -119,6 +121,9 @@ pub fn run(args: &ValidateArgs, env: &Env, out: &mut dyn Write) -> Result<Outcom
     let painter = Painter {
         color: env.color_out && args.format == ReportFormat::Human,
     };
+    if args.follow.follow {
+        return live::run(args, env, painter, out);
+    }
     let mut worst = Outcome::Success;
     let files = super::expand_paths_listed(&args.files);
     let jobs = super::jobs(args.jobs);

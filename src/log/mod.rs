@@ -33,6 +33,7 @@ pub mod derive;
 pub mod dialect;
 pub mod event;
 pub mod finding;
+pub mod follow;
 pub mod grep;
 pub mod header;
 pub mod idset;

@@ -68,6 +68,9 @@ pub struct ScanOptions {
     /// after a bad row (§6.3), never a gap of the pass's own; and a row is packed by its
     /// discriminator, which the stream keeps as `seq0`, not by its type alone (S4.3).
     pub from_store: bool,
+    /// Keep the latest replacement (for `show --follow`, which prints what a replacement
+    /// shadowed when it folds; see [`SurfaceManager::keep_last_replacement`]).
+    pub keep_last_replacement: bool,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -150,6 +153,9 @@ impl FoldState {
         if opts.linear_surface {
             surface.append_unmarked();
         }
+        if opts.keep_last_replacement {
+            surface.keep_last_replacement();
+        }
         FoldState {
             surface,
             lifecycle: Lifecycle::new(d),
@@ -228,6 +234,13 @@ pub trait Observer: Send {
     fn reads_stream_records(&self) -> bool {
         true
     }
+    /// Rows from the first bad row on are held back until a later `turn/end` (committed
+    /// damage) or the end of the input (a crash tail) decides them (§6.2): `rows` of them so
+    /// far, from `first`. For a status line while a log is followed.
+    fn tail_pending(&mut self, _first: Pos, _rows: u64) {}
+    /// The held-back rows are about to be folded as decided: `committed` (a turn end followed)
+    /// or dropped (a crash tail). Called before [`Observer::speculation_started`].
+    fn tail_decided(&mut self, _committed: bool) {}
 }
 
 impl Observer for () {
@@ -269,6 +282,12 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     }
     fn done(&self) -> bool {
         (**self).done()
+    }
+    fn tail_pending(&mut self, first: Pos, rows: u64) {
+        (**self).tail_pending(first, rows);
+    }
+    fn tail_decided(&mut self, committed: bool) {
+        (**self).tail_decided(committed);
     }
 }
 
@@ -995,6 +1014,9 @@ impl<O: Observer, S: Sink> Pass<O, S> {
             }
             spec.next_seq = seq_after(row, spec.next_seq);
             spec.events |= !matches!(row, Row::Bad(_));
+            self.ctx
+                .observer
+                .tail_pending(spec.tail.first, spec.tail.rows);
             if holds_turn_end(row) {
                 // The damage lies before a turn end: it is in the committed region.
                 let stopped = self.replay(Replayed::Committed);
@@ -1027,6 +1049,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     // A B5 row (canonical violation, §6.1) is bad and holds events.
                     events: !matches!(row, Row::Bad(_)),
                 });
+                self.ctx.observer.tail_pending(pos, 1);
                 return self
                     .ctx
                     .stop_after
@@ -1071,6 +1094,9 @@ impl<O: Observer, S: Sink> Pass<O, S> {
             self.dropped = Some(tail);
             return false;
         }
+        self.ctx
+            .observer
+            .tail_decided(matches!(fate, Replayed::Committed));
         self.ctx.observer.speculation_started();
         let saved = matches!(fate, Replayed::Dropped).then(|| self.state.clone());
         let how = match fate {

@@ -564,6 +564,8 @@ pub struct SurfaceManager {
     next_seq: u64,
     generation: u64,
     replacements: Option<History>,
+    /// The latest replacement, when kept ([`SurfaceManager::keep_last_replacement`]).
+    last_replacement: Option<Option<Replacement>>,
     /// The highest seq ever linked: no node has a higher one.
     top: Option<u64>,
     headers: HeaderTools,
@@ -590,6 +592,7 @@ impl SurfaceManager {
             next_seq: 0,
             generation: 0,
             replacements: None,
+            last_replacement: None,
             top: None,
             headers: HeaderTools::default(),
             linear: false,
@@ -609,6 +612,16 @@ impl SurfaceManager {
     /// independent of the log's history.
     pub fn record_replacements(&mut self) {
         self.replacements.get_or_insert_with(History::default);
+    }
+
+    /// Keep the latest replacement (memory: one replacement, whatever the history).
+    pub fn keep_last_replacement(&mut self) {
+        self.last_replacement.get_or_insert(None);
+    }
+
+    /// The latest replacement, when kept (see [`SurfaceManager::keep_last_replacement`]).
+    pub fn last_replacement(&self) -> Option<&Replacement> {
+        self.last_replacement.as_ref().and_then(Option::as_ref)
     }
 
     /// The range a node on the surface replaced (`None` for appended nodes).
@@ -1462,13 +1475,17 @@ impl SurfaceManager {
                 self.top = self.top.max(Some(seq));
                 self.revive(first, node, Some((start, end)));
                 self.generation += 1;
-                if let Some(r) = &mut self.replacements {
-                    r.push(&Replacement {
-                        seq,
-                        start,
-                        end,
-                        shadowed: seqs,
-                    });
+                let r = Replacement {
+                    seq,
+                    start,
+                    end,
+                    shadowed: seqs,
+                };
+                if let Some(h) = &mut self.replacements {
+                    h.push(&r);
+                }
+                if let Some(last) = &mut self.last_replacement {
+                    *last = Some(r);
                 }
                 if self.points.as_ref().is_some_and(PointSet::wants_rebuild) {
                     self.rebuild_points();

@@ -511,6 +511,39 @@ impl<'q> Search<'q> {
         }
     }
 
+    /// `grep --follow`: the matches found since the last call, marked against the fold as
+    /// it stands now (a match is marked shadowed only when the replacement that shadows it is
+    /// folded, which may come later; `crash`: they are of rows being dropped as a crash
+    /// tail). Context is not kept across calls. Costs a look at the surface per matching
+    /// event, nothing for the others.
+    pub fn take_live(&mut self, state: &FoldState, crash: bool) -> Option<Matches> {
+        if self.hits.is_empty() {
+            return None;
+        }
+        let mut visible = state.surface.seqs();
+        visible.sort_unstable();
+        let marks = Marks {
+            visible,
+            last_header: self.last_header,
+            // Rows in doubt are folded here once their fate is known: all committed, unless
+            // they are being dropped.
+            committed: if crash {
+                self.committed.clone()
+            } else {
+                (0..=self.epoch).collect()
+            },
+        };
+        Some(Matches {
+            hits: std::mem::take(&mut self.hits),
+            pool: Vec::new(),
+            marks,
+            surface_only: false,
+            context: 0,
+            surface_context: false,
+            totals: None,
+        })
+    }
+
     fn push(&mut self, hit: Hit) {
         self.hits.push(hit);
     }

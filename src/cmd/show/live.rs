@@ -1,0 +1,164 @@
+//! `dshs show --follow`: each event printed (and flushed) as it is folded.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::{Result, anyhow};
+
+use dshs::log::finding::Discard;
+use dshs::log::follow::Ended;
+use dshs::log::scan::{self, Observer, ScanOptions};
+
+use crate::cli::{ReportFormat, ShowArgs};
+use crate::cmd::follow::{self as following, Next, Session};
+use crate::exit::Outcome;
+use crate::render::Clock;
+use crate::render::human::Painter;
+
+use super::super::Env;
+use super::{Filter, Live, Marks, OUTBOX, Outbox, Printer, Tap, TapState};
+
+/// Seq column width while following (the last seq is not known in advance).
+const SEQ_WIDTH: usize = 4;
+
+pub(super) fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    if args.session.is_some() {
+        return Err(anyhow!(
+            "--follow with --session is not supported: name the store's session as STORE.db#ID"
+        ));
+    }
+    if following::is_root(&args.file) {
+        let json = args.format == ReportFormat::Json;
+        following::follow_root(
+            &args.file,
+            &args.follow,
+            env.quiet,
+            Some(json),
+            out,
+            |name, lines| follow_one(name, args, env, lines),
+        )?;
+        // Ctrl-C ends `show --follow` successfully (CLI.md).
+        return Ok(Outcome::Success);
+    }
+    follow_one(&args.file, args, env, out)
+}
+
+/// One log followed (a file, a session directory, `store.db#ID`), named `file`.
+fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
+    let mut session = Session::start(file, &args.follow)?;
+    let marks = Marks {
+        shadowed_by: HashMap::new(),
+        replaces: HashMap::new(),
+        crash_from: None,
+        seq_width: SEQ_WIDTH,
+    };
+    loop {
+        let (opened, ended) = session.open(None)?;
+        let tap = Arc::new(TapState {
+            keep_line: args.grep.is_some(),
+            ..TapState::default()
+        });
+        let format = args.format;
+        let (to_out, written) = crossbeam_channel::bounded::<Vec<u8>>(4);
+        let mut printer = Printer {
+            out: Outbox {
+                buf: Vec::with_capacity(OUTBOX),
+                to: to_out,
+            },
+            error: None,
+            tap: tap.clone(),
+            filter: Filter {
+                types: &args.types,
+                turn: args.turn,
+                grep: args.grep.as_deref(),
+            },
+            marks: &marks,
+            format,
+            painter: Painter {
+                color: env.color_out && format == ReportFormat::Human,
+            },
+            clock: Clock::local(),
+            seq_width: SEQ_WIDTH,
+            live: Some(Live::default()),
+        };
+        let unfiltered = printer.filter.is_empty();
+        let stopped_by_us = &session;
+        let (scanned, printed) = std::thread::scope(|scope| {
+            let ended = Arc::clone(&ended);
+            let pass = scope.spawn(move || {
+                let mut o = opened;
+                o.reader = Box::new(Tap {
+                    inner: o.reader,
+                    state: tap,
+                });
+                let opts = ScanOptions {
+                    keep_last_replacement: true,
+                    ..following::scan_options(env.scan_options())
+                };
+                let scanned = scan::scan_framed(
+                    o.reader,
+                    o.framing.as_ref(),
+                    o.path.as_deref(),
+                    &opts,
+                    &mut Discard,
+                    &mut printer as &mut dyn Observer,
+                );
+                let stopped = matches!(
+                    *ended
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner),
+                    Some(Ended::Stopped) | None
+                );
+                if unfiltered
+                    && stopped
+                    && let Ok(s) = &scanned
+                    && let Some(t) = s.torn
+                    && let Err(e) = printer.torn(t.line, t.byte, t.len)
+                {
+                    printer.error.get_or_insert(e);
+                }
+                if let Err(e) = printer.out.flush() {
+                    printer.error.get_or_insert(e);
+                }
+                (scanned, printer.error)
+            });
+            let mut failed = None;
+            for chunk in written {
+                if let Err(e) = out.write_all(&chunk).and_then(|()| out.flush()) {
+                    // Nobody reads on (`| head`): stop following so the pass ends.
+                    failed = Some(e);
+                    stopped_by_us.stop();
+                    break;
+                }
+            }
+            let (scanned, error) = pass
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (scanned, failed.or(error))
+        });
+        if let Some(e) = printed {
+            return Err(e.into());
+        }
+        if let Next::Again(note) = session.next(&ended) {
+            following::note(&note, env.quiet);
+            continue;
+        }
+        let scan = match scanned {
+            Ok(s) => s,
+            Err(e) => return Err(super::super::read_failure(file, &e)),
+        };
+        if !session.stopped() {
+            following::note(
+                &format!(
+                    "{}: the log cannot be read past this point; following ends",
+                    crate::render::escape(file)
+                ),
+                env.quiet,
+            );
+            return Ok(super::super::outcome_of(&scan));
+        }
+        // Ctrl-C ends `show --follow` successfully (CLI.md).
+        return Ok(Outcome::Success);
+    }
+}
