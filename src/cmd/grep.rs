@@ -67,6 +67,8 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
         query.pattern.regex(),
     );
     let mut summary = Summary::default();
+    // The exit status of the logs that could not be searched: 2, or 4 at a limit of dshs's own.
+    let mut failed = Outcome::Failure;
     let result = super::in_parallel(
         &targets,
         jobs,
@@ -75,8 +77,9 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             summary.logs += u64::from(!matches!(found, Found::NotWanted | Found::Vanished));
             match found {
                 Found::NotWanted => {}
-                Found::Unreadable(message) => {
+                Found::Unreadable(message, why) => {
                     errors += 1;
+                    failed = failed.worst(why);
                     crate::render::error_message(&message);
                 }
                 Found::Nothing | Found::Vanished => {}
@@ -103,7 +106,7 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     printer.finish(&summary)?;
     let matched = summary.lines > 0;
     Ok(if errors > 0 && !(env.quiet && matched) {
-        Outcome::Failure
+        failed
     } else if matched {
         Outcome::Success
     } else {
@@ -285,7 +288,8 @@ fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
 enum Found {
     /// `--session` names other sessions.
     NotWanted,
-    Unreadable(String),
+    /// Not searched: what to say, and why (2, or 4 at one of dshs's own limits).
+    Unreadable(String, Outcome),
     /// No line of it could hold a match (it was not parsed).
     Nothing,
     /// Found below a root, gone when it was read (a note has said so).
@@ -352,36 +356,37 @@ fn search_target(
                 // read once: spooled like standard input, never opened a second time.
                 Ok(o) if o.path.is_none() => match spool(o, name) {
                     Ok(pair) => pair,
-                    Err(e) => return Found::Unreadable(e),
+                    Err((e, why)) => return Found::Unreadable(e, why),
                 },
                 Ok(o) => (o, Reopen::Path(path, name.clone())),
-                Err(e) => return Found::Unreadable(e.to_string()),
+                Err(e) => return Found::Unreadable(e.to_string(), Outcome::Failure),
             }
         }
         Target::Session { path, shown, id } => {
             // The logical log, spooled like standard input: it is read twice.
             let spooled = super::store::open_one(path, shown, Some(id))
                 .and_then(|(db, id)| super::store::open_session(db, shown, &id, env.quiet))
-                .map_err(|e| e.to_string())
+                .map_err(|e| (e.to_string(), Failure::outcome_of(&e)))
                 .and_then(|(o, _end)| {
                     let name = o.name.clone();
-                    Seekable::new(o).map_err(|e| format!("cannot read {name}: {e}"))
+                    Seekable::new(o)
+                        .map_err(|e| (format!("cannot read {name}: {e}"), Outcome::of_read(&e)))
                 });
             let spool = match spooled {
                 Ok(s) => s,
-                Err(e) => return Found::Unreadable(e),
+                Err((e, why)) => return Found::Unreadable(e, why),
             };
             match spool.open() {
                 Ok(o) => (o, Reopen::Spool(spool)),
-                Err(e) => return Found::Unreadable(e.to_string()),
+                Err(e) => return Found::Unreadable(e.to_string(), Outcome::of_read(&e)),
             }
         }
         Target::Stdin => match input::open(&Source::Stdin)
-            .map_err(|e| e.to_string())
+            .map_err(|e| (e.to_string(), Outcome::Failure))
             .and_then(|o| spool(o, "-"))
         {
             Ok(pair) => pair,
-            Err(e) => return Found::Unreadable(e),
+            Err((e, why)) => return Found::Unreadable(e, why),
         },
     };
     let name = first.name.clone();
@@ -449,7 +454,7 @@ fn search_target(
                 super::note_vanished(&name);
                 return Found::Vanished;
             }
-            return Found::Unreadable(format!("cannot read {name}: {e}"));
+            return Found::Unreadable(format!("cannot read {name}: {e}"), Outcome::of_read(&e));
         }
     };
     let mut search = Search::new(query, candidates);
@@ -457,7 +462,10 @@ fn search_target(
     let scan = super::scan_source(opened, env, opts, &mut first_error, &mut search);
     let mut scan = match scan {
         Ok(s) => s,
-        Err(e) => return Found::Unreadable(format!("cannot read {name}: {e}")),
+        Err(e) => {
+            let why = Outcome::of_read(&e);
+            return Found::Unreadable(format!("cannot read {name}: {e}"), why);
+        }
     };
     let matches = search.finish(scan.state.as_ref());
     let last_seq = scan
@@ -477,11 +485,12 @@ fn search_target(
 
 /// A log that can be read only once, copied to a temporary file: a reader of the copy, and
 /// the copy to read it again.
-fn spool(opened: Opened, name: &str) -> Result<(Opened, Reopen), String> {
-    let spool = Seekable::new(opened).map_err(|e| format!("cannot read {name}: {e}"))?;
+fn spool(opened: Opened, name: &str) -> Result<(Opened, Reopen), (String, Outcome)> {
+    let failed = |e: io::Error| (format!("cannot read {name}: {e}"), Outcome::of_read(&e));
+    let spool = Seekable::new(opened).map_err(failed)?;
     match spool.open() {
         Ok(o) => Ok((o, Reopen::Spool(spool))),
-        Err(e) => Err(format!("cannot read {name}: {e}")),
+        Err(e) => Err(failed(e)),
     }
 }
 

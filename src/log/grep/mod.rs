@@ -287,11 +287,13 @@ pub fn confirm(q: &Query, version: Option<u64>, lines: &[(u64, Vec<u8>)]) -> boo
             byte: *byte,
         };
         let mut row = rows::decode_str(&text, pos, d);
+        // A line that does not decode (damage, or past a guard of dshs's own) is the fold's to
+        // judge and report: unsure, never a silent "no match".
         let Row::Events(candidates, _) = &mut row else {
-            continue;
+            return true;
         };
         for c in candidates.iter_mut() {
-            let Ok(ev) = &mut c.event else { continue };
+            let Ok(ev) = &mut c.event else { return true };
             if d.legacy_v0 {
                 // Message ids only: the text moves, whatever the ids.
                 legacy::normalize(ev, "", &NoIds);
