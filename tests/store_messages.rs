@@ -92,6 +92,16 @@ fn a_zero_byte_database_file_is_an_empty_store() {
         assert_eq!(out.status.code(), Some(0), "{name}: {stdout}");
         assert!(stdout.contains("sqlite-store-empty"), "{name}: {stdout}");
         assert!(!stdout.contains("file-no-header"), "{name}: {stdout}");
+        // `ls` lists its zero sessions, as it lists any store.
+        let out = dshs()
+            .args(["ls", "--format", "json"])
+            .arg(&path)
+            .output()
+            .expect("dshs runs");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "ls {name}: {stderr}");
+        assert!(out.stdout.is_empty(), "ls {name}: no row");
+        assert!(stderr.contains("empty SQLite store"), "ls {name}: {stderr}");
         // Read, not written: still 0 bytes, nothing beside it.
         assert_eq!(std::fs::metadata(&path).expect("meta").len(), 0);
     }

@@ -122,6 +122,14 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
             "no ROOT given and neither DSH_HOME nor HOME is set",
         ));
     };
+    if super::store::empty_store(&root) {
+        // As `validate` says (sqlite-store-empty): DSH would initialise it; no session yet.
+        crate::render::diag!(
+            "dshs: note: {} is an empty SQLite store: it holds no session",
+            crate::render::escape(&root.display().to_string())
+        );
+        return print_rows(&mut Vec::new(), &root, args, env, out);
+    }
     if root.is_file() && dshs::log::sqlite::has_magic(&root).unwrap_or(false) {
         let mut rows = store_rows(&root, env)?;
         return print_rows(&mut rows, &root, args, env, out);

@@ -167,7 +167,7 @@ const LISTED_IDS: usize = 20;
 /// A 0-byte file named like a database (`.db`, `.sqlite`, `.sqlite3`): an empty store (SQLITE.md
 /// S2: SQLite reads it as a database with nothing in it), not a JSONL log without a header.
 /// Only the name can tell, so only these names; any other 0-byte file stays a log.
-fn empty_store(path: &Path) -> bool {
+pub fn empty_store(path: &Path) -> bool {
     let named = path
         .extension()
         .and_then(|x| x.to_str())
