@@ -16,6 +16,7 @@ pub mod show;
 pub mod stats;
 mod store;
 pub mod surface;
+mod targets;
 pub mod usage;
 pub mod validate;
 mod writing;

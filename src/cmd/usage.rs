@@ -23,6 +23,7 @@ use crate::render::usage::{Report, Row, Sums, Table};
 use crate::render::{Progress, diag, escape};
 
 use super::Env;
+use super::targets::{Target, targets};
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &UsageArgs) -> super::Output {
@@ -46,7 +47,7 @@ struct Plan {
 pub fn run(args: &UsageArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
     let plan = plan_of(args).map_err(Failure::usage)?;
-    let (targets, mut errors) = targets(&args.paths).map_err(Failure::usage)?;
+    let (targets, mut errors) = targets(&args.paths, "read").map_err(Failure::usage)?;
     if args.by == UsageBy::Turn && targets.len() != 1 {
         return Err(Failure::usage(format!(
             "--by turn needs one session; the paths hold {}",
@@ -211,96 +212,6 @@ fn plan_of(args: &UsageArgs) -> Result<Plan, String> {
     })
 }
 
-/// A session to read.
-enum Target {
-    Stdin,
-    /// A log file or a session directory, named as given (or as found below a root).
-    Path(String),
-    /// One session of a SQLite store.
-    Session {
-        path: PathBuf,
-        shown: String,
-        id: String,
-    },
-}
-
-impl Target {
-    /// Bytes on disk (for the progress bar): a directory's newest generation.
-    fn size(&self) -> u64 {
-        match self {
-            Target::Stdin | Target::Session { .. } => 0,
-            Target::Path(p) => input::resolve(std::path::Path::new(p))
-                .ok()
-                .and_then(|f| std::fs::metadata(f).ok())
-                .map_or(0, |m| m.len()),
-        }
-    }
-}
-
-/// The sessions below the command-line paths, as `grep` finds them: a file or a session
-/// directory is one, `-` standard input, a SQLite store each of its sessions, any other
-/// directory a storage root standing for every session below it.
-fn targets(paths: &[String]) -> Result<(Vec<Target>, u64), String> {
-    let given: Vec<String> = if paths.is_empty() {
-        let root = super::default_root().ok_or(
-            "no PATH given and neither DSH_HOME nor HOME is set to find DSH's storage root",
-        )?;
-        vec![root.display().to_string()]
-    } else {
-        paths.to_vec()
-    };
-    let mut out = Vec::new();
-    let mut errors = 0;
-    for arg in given {
-        let path = std::path::Path::new(&arg);
-        let store = super::store::name(&arg, None).unwrap_or(super::store::Named::Log);
-        if let super::store::Named::Store { path, shown, id } = store {
-            let ids = match id {
-                Some(id) => Ok(vec![id]),
-                None => dshs::log::sqlite::Store::open(&path)
-                    .and_then(|s| s.sessions())
-                    .map(|s| s.into_iter().map(|i| i.row.id).collect()),
-            };
-            match ids {
-                Ok(ids) => out.extend(ids.into_iter().map(|id| Target::Session {
-                    path: path.clone(),
-                    shown: shown.clone(),
-                    id,
-                })),
-                Err(e) => {
-                    errors += 1;
-                    crate::render::error_message(&e.to_string());
-                }
-            }
-        } else if arg == "-" {
-            out.push(Target::Stdin);
-        } else if path.is_dir() && !input::is_session_dir(path) {
-            match input::find_sessions(path) {
-                Ok(found) if found.is_empty() => {
-                    super::note_strays(&arg, &input::stray_logs(path, &found), false);
-                }
-                Ok(found) => out.extend(
-                    found
-                        .into_iter()
-                        .map(|p| Target::Path(p.display().to_string())),
-                ),
-                Err(e) => {
-                    errors += 1;
-                    crate::render::error_message(&format!("cannot list {arg}: {e}"));
-                }
-            }
-        } else if !path.exists() && paths.is_empty() {
-            return Err(format!(
-                "DSH's storage root {} does not exist (give PATHs to read)",
-                escape(&arg)
-            ));
-        } else {
-            out.push(Target::Path(arg));
-        }
-    }
-    Ok((out, errors))
-}
-
 /// One session, read and reduced to its rows.
 struct Counted {
     name: String,
@@ -344,7 +255,7 @@ fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
             .map_err(|e| format!("cannot read {name}: {e}"))
     };
     let result = match target {
-        Target::Path(p) => input::open(&Source::Path(PathBuf::from(p)))
+        Target::Path { name, .. } => input::open(&Source::Path(PathBuf::from(name)))
             .map_err(|e| e.to_string())
             .and_then(read),
         Target::Stdin => input::open(&Source::Stdin)
