@@ -826,3 +826,56 @@ fn a_sqlite_session_with_a_torn_tail_gives_the_storage_findings_when_following_s
     let (v_out, _) = stop_and_compare(validate, show, &named);
     assert!(v_out.iter().any(|l| l.contains("crash-tail")), "{v_out:?}");
 }
+
+#[test]
+fn a_line_nested_up_to_the_raised_depth_guard_is_followed_without_overflowing_a_stack() {
+    // The following pass walks trees on a thread of its own: it needs the stack the depth
+    // guard is sized for, as the one-shot pass's threads have (issue 37 item 2).
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("deep.jsonl");
+    let deep = format!("{}{}", "[".repeat(1_900), "]".repeat(1_900));
+    let mut log = fixture("v3/nested-replace.jsonl")[..1].concat();
+    log.push_str(&format!(
+        r#"{{"type":"user/message","seq":0,"time":1,"data":{{"message":{{"id":"u","role":"user","content":[{{"type":"text","text":"hello"}}],"source":{{"kind":"user"}},"deep":{deep}}}}},"surfaceOp":"append"}}"#
+    ));
+    log.push('\n');
+    std::fs::write(&path, log).unwrap();
+    for args in [
+        &["show", "--format", "json", "-f"][..],
+        &["validate", "--format", "json", "-f"],
+        &["grep", "--format", "json", "-f", "hello"],
+    ] {
+        let mut child = Command::new(bin())
+            .args(args)
+            .arg(&path)
+            .env("DSHS_MAX_JSON_DEPTH", "2000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("dshs starts");
+        std::thread::sleep(PAUSE * 8);
+        let sent = Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let start = Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().expect("wait") {
+                break s;
+            }
+            if start.elapsed() > LIMIT {
+                let _ = child.kill();
+                panic!("{args:?} did not stop after Ctrl-C");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut err = String::new();
+        let _ = child.stderr.take().map(|mut e| e.read_to_string(&mut err));
+        assert!(
+            status.code().is_some_and(|c| c <= 1),
+            "{args:?}: {status:?} {err}"
+        );
+    }
+}

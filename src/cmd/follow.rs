@@ -360,7 +360,9 @@ where
                         prefix: prefix.map(|json| (name.clone(), json)),
                     };
                     let each = &each;
-                    handles.push(scope.spawn(move || each(&name, &mut lines)));
+                    handles.push(dshs::log::limits::spawn_scoped(scope, move || {
+                        each(&name, &mut lines)
+                    }));
                 }
                 first_scan = false;
             }

@@ -136,7 +136,7 @@ pub(super) fn run(
         };
         let session_ref = &session;
         let (scanned, found, failed) = std::thread::scope(|scope| {
-            let pass = scope.spawn(move || {
+            let pass = dshs::log::limits::spawn_scoped(scope, move || {
                 let opts = following::scan_options(env.scan_options());
                 let scanned = scan::scan_framed(
                     opened.reader,

@@ -86,7 +86,7 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
         let stopped_by_us = &session;
         let (scanned, printed) = std::thread::scope(|scope| {
             let ended = Arc::clone(&ended);
-            let pass = scope.spawn(move || {
+            let pass = dshs::log::limits::spawn_scoped(scope, move || {
                 let mut o = opened;
                 o.reader = Box::new(Tap {
                     inner: o.reader,
