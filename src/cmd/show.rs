@@ -73,33 +73,8 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
 
     // Pass 2: print. The printer goes with the pass (an observer is `Send`): it writes into
     // an outbox whose full buffers this thread writes out while the pass runs on another.
-    let tap = Arc::new(TapState {
-        keep_line: args.grep.is_some(),
-        ..TapState::default()
-    });
-    let format = args.format;
-    let (to_out, written) = crossbeam_channel::bounded::<Vec<u8>>(4);
-    let mut printer = Printer {
-        out: Outbox {
-            buf: Vec::with_capacity(OUTBOX),
-            to: to_out,
-        },
-        error: None,
-        tap: tap.clone(),
-        filter: Filter {
-            types: &args.types,
-            turn: args.turn,
-            grep: args.grep.as_deref(),
-        },
-        marks: &marks,
-        format,
-        painter: Painter {
-            color: env.color_out && format == ReportFormat::Human,
-        },
-        clock: Clock::local(),
-        seq_width: marks.seq_width,
-        live: None,
-    };
+    let (mut printer, written) = Printer::new(args, env, &marks, None);
+    let tap = printer.tap.clone();
     let torn = first.torn.filter(|_| printer.filter.is_empty());
     let (second, printed) = std::thread::scope(|scope| {
         // The printer moves into the pass's thread: when it is dropped there, the outbox's
@@ -359,6 +334,44 @@ struct Printer<'m> {
     seq_width: usize,
     /// `--follow`: marks known only from what was folded so far (see [`Live`]).
     live: Option<Live>,
+}
+
+impl<'m> Printer<'m> {
+    /// A printer of `args`' view whose full output buffers arrive on the receiver (the
+    /// thread that holds the output writes them while the pass runs on another).
+    fn new(
+        args: &'m ShowArgs,
+        env: &Env,
+        marks: &'m Marks,
+        live: Option<Live>,
+    ) -> (Printer<'m>, crossbeam_channel::Receiver<Vec<u8>>) {
+        let (to, written) = crossbeam_channel::bounded::<Vec<u8>>(4);
+        let printer = Printer {
+            out: Outbox {
+                buf: Vec::with_capacity(OUTBOX),
+                to,
+            },
+            error: None,
+            tap: Arc::new(TapState {
+                keep_line: args.grep.is_some(),
+                ..TapState::default()
+            }),
+            filter: Filter {
+                types: &args.types,
+                turn: args.turn,
+                grep: args.grep.as_deref(),
+            },
+            marks,
+            format: args.format,
+            painter: Painter {
+                color: env.color_out && args.format == ReportFormat::Human,
+            },
+            clock: Clock::local(),
+            seq_width: marks.seq_width,
+            live,
+        };
+        (printer, written)
+    }
 }
 
 /// How `show --follow` marks an event: a replacement shadows only later, so nodes are not

@@ -13,11 +13,9 @@ use dshs::log::scan::{self, Observer, ScanOptions};
 use crate::cli::{ReportFormat, ShowArgs};
 use crate::cmd::follow::{self as following, Next, Session};
 use crate::exit::Outcome;
-use crate::render::Clock;
-use crate::render::human::Painter;
 
 use super::super::Env;
-use super::{Filter, Live, Marks, OUTBOX, Outbox, Printer, Tap, TapState};
+use super::{Live, Marks, Printer, Tap};
 
 /// Seq column width while following (the last seq is not known in advance).
 const SEQ_WIDTH: usize = 4;
@@ -55,33 +53,8 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
     };
     loop {
         let (opened, ended) = session.open(None)?;
-        let tap = Arc::new(TapState {
-            keep_line: args.grep.is_some(),
-            ..TapState::default()
-        });
-        let format = args.format;
-        let (to_out, written) = crossbeam_channel::bounded::<Vec<u8>>(4);
-        let mut printer = Printer {
-            out: Outbox {
-                buf: Vec::with_capacity(OUTBOX),
-                to: to_out,
-            },
-            error: None,
-            tap: tap.clone(),
-            filter: Filter {
-                types: &args.types,
-                turn: args.turn,
-                grep: args.grep.as_deref(),
-            },
-            marks: &marks,
-            format,
-            painter: Painter {
-                color: env.color_out && format == ReportFormat::Human,
-            },
-            clock: Clock::local(),
-            seq_width: SEQ_WIDTH,
-            live: Some(Live::default()),
-        };
+        let (mut printer, written) = Printer::new(args, env, &marks, Some(Live::default()));
+        let tap = printer.tap.clone();
         let unfiltered = printer.filter.is_empty();
         let stopped_by_us = &session;
         let (scanned, printed) = std::thread::scope(|scope| {
