@@ -1430,7 +1430,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.torn = Some(TornRows { seq, rows });
         let after = match self.boundary {
             Some(b) => format!("follow the last committed turn/end (row seq {b})"),
-            None => "hold no committed turn/end before them".to_owned(),
+            None => {
+                "lie where no turn/end commits them (the session holds no turn/end that decodes)"
+                    .to_owned()
+            }
         };
         self.findings.push(finding(
             Code::CrashTail,
