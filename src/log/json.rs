@@ -1661,7 +1661,9 @@ mod tests {
 
     #[test]
     fn deep_nesting_is_an_error_not_a_crash() {
-        let deep = "[".repeat(100_000) + &"]".repeat(100_000);
+        // Past the guard either way; Miri interprets every byte, so it gets a shorter one.
+        let levels = if cfg!(miri) { 3_000 } else { 100_000 };
+        let deep = "[".repeat(levels) + &"]".repeat(levels);
         let err = parse(deep.as_bytes()).unwrap_err();
         assert!(err.contains("JSON depth guard"), "{err}");
         assert!(depth_limit(deep.as_bytes()).is_some());
