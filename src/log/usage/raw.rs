@@ -29,6 +29,9 @@ pub(super) struct Found<'a> {
     /// The `usage` of the last `{"type":"chunk","chunk":{"type":"usage",…}}` of `data.stream`,
     /// raw; `Some(None)`: that record has no `usage`.
     pub stream_usage: Option<Option<&'a [u8]>>,
+    /// `data.header.config.{provider,model}` (a `request/header`).
+    pub header_provider: Option<&'a [u8]>,
+    pub header_model: Option<&'a [u8]>,
 }
 
 /// Gave up: parse the line instead.
@@ -76,6 +79,11 @@ impl<'a> Cur<'a> {
                 return Err(Unusual);
             };
             let end = self.i + k;
+            // Most quotes follow no backslash: no run to count.
+            if end == start || self.b[end - 1] != b'\\' {
+                self.i = end + 1;
+                return Ok(&self.b[start..end]);
+            }
             let backslashes = self.b[start..end]
                 .iter()
                 .rev()
@@ -260,6 +268,8 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
                 f.provider = d.provider;
                 f.model = d.model;
                 f.stream_usage = d.stream_usage;
+                f.header_provider = d.header_provider;
+                f.header_model = d.header_model;
             }
             _ => {
                 c.skip()?;
@@ -289,6 +299,29 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                         match key {
                             b"provider" => d.provider = c.name()?,
                             b"model" => d.model = c.name()?,
+                            _ => {
+                                c.skip()?;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                } else {
+                    c.skip()?;
+                }
+                Ok(())
+            })?;
+        }
+        b"header" => {
+            d.header_provider = None;
+            d.header_model = None;
+            c.maybe_object(|key, c| {
+                if key == b"config" {
+                    d.header_provider = None;
+                    d.header_model = None;
+                    c.maybe_object(|key, c| {
+                        match key {
+                            b"provider" => d.header_provider = c.name()?,
+                            b"model" => d.header_model = c.name()?,
                             _ => {
                                 c.skip()?;
                             }

@@ -400,6 +400,26 @@ fn the_walk_counts_exactly_as_the_parse() {
         r#"{"type":"assistant/attempt","seq":3,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":4,"outputTokens":4}}},{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":5,"outputTokens":5}}}]}}"#.into(),
         r#"{"type":"assistant/attempt","seq":4,"time":1,"type":"turn/start","data":{"turn":9}}"#.into(),
         r#"{"type":"assistant/message","seq":-1,"time":1,"data":{}}"#.into(),
+        // The small walked lines: a header's model, repeated, escaped, not a string, unplaced.
+        r#"{"type":"request/header","seq":5,"time":1,"data":{"header":{"config":{"provider":"a","model":"m1"},"config":{"model":"m2"}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":6,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":7,"time":1,"data":{"header":{"config":{"provider":"a","model":"m3"}},"header":{"x":1}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":8,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":9,"time":1,"data":{"header":{"config":{"provider":"a","model":"m\u0034"}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":10,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":11,"data":{"header":{"config":{"provider":"b","model":"m5"}}}}"#.into(),
+        r#"{"type":"request/header","seq":12,"time":1,"data":{"header":{"config":{"provider":7,"model":""}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":13,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"turn/start","seq":14,"time":1,"data":{"turn":"3"}}"#.into(),
+        r#"{"type":"compaction/summary","seq":15,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/start","seq":16,"time":1,"data":{"turn":4},"data":{"turn":5}}"#.into(),
+        r#"{"type":"compaction/summary","seq":17,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/end","seq":18,"data":{}}"#.into(),
+        r#"{"type":"compaction/summary","seq":19,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/end","seq":20,"time":1,"data":{}}"#.into(),
+        r#"{"type":"compaction/summary","seq":21,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/start","seq":22,"time":1,"data":{"turn":6.0}}"#.into(),
+        r#"{"type":"compaction/summary","seq":23,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
     ]);
     both(odd.as_bytes(), "odd spellings");
 }
