@@ -123,12 +123,16 @@ impl<'a> Cur<'a> {
         if matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E')) {
             return Err(Unusual);
         }
-        let text = std::str::from_utf8(&self.b[start..self.i]).map_err(|_| Unusual)?;
-        let v: i64 = text.parse().map_err(|_| Unusual)?;
-        if v.unsigned_abs() > MAX_SAFE || text == "-0" {
+        // At most 16 digits: the sum cannot overflow, and no string is made to parse.
+        let magnitude = self.b[digits..self.i]
+            .iter()
+            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        let negative = digits > start;
+        if magnitude > MAX_SAFE || (negative && magnitude == 0) {
             return Err(Unusual);
         }
-        Ok(v)
+        let v = magnitude as i64;
+        Ok(if negative { -v } else { v })
     }
 
     fn uint(&mut self) -> Walk<Option<u64>> {
@@ -429,6 +433,28 @@ mod tests {
             br#"{"type":"assistant/message","seq":1,"time":1,"data":{"usage":{"a":[}}}"#,
         ] {
             assert_eq!(walk(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn integers_are_read_up_to_the_safe_limit() {
+        let f = |seq: &str| {
+            let line = format!(r#"{{"type":"x","seq":0,"time":{seq}}}"#);
+            walk(line.as_bytes()).map(|f| f.time)
+        };
+        assert_eq!(f("9007199254740991"), Some(Some(9_007_199_254_740_991)));
+        assert_eq!(f("-9007199254740991"), Some(Some(-9_007_199_254_740_991)));
+        assert_eq!(f("0"), Some(Some(0)));
+        assert_eq!(f("-12"), Some(Some(-12)));
+        for unusual in [
+            "9007199254740992",
+            "-0",
+            "01",
+            "-",
+            "12345678901234567",
+            "1.5",
+        ] {
+            assert_eq!(f(unusual), None, "{unusual}");
         }
     }
 
