@@ -9,7 +9,9 @@
 //! what it reads, see `stats`); [`read`] runs it over a reader.
 
 use std::io::{self, BufRead, Read};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+
+use memchr::memmem;
 
 use super::json::{self, Json, Shape};
 
@@ -174,7 +176,9 @@ enum Class {
     Skip,
     /// Parse it.
     Read,
-    /// An `assistant/message` or `assistant/attempt`: walk it (see `raw`), else parse it.
+    /// An `assistant/message` or `assistant/attempt` (a call), or a `turn/start`, `turn/end`
+    /// or `request/header` (many small lines whose allocating parse cost more than the
+    /// walk): walk it (see `raw`), else parse it.
     Call,
     /// A v0/v1 `assistant/chunk`: read only if it can be a usage or finish chunk.
     Chunk,
@@ -183,13 +187,9 @@ enum Class {
 /// The types whose lines are read, by their bytes.
 fn class_of_type(ty: &[u8]) -> Class {
     match ty {
-        b"assistant/message" | b"assistant/attempt" => Class::Call,
-        b"compaction/summary"
-        | b"request/header"
-        | b"turn/start"
-        | b"turn/end"
-        | b"session/end-seed"
-        | b"session/title" => Class::Read,
+        b"assistant/message" | b"assistant/attempt" | b"request/header" | b"turn/start"
+        | b"turn/end" => Class::Call,
+        b"compaction/summary" | b"session/end-seed" | b"session/title" => Class::Read,
         b"assistant/chunk" => Class::Chunk,
         _ => Class::Skip,
     }
@@ -211,8 +211,12 @@ fn classify(line: &[u8]) -> Class {
 
 /// A chunk line can matter only if it names a usage or finish chunk somewhere.
 fn chunk_may_matter(line: &[u8]) -> bool {
-    memchr::memmem::find(line, b"\"usage\"").is_some()
-        || memchr::memmem::find(line, b"\"finish\"").is_some()
+    // Built once: a searcher per line cost more than the search of a short chunk line.
+    static USAGE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"usage\""));
+    static FINISH: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"finish\""));
+    USAGE.find(line).is_some() || FINISH.find(line).is_some()
 }
 
 /// A v0/v1 attempt being streamed or finished, not yet claimed by a message.
@@ -577,21 +581,35 @@ impl Counter {
         );
     }
 
-    /// A message or attempt line as the walk found it; `false`: parse it instead.
+    /// A line of a walked type as the walk found it; `false`: parse it instead.
     fn walked(&mut self, f: raw::Found<'_>) -> bool {
+        // The walk took only escape-free names: they are the bytes themselves.
+        fn text(b: Option<&[u8]>) -> Option<&str> {
+            b.and_then(|b| std::str::from_utf8(b).ok())
+        }
         let message = match f.ty {
             Some(b"assistant/message") => true,
             Some(b"assistant/attempt") => false,
+            Some(b"turn/start" | b"turn/end" | b"request/header") => {
+                // Not placed without a seq and a time, as in `event`.
+                if f.seq.is_some() && f.time.is_some() {
+                    match f.ty {
+                        Some(b"turn/start") => self.turn = f.turn,
+                        Some(b"turn/end") => self.turn = None,
+                        _ => {
+                            self.provider = self.name(text(f.header_provider));
+                            self.model = self.name(text(f.header_model));
+                        }
+                    }
+                }
+                return true;
+            }
             _ => return false,
         };
         let (Some(seq), Some(time)) = (f.seq, f.time) else {
             // Not placed, as the parse would not place it.
             return true;
         };
-        // The walk took only escape-free names: they are the bytes themselves.
-        fn text(b: Option<&[u8]>) -> Option<&str> {
-            b.and_then(|b| std::str::from_utf8(b).ok())
-        }
         let usage = |raw: &[u8]| json::parse(raw).map_or(Usage::Invalid, |v| usage_of(&v));
         self.call_event(CallEvent {
             message,

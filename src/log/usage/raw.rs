@@ -29,6 +29,9 @@ pub(super) struct Found<'a> {
     /// The `usage` of the last `{"type":"chunk","chunk":{"type":"usage",…}}` of `data.stream`,
     /// raw; `Some(None)`: that record has no `usage`.
     pub stream_usage: Option<Option<&'a [u8]>>,
+    /// `data.header.config.{provider,model}` (a `request/header`).
+    pub header_provider: Option<&'a [u8]>,
+    pub header_model: Option<&'a [u8]>,
 }
 
 /// Gave up: parse the line instead.
@@ -76,6 +79,11 @@ impl<'a> Cur<'a> {
                 return Err(Unusual);
             };
             let end = self.i + k;
+            // Most quotes follow no backslash: no run to count.
+            if end == start || self.b[end - 1] != b'\\' {
+                self.i = end + 1;
+                return Ok(&self.b[start..end]);
+            }
             let backslashes = self.b[start..end]
                 .iter()
                 .rev()
@@ -115,12 +123,16 @@ impl<'a> Cur<'a> {
         if matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E')) {
             return Err(Unusual);
         }
-        let text = std::str::from_utf8(&self.b[start..self.i]).map_err(|_| Unusual)?;
-        let v: i64 = text.parse().map_err(|_| Unusual)?;
-        if v.unsigned_abs() > MAX_SAFE || text == "-0" {
+        // At most 16 digits: the sum cannot overflow, and no string is made to parse.
+        let magnitude = self.b[digits..self.i]
+            .iter()
+            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
+        let negative = digits > start;
+        if magnitude > MAX_SAFE || (negative && magnitude == 0) {
             return Err(Unusual);
         }
-        Ok(v)
+        let v = magnitude as i64;
+        Ok(if negative { -v } else { v })
     }
 
     fn uint(&mut self) -> Walk<Option<u64>> {
@@ -260,6 +272,8 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
                 f.provider = d.provider;
                 f.model = d.model;
                 f.stream_usage = d.stream_usage;
+                f.header_provider = d.header_provider;
+                f.header_model = d.header_model;
             }
             _ => {
                 c.skip()?;
@@ -289,6 +303,29 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                         match key {
                             b"provider" => d.provider = c.name()?,
                             b"model" => d.model = c.name()?,
+                            _ => {
+                                c.skip()?;
+                            }
+                        }
+                        Ok(())
+                    })?;
+                } else {
+                    c.skip()?;
+                }
+                Ok(())
+            })?;
+        }
+        b"header" => {
+            d.header_provider = None;
+            d.header_model = None;
+            c.maybe_object(|key, c| {
+                if key == b"config" {
+                    d.header_provider = None;
+                    d.header_model = None;
+                    c.maybe_object(|key, c| {
+                        match key {
+                            b"provider" => d.header_provider = c.name()?,
+                            b"model" => d.header_model = c.name()?,
                             _ => {
                                 c.skip()?;
                             }
@@ -396,6 +433,28 @@ mod tests {
             br#"{"type":"assistant/message","seq":1,"time":1,"data":{"usage":{"a":[}}}"#,
         ] {
             assert_eq!(walk(line), None, "{}", String::from_utf8_lossy(line));
+        }
+    }
+
+    #[test]
+    fn integers_are_read_up_to_the_safe_limit() {
+        let f = |seq: &str| {
+            let line = format!(r#"{{"type":"x","seq":0,"time":{seq}}}"#);
+            walk(line.as_bytes()).map(|f| f.time)
+        };
+        assert_eq!(f("9007199254740991"), Some(Some(9_007_199_254_740_991)));
+        assert_eq!(f("-9007199254740991"), Some(Some(-9_007_199_254_740_991)));
+        assert_eq!(f("0"), Some(Some(0)));
+        assert_eq!(f("-12"), Some(Some(-12)));
+        for unusual in [
+            "9007199254740992",
+            "-0",
+            "01",
+            "-",
+            "12345678901234567",
+            "1.5",
+        ] {
+            assert_eq!(f(unusual), None, "{unusual}");
         }
     }
 

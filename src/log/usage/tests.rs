@@ -400,6 +400,26 @@ fn the_walk_counts_exactly_as_the_parse() {
         r#"{"type":"assistant/attempt","seq":3,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":4,"outputTokens":4}}},{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":5,"outputTokens":5}}}]}}"#.into(),
         r#"{"type":"assistant/attempt","seq":4,"time":1,"type":"turn/start","data":{"turn":9}}"#.into(),
         r#"{"type":"assistant/message","seq":-1,"time":1,"data":{}}"#.into(),
+        // The small walked lines: a header's model, repeated, escaped, not a string, unplaced.
+        r#"{"type":"request/header","seq":5,"time":1,"data":{"header":{"config":{"provider":"a","model":"m1"},"config":{"model":"m2"}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":6,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":7,"time":1,"data":{"header":{"config":{"provider":"a","model":"m3"}},"header":{"x":1}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":8,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":9,"time":1,"data":{"header":{"config":{"provider":"a","model":"m\u0034"}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":10,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"request/header","seq":11,"data":{"header":{"config":{"provider":"b","model":"m5"}}}}"#.into(),
+        r#"{"type":"request/header","seq":12,"time":1,"data":{"header":{"config":{"provider":7,"model":""}}}}"#.into(),
+        r#"{"type":"assistant/attempt","seq":13,"time":1,"data":{"turn":1,"step":1}}"#.into(),
+        r#"{"type":"turn/start","seq":14,"time":1,"data":{"turn":"3"}}"#.into(),
+        r#"{"type":"compaction/summary","seq":15,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/start","seq":16,"time":1,"data":{"turn":4},"data":{"turn":5}}"#.into(),
+        r#"{"type":"compaction/summary","seq":17,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/end","seq":18,"data":{}}"#.into(),
+        r#"{"type":"compaction/summary","seq":19,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/end","seq":20,"time":1,"data":{}}"#.into(),
+        r#"{"type":"compaction/summary","seq":21,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
+        r#"{"type":"turn/start","seq":22,"time":1,"data":{"turn":6.0}}"#.into(),
+        r#"{"type":"compaction/summary","seq":23,"time":1,"data":{"provider":"p","model":"m"}}"#.into(),
     ]);
     both(odd.as_bytes(), "odd spellings");
 }
@@ -433,5 +453,66 @@ fn generated_logs_count_the_same_walked_and_parsed() {
             String::from_utf8_lossy(&buf[..200])
         );
         assert!(calls.iter().all(|l| raw::walk(l).is_some()), "v{version}");
+    }
+}
+
+/// Random logs from lines of every walked type, spelled the usual way and oddly (spacing,
+/// key order, repeated keys, escapes, CRLF, a type tag inside another line's string, a torn
+/// last line), in random order and cut into random blocks: walked and parsed count the same.
+#[test]
+fn random_interleavings_count_the_same_walked_and_parsed() {
+    let pool: Vec<String> = vec![
+        message(0, 1, 1, Some((1, 2)), None),
+        message(0, 1, 2, None, Some(&stream_with_usage(3, 4))),
+        r#"{"type":"assistant/attempt","seq":0,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":2,"outputTokens":2}}}]}}"#.into(),
+        r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"a","model":"m1"}}}}"#.into(),
+        r#"{ "type" : "request/header" , "seq" : 0 , "time" : 1 , "data" : { "header" : { "config" : { "model" : "m2" } } } }"#.into(),
+        r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"model":"m\u0033"}}}}"#.into(),
+        r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"model":"m4"},"config":{}}}}"#.into(),
+        r#"{"seq":0,"time":1,"type":"request/header","data":{"header":{"config":{"model":"m5"}}}}"#.into(),
+        r#"{"type":"request/header","seq":0,"data":{"header":{"config":{"model":"m6"}}}}"#.into(),
+        "{\"type\":\"request/header\",\"seq\":0,\"time\":1,\"data\":{\"header\":{\"config\":{\"model\":\"m7\"}}}}\r".into(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":2}}"#.into(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":-2}}"#.into(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":2e0}}"#.into(),
+        r#"{"type":"turn/start","seq":0,"time":"1","data":{"turn":3}}"#.into(),
+        r#"{"type":"turn/end","seq":0,"time":1,"data":{}}"#.into(),
+        r#"{"type":"turn/end","seq":0,"time":1,"type":"turn/start","data":{"turn":4}}"#.into(),
+        r#"{"type":"tu\u0072n/end","seq":0,"time":1,"data":{}}"#.into(),
+        r#"{"type":"compaction/summary","seq":0,"time":1,"data":{"provider":"p","model":"m","usage":{"inputTokens":1,"outputTokens":1}}}"#.into(),
+        r#"{"type":"compaction/summary","seq":0,"time":1,"data":{}}"#.into(),
+        r#"{"type":"tool/result","seq":0,"time":1,"data":{"text":"{\"type\":\"turn/end\",\"seq\":1,\"time\":1}"}}"#.into(),
+        r#"{"type":"user/message","seq":0,"time":1,"data":{"text":"\"type\":\"request/header\" \\"}}"#.into(),
+        r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":5"#.into(),
+        "not json".into(),
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    for round in 0..300 {
+        let mut text = format!("{}\n", [V0, V4][next(2)]);
+        for seq in 0..next(40) {
+            let line = pool[next(pool.len())].replacen("\"seq\":0", &format!("\"seq\":{seq}"), 1);
+            text.push_str(&line);
+            text.push('\n');
+        }
+        if next(3) == 0 {
+            // A torn last line.
+            text.push_str(&message(99, 1, 1, Some((5, 5)), None)[..40]);
+        }
+        let bytes = text.as_bytes();
+        let cut = 1 + next(64);
+        let mut walked = Feed::new();
+        let mut parsed = Feed::new();
+        parsed.counter.parse_only = true;
+        for block in bytes.chunks(cut) {
+            walked.bytes(block);
+        }
+        parsed.bytes(bytes);
+        assert_eq!(walked.finish(), parsed.finish(), "round {round}:\n{text}");
     }
 }
