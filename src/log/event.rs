@@ -17,6 +17,15 @@ macro_rules! kinds {
                     _ => Kind::Other,
                 }
             }
+
+            /// The type string FORMAT.md gives this kind (`""` for [`Kind::Other`], which
+            /// stands for any type it does not name).
+            pub fn name(self) -> &'static str {
+                match self {
+                    $(Kind::$kind => $name,)*
+                    Kind::Other => "",
+                }
+            }
         }
     };
 }
@@ -120,5 +129,9 @@ mod tests {
         let kinds: std::collections::HashSet<Kind> = seen.iter().map(|(k, _)| *k).collect();
         assert_eq!(kinds.len(), seen.len());
         assert_eq!(Kind::of("fork/custom"), Kind::Other);
+        for (kind, ty) in &seen {
+            assert_eq!(kind.name(), *ty);
+        }
+        assert_eq!(Kind::Other.name(), "");
     }
 }
