@@ -3,7 +3,7 @@
 //! the lines it produces.
 
 use super::dialect::{Dialect, ToolResultShape};
-use super::event::Kind;
+use super::event::{Kind, row};
 use super::json::{Json, OwnedJson, write_js_str};
 use super::lifecycle::{NOT_STARTED_TEXT, OUTCOME_UNKNOWN_TEXT};
 use super::rows::Event;
@@ -167,9 +167,12 @@ impl CloserPlanner {
             out.push(Closer {
                 seq,
                 kind: CloserKind::StepEnd,
-                line: format!(
-                    r#"{{"type":"step/end","seq":{seq},"time":{time},"data":{{"turn":{turn},"step":{}}}}}"#,
-                    step.to_js_string()
+                line: row(
+                    Kind::StepEnd,
+                    seq,
+                    time,
+                    &format!(r#"{{"turn":{turn},"step":{}}}"#, step.to_js_string()),
+                    "",
                 ),
             });
             seq += 1;
@@ -177,8 +180,12 @@ impl CloserPlanner {
         out.push(Closer {
             seq,
             kind: CloserKind::TurnEnd,
-            line: format!(
-                r#"{{"type":"turn/end","seq":{seq},"time":{time},"data":{{"turn":{turn},"reason":{{"kind":"interrupted"}}}}}}"#
+            line: row(
+                Kind::TurnEnd,
+                seq,
+                time,
+                &format!(r#"{{"turn":{turn},"reason":{{"kind":"interrupted"}}}}"#),
+                "",
             ),
         });
         out
@@ -220,8 +227,12 @@ impl CloserPlanner {
             .step
             .as_ref()
             .map_or_else(String::new, |s| format!(r#","step":{}"#, s.to_js_string()));
-        format!(
-            r#"{{"type":"tool/result","seq":{seq},"time":{time},"data":{{"turn":{turn}{step},"message":{message},"error":{error}}},"surfaceOp":"append"{sources}}}"#
+        row(
+            Kind::ToolResult,
+            seq,
+            time,
+            &format!(r#"{{"turn":{turn}{step},"message":{message},"error":{error}}}"#),
+            &format!(r#","surfaceOp":"append"{sources}"#),
         )
     }
 }

@@ -16,6 +16,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::derive::{DeriveError, Deriver};
 use super::dialect::{CheckpointSource, Dialect, SurfaceKind};
+use super::event::{Kind, row};
 use super::finding::Finding;
 use super::json::{self, Json, write_js_str};
 use super::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Status};
@@ -771,24 +772,32 @@ fn bracket(
     let (start_key, end_key) = d.replace_keys;
     let mut sources = vec![first_seq, first_seq + 1];
     sources.extend_from_slice(shadowed);
+    let data = format!(r#"{{"compactionId":{id},"turn":null}}"#);
     vec![
-        format!(
-            r#"{{"type":"compaction/start","seq":{first_seq},"time":{time},"data":{{"compactionId":{id},"turn":null}}}}"#
-        ),
-        format!(
-            r#"{{"type":"compaction/summary","seq":{},"time":{time},"data":{{"compactionId":{id},"summary":[{{"type":"text","text":{text}}}],"shadowedRange":{{"start":{start},"end":{end}}},"shadowedSeqs":[{}],"shadowedTokenCount":{tokens},"provider":"{PROVIDER}","model":"{MODEL}"}}}}"#,
+        row(Kind::CompactionStart, first_seq, time, &data, ""),
+        row(
+            Kind::CompactionSummary,
             first_seq + 1,
-            seqs(shadowed)
+            time,
+            &format!(
+                r#"{{"compactionId":{id},"summary":[{{"type":"text","text":{text}}}],"shadowedRange":{{"start":{start},"end":{end}}},"shadowedSeqs":[{}],"shadowedTokenCount":{tokens},"provider":"{PROVIDER}","model":"{MODEL}"}}"#,
+                seqs(shadowed)
+            ),
+            "",
         ),
-        format!(
-            r#"{{"type":"user/message","seq":{},"time":{time},"data":{{"content":[{{"type":"text","text":{preamble}}},{{"type":"text","text":{text}}},{{"type":"text","text":"</compacted-summary>"}}],"source":{source},"role":"user","id":{message_id}}},"sourceEventSeqs":[{}],"surfaceOp":{{"op":"replace","{start_key}":{start},"{end_key}":{end}}}}}"#,
+        row(
+            Kind::UserMessage,
             first_seq + 2,
-            seqs(&sources)
+            time,
+            &format!(
+                r#"{{"content":[{{"type":"text","text":{preamble}}},{{"type":"text","text":{text}}},{{"type":"text","text":"</compacted-summary>"}}],"source":{source},"role":"user","id":{message_id}}}"#
+            ),
+            &format!(
+                r#","sourceEventSeqs":[{}],"surfaceOp":{{"op":"replace","{start_key}":{start},"{end_key}":{end}}}"#,
+                seqs(&sources)
+            ),
         ),
-        format!(
-            r#"{{"type":"compaction/end","seq":{},"time":{time},"data":{{"compactionId":{id},"turn":null}}}}"#,
-            first_seq + 3
-        ),
+        row(Kind::CompactionEnd, first_seq + 3, time, &data, ""),
     ]
 }
 

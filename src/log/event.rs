@@ -108,6 +108,15 @@ pub fn type_matches(filter: &[String], ty: &str) -> bool {
         })
 }
 
+/// One row as dshs writes it (a closer, a compaction): `{"type":…,"seq":…,"time":…,"data":`
+/// then `data`, then `rest` (the members after `data`, each with its leading comma) and `}`.
+pub fn row(kind: Kind, seq: u64, time: i64, data: &str, rest: &str) -> String {
+    format!(
+        r#"{{"type":"{}","seq":{seq},"time":{time},"data":{data}{rest}}}"#,
+        kind.name()
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
