@@ -14,6 +14,7 @@ use anyhow::Result;
 
 use dshs::log::append::Mode;
 use dshs::log::closers::CloserKind;
+use dshs::log::event::Kind;
 use dshs::log::finding::ErrorList;
 use dshs::log::repair::{self, Cut, Refusal, RepairPlan};
 
@@ -377,7 +378,8 @@ fn describe_closers(plan: &RepairPlan) -> String {
         .iter()
         .map(|c| match &c.kind {
             CloserKind::ToolResult { call_id, started } => format!(
-                "tool/result for {} ({})",
+                "{} for {} ({})",
+                Kind::ToolResult.name(),
                 escape(call_id),
                 if *started {
                     "TOOL_OUTCOME_UNKNOWN"
@@ -385,8 +387,8 @@ fn describe_closers(plan: &RepairPlan) -> String {
                     "TOOL_NOT_STARTED"
                 }
             ),
-            CloserKind::StepEnd => "step/end".into(),
-            CloserKind::TurnEnd => "turn/end interrupted".into(),
+            CloserKind::StepEnd => Kind::StepEnd.name().into(),
+            CloserKind::TurnEnd => format!("{} interrupted", Kind::TurnEnd.name()),
         })
         .collect();
     let n = plan.closers.len() as u64;

@@ -86,7 +86,7 @@ impl CompactionTracker {
             }
             Kind::CompactionSummary => {
                 if strict {
-                    self.check_member(d, "compaction/summary", &at, sink);
+                    self.check_member(d, Kind::CompactionSummary, &at, sink);
                     self.check_span(d, surface, &at, sink);
                 }
                 if let Some(a) = &mut self.active {
@@ -95,7 +95,7 @@ impl CompactionTracker {
             }
             Kind::CompactionEnd => {
                 if strict {
-                    self.check_member(d, "compaction/end", &at, sink);
+                    self.check_member(d, Kind::CompactionEnd, &at, sink);
                     if let Some(a) = &self.active {
                         if !json::json_equal(d.get("turn").unwrap_or(&Json::Null), &a.turn) {
                             sink.push(at.finding(
@@ -188,7 +188,8 @@ impl CompactionTracker {
         }
     }
 
-    fn check_member(&self, d: &Json<'_>, what: &str, at: &Reporter<'_>, sink: &mut dyn Sink) {
+    fn check_member(&self, d: &Json<'_>, kind: Kind, at: &Reporter<'_>, sink: &mut dyn Sink) {
+        let what = kind.name();
         let Some(a) = &self.active else {
             sink.push(at.finding(
                 Code::CompactionMismatch,
@@ -287,7 +288,7 @@ impl CompactionTracker {
                 version: Some(version),
                 pos: a.pos,
                 seq: Some(a.seq),
-                event_type: Some("compaction/start"),
+                event_type: Some(Kind::CompactionStart.name()),
             }
             .finding(
                 Code::CompactionOpenAtEnd,

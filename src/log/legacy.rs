@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 
+use super::event::Kind;
 use super::json::{Json, Members};
 use super::rows::Event;
 
@@ -75,25 +76,27 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
     // Minted only for the shapes that need an id: most events never do.
     let seq = ev.seq;
     let minted = || format!("legacy-message:{session_id}:{seq}");
-    match ev.ty.as_ref() {
-        "request/header-delta" | "mode/set" => {
+    match (ev.kind, ev.ty.as_ref()) {
+        (_, "request/header-delta" | "mode/set") => {
             return Legacy::Retired(format!(
                 "session contains unsupported legacy {} event at seq {}",
                 ev.ty, ev.seq
             ));
         }
-        "request/header" if ev.data.get("reason").and_then(Json::as_str) == Some("fallback") => {
+        (Kind::RequestHeader, _)
+            if ev.data.get("reason").and_then(Json::as_str) == Some("fallback") =>
+        {
             return Legacy::Retired(format!(
                 "session contains unsupported legacy request/header (reason \"fallback\") event at seq {}",
                 ev.seq
             ));
         }
-        "compact/start" | "compact/summary" | "compact/end" | "compact/prune" => {
+        (_, "compact/start" | "compact/summary" | "compact/end" | "compact/prune") => {
             let renamed = format!("compaction/{}", &ev.ty["compact/".len()..]);
             ev.set_type(Cow::Owned(renamed));
             return normalized(ev, "compact/*");
         }
-        "turn/start" if ev.data.has("trigger") => {
+        (Kind::TurnStart, _) if ev.data.has("trigger") => {
             if !turn_and_kind(&ev.data, "trigger", Json::as_text) {
                 return malformed(
                     ev,
@@ -103,8 +106,8 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
             ev.data.take("trigger");
             return normalized(ev, "turn/start.trigger");
         }
-        "turn/end" => return turn_end(ev),
-        "steering/message" => {
+        (Kind::TurnEnd, _) => return turn_end(ev),
+        (_, "steering/message") => {
             let data = std::mem::replace(&mut ev.data, Json::Null);
             let mut data = data;
             if exact_keys(&data, &["turn", "message"]) {
@@ -128,10 +131,10 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                     "data must be exactly {turn, message} or {turn, content, source}",
                 );
             }
-            ev.set_type(Cow::Borrowed("user/message"));
+            ev.set_type(Cow::Borrowed(Kind::UserMessage.name()));
             return normalized(ev, "steering/message");
         }
-        "user/message" => {
+        (Kind::UserMessage, _) => {
             let d = &ev.data;
             if d.is_obj()
                 && !d.has("id")
@@ -148,7 +151,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 return normalized(ev, "user/message without id/role");
             }
         }
-        "assistant/message" => {
+        (Kind::AssistantMessage, _) => {
             let d = &ev.data;
             if d.is_obj() && !d.has("message") && d.has("content") && d.has("provenance") {
                 let content = ev.data.take("content").unwrap_or(Json::Null);
@@ -174,7 +177,7 @@ pub fn normalize(ev: &mut Event<'_>, session_id: &str, ids: &dyn MessageIds) -> 
                 return normalized(ev, "assistant/message {content, provenance}");
             }
         }
-        "tool/result" => {
+        (Kind::ToolResult, _) => {
             let d = &ev.data;
             if d.is_obj()
                 && !d.has("message")

@@ -87,7 +87,7 @@ impl Lifecycle {
             Kind::StepStart => self.step_start(ev, &at, &mut out),
             Kind::StepEnd => {
                 self.in_open_step(ev, &at, &mut out);
-                self.close_calls(&at, "step/end", &mut out);
+                self.close_calls(&at, Kind::StepEnd, &mut out);
                 self.started.clear();
                 self.open_step = None;
                 self.next_step += 1;
@@ -186,7 +186,7 @@ impl Lifecycle {
                 format!("turn/end {} while step {step} is still open", show(turn)),
             ));
         }
-        self.close_calls(at, "turn/end", out);
+        self.close_calls(at, Kind::TurnEnd, out);
         self.started.clear();
         self.open_turn = None;
         self.open_step = None;
@@ -256,7 +256,7 @@ impl Lifecycle {
     }
 
     /// v3+: no advertised or started call may stay unanswered at a closing boundary.
-    fn close_calls(&mut self, at: &Reporter<'_>, boundary: &str, out: &mut Vec<Finding>) {
+    fn close_calls(&mut self, at: &Reporter<'_>, boundary: Kind, out: &mut Vec<Finding>) {
         if !self.dialect.restore_lifecycle {
             return;
         }
@@ -275,7 +275,8 @@ impl Lifecycle {
             out.push(at.finding(
                 Code::UnresolvedCallAtBoundary,
                 format!(
-                    "{boundary} leaves {} tool call{} unresolved: {}{}",
+                    "{} leaves {} tool call{} unresolved: {}{}",
+                    boundary.name(),
                     open.len(),
                     if open.len() == 1 { "" } else { "s" },
                     ids.join(", "),

@@ -5,6 +5,7 @@
 
 use std::fmt::Write;
 
+use dshs::log::event::Kind;
 use dshs::log::json::Json;
 use dshs::log::rows::Event;
 use dshs::log::text::clip;
@@ -19,58 +20,59 @@ const PREVIEW: usize = 60;
 /// The summary of one event, safe for a terminal.
 pub fn event(ev: &Event<'_>) -> String {
     let d = &ev.data;
-    let s = match ev.ty.as_ref() {
-        "user/message" | "system/message" | "developer/message" | "assistant/message" => {
-            message(ev)
-        }
-        "tool/result" => tool_result(d),
-        "tool/call" => call(
+    let s = match ev.kind {
+        Kind::UserMessage
+        | Kind::SystemMessage
+        | Kind::DeveloperMessage
+        | Kind::AssistantMessage => message(ev),
+        Kind::ToolResult => tool_result(d),
+        Kind::ToolCall => call(
             str_at(d, "name").unwrap_or("?"),
             d.get("arguments"),
             str_at(d, "callId"),
         ),
-        "turn/start" => format!("turn {} started", num_at(d, "turn")),
-        "turn/end" => format!(
+        Kind::TurnStart => format!("turn {} started", num_at(d, "turn")),
+        Kind::TurnEnd => format!(
             "turn {} {}",
             num_at(d, "turn"),
             d.get("reason")
                 .map_or_else(|| "(no reason)".into(), end_reason)
         ),
-        "step/start" => format!("step {}.{} started", num_at(d, "turn"), num_at(d, "step")),
-        "step/end" => format!("step {}.{} ended", num_at(d, "turn"), num_at(d, "step")),
-        "assistant/chunk" => d.get("chunk").map_or_else(|| preview(d), chunk),
-        "assistant/attempt" => attempt(d),
-        "request/header" => request_header(d),
-        "request/context" => request_context(d),
-        "compaction/start" => {
+        Kind::StepStart => format!("step {}.{} started", num_at(d, "turn"), num_at(d, "step")),
+        Kind::StepEnd => format!("step {}.{} ended", num_at(d, "turn"), num_at(d, "step")),
+        Kind::AssistantChunk => d.get("chunk").map_or_else(|| preview(d), chunk),
+        Kind::AssistantAttempt => attempt(d),
+        Kind::RequestHeader => request_header(d),
+        Kind::RequestContext => request_context(d),
+        Kind::CompactionStart => {
             let mut s = format!("compaction {}", text_or(d.get("compactionId"), "?"));
             if let Some(t) = d.get("turn").and_then(Json::safe_int) {
                 let _ = write!(s, " in turn {t}");
             }
             s
         }
-        "compaction/summary" => {
+        Kind::CompactionSummary => {
             let mut s = span(d);
             if let Some(text) = d.get("summary").and_then(first_text) {
                 let _ = write!(s, ": {}", quote(text));
             }
             s
         }
-        "compaction/prune" => span(d),
-        "compaction/end" => match d.get("error") {
+        Kind::CompactionPrune => span(d),
+        Kind::CompactionEnd => match d.get("error") {
             Some(e) => format!("failed: {}", text_or(Some(e), "?")),
             None => "done".into(),
         },
-        "session/title" => quote(str_at(d, "title").unwrap_or_default()),
-        "session/end-seed" => {
+        Kind::SessionTitle => quote(str_at(d, "title").unwrap_or_default()),
+        Kind::SessionEndSeed => {
             if d.get("inherited") == Some(&Json::Bool(true)) {
                 "end of the inherited seed".into()
             } else {
                 "end of seed".into()
             }
         }
-        "todo/write" => todos(d),
-        "agent/inbox/spliced" => {
+        Kind::TodoWrite => todos(d),
+        Kind::AgentInboxSpliced => {
             let inserted = d.get("inserted").and_then(Json::as_arr).unwrap_or_default();
             let mut s = format!(
                 "{} inserted for {}",
@@ -89,7 +91,7 @@ pub fn event(ev: &Event<'_>) -> String {
             }
             s
         }
-        "hook/invoked" | "hook/result" => {
+        Kind::HookInvoked | Kind::HookResult => {
             let mut parts = vec![];
             for key in ["point", "handlerId", "decision"] {
                 if let Some(v) = str_at(d, key) {
@@ -182,7 +184,7 @@ fn message(ev: &Event<'_>) -> String {
         }
         s.push(')');
     }
-    if ev.ty == "assistant/message" {
+    if ev.kind == Kind::AssistantMessage {
         if let Some(u) = ev.data.get("usage") {
             let _ = write!(s, " · {}", usage(u));
         }

@@ -11,6 +11,7 @@ use rusqlite::types::ValueRef;
 
 use super::Schema;
 use super::js::{self, Value};
+use crate::log::event::Kind;
 use crate::log::json::MAX_SAFE;
 use crate::log::limits::{Guard, LimitHit};
 
@@ -334,7 +335,7 @@ fn decode_into(
         members: 1,
         lines: 1,
         last_time: time,
-        turn_end: ty == "turn/end",
+        turn_end: ty == Kind::TurnEnd.name(),
         expanded_bytes: 0,
     })
 }
