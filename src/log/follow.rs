@@ -485,6 +485,15 @@ mod tests {
         (r, control)
     }
 
+    /// A follower of a new plain log holding `bytes` (kept while the returned dir lives).
+    fn following(bytes: &[u8]) -> (tempfile::TempDir, PathBuf, FollowReader, Arc<Control>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        std::fs::write(&path, bytes).unwrap();
+        let (r, c) = follower(&path);
+        (dir, path, r, c)
+    }
+
     #[test]
     fn a_zstd_frame_is_handed_out_only_once_it_is_whole() {
         let dir = tempfile::tempdir().unwrap();
@@ -518,10 +527,7 @@ mod tests {
 
     #[test]
     fn stopping_hands_out_the_rest_then_ends() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, b"line\npart").unwrap();
-        let (mut r, c) = follower(&path);
+        let (_dir, _, mut r, c) = following(b"line\npart");
         let mut got = vec![0; 64];
         let n = r.read(&mut got).unwrap();
         assert_eq!(&got[..n], b"line\npart");
@@ -532,10 +538,7 @@ mod tests {
 
     #[test]
     fn a_shrunk_file_ends_the_input_with_a_reason() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s.jsonl");
-        std::fs::write(&path, b"header\nline two\n").unwrap();
-        let (mut r, _c) = follower(&path);
+        let (_dir, path, mut r, _c) = following(b"header\nline two\n");
         let mut got = vec![0; 64];
         assert_eq!(r.read(&mut got).unwrap(), 16);
         std::fs::OpenOptions::new()

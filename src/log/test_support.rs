@@ -40,3 +40,16 @@ pub fn stepped_seqs(start: u64, steps: &[u64]) -> String {
         .collect();
     seqs.join(",")
 }
+
+/// A tiny deterministic PRNG (xorshift64) for the model tests: the same seed, the same run.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number in `[0, n)` (0 when `n` is 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n.max(1) as u64) as usize
+    }
+}

@@ -438,16 +438,12 @@ impl PointSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::test_support::Rng;
 
     #[test]
     fn counts_rank_and_select_like_a_list() {
-        let mut rng = 0x2545_F491_4F6C_DD1Du64;
-        let mut next = move |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = Rng(0x2545_F491_4F6C_DD1Du64);
+        let mut next = move |n: u64| rng.below(n as usize) as u64;
         let mut model: Vec<Mask> = Vec::new();
         let mut c = Counts::default();
         for round in 0..3000 {
@@ -482,13 +478,8 @@ mod tests {
 
     #[test]
     fn point_set_matches_a_brute_force_count() {
-        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
-        let mut next = move |n: u64| {
-            rng ^= rng << 13;
-            rng ^= rng >> 7;
-            rng ^= rng << 17;
-            rng % n
-        };
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15u64);
+        let mut next = move |n: u64| rng.below(n as usize) as u64;
         let mut set = PointSet::default();
         let mut live: Vec<(u64, u32)> = Vec::new();
         for seq in 0..3000u64 {

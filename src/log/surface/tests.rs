@@ -9,7 +9,7 @@ use crate::log::dialect::DIALECTS;
 use crate::log::finding::Finding;
 use crate::log::json;
 use crate::log::rows::{BadKind, Row, decode};
-use crate::log::test_support::replace_keys;
+use crate::log::test_support::{Rng, replace_keys};
 use crate::log::vocab::{KnownTypes, Vocabulary};
 
 const ALL: [usize; 5] = [0, 1, 2, 3, 4];
@@ -1854,18 +1854,6 @@ fn a_rejected_replace_does_not_walk_its_range() {
         .src(&format!("[[0,{top}]]")));
     assert!(h.visits() - before <= surface.len() as u64 + 1);
     assert_eq!(h.m.len(), 1);
-}
-
-/// A tiny deterministic PRNG for the model test.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: usize) -> usize {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        (self.0 % n.max(1) as u64) as usize
-    }
 }
 
 #[test]
