@@ -264,44 +264,40 @@ mod tests {
     }
 
     #[test]
-    fn worked_example_v0_to_v3_matches_the_spec_bytes() {
-        let got = plan(
-            3,
-            &[
-                r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":2}}"#,
-                r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":2,"step":1}}"#,
-                r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":2,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"tool-call","id":"call-1","name":"x","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#,
-            ],
-        );
-        assert_eq!(
-            got,
-            vec![
-                r#"{"type":"tool/result","seq":3,"time":2,"data":{"turn":2,"step":1,"message":{"id":"interrupted-tool-result-call-1-3","role":"user","source":{"kind":"tool","callId":"call-1"},"content":[{"type":"tool-result","toolCallId":"call-1","isError":true,"content":[{"type":"text","text":"The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}]}]},"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}},"surfaceOp":"append"}"#,
-                r#"{"type":"step/end","seq":4,"time":2,"data":{"turn":2,"step":1}}"#,
-                r#"{"type":"turn/end","seq":5,"time":2,"data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
-            ]
-        );
-    }
-
-    #[test]
-    fn worked_example_v4_matches_the_spec_bytes() {
-        let got = plan(
-            4,
-            &[
-                r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
-                r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
-                r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"tool-call","id":"call-1","name":"x","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#,
-                r#"{"type":"tool/call","seq":3,"time":3,"data":{"turn":1,"step":1,"callId":"call-1","name":"x","arguments":"{}"}}"#,
-            ],
-        );
-        assert_eq!(
-            got,
-            vec![
-                r#"{"type":"tool/result","seq":4,"time":3,"data":{"turn":1,"step":1,"message":{"id":"interrupted-tool-result-call-1-4","role":"tool","toolCallId":"call-1","isError":true,"source":{"kind":"tool","callId":"call-1"},"content":[{"type":"text","text":"The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}]},"error":{"name":"ToolOutcomeUnknownError","code":"TOOL_OUTCOME_UNKNOWN"}},"surfaceOp":"append","sourceEventSeqs":[3]}"#,
-                r#"{"type":"step/end","seq":5,"time":3,"data":{"turn":1,"step":1}}"#,
-                r#"{"type":"turn/end","seq":6,"time":3,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#,
-            ]
-        );
+    fn worked_examples_match_the_spec_bytes() {
+        // v0–v3: an advertised call never started, wrapped result; v4: a started call, role `tool`.
+        let cases: [(usize, &[&str], &[&str]); 2] = [
+            (
+                3,
+                &[
+                    r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":2}}"#,
+                    r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":2,"step":1}}"#,
+                    r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":2,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"tool-call","id":"call-1","name":"x","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#,
+                ],
+                &[
+                    r#"{"type":"tool/result","seq":3,"time":2,"data":{"turn":2,"step":1,"message":{"id":"interrupted-tool-result-call-1-3","role":"user","source":{"kind":"tool","callId":"call-1"},"content":[{"type":"tool-result","toolCallId":"call-1","isError":true,"content":[{"type":"text","text":"The tool call was interrupted before the Harness recorded it as started. Retry it if it is still needed."}]}]},"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}},"surfaceOp":"append"}"#,
+                    r#"{"type":"step/end","seq":4,"time":2,"data":{"turn":2,"step":1}}"#,
+                    r#"{"type":"turn/end","seq":5,"time":2,"data":{"turn":2,"reason":{"kind":"interrupted"}}}"#,
+                ],
+            ),
+            (
+                4,
+                &[
+                    r#"{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}"#,
+                    r#"{"type":"step/start","seq":1,"time":1,"data":{"turn":1,"step":1}}"#,
+                    r#"{"type":"assistant/message","seq":2,"time":2,"data":{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"tool-call","id":"call-1","name":"x","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}"#,
+                    r#"{"type":"tool/call","seq":3,"time":3,"data":{"turn":1,"step":1,"callId":"call-1","name":"x","arguments":"{}"}}"#,
+                ],
+                &[
+                    r#"{"type":"tool/result","seq":4,"time":3,"data":{"turn":1,"step":1,"message":{"id":"interrupted-tool-result-call-1-4","role":"tool","toolCallId":"call-1","isError":true,"source":{"kind":"tool","callId":"call-1"},"content":[{"type":"text","text":"The tool call was interrupted after it was recorded, but no result was durably recorded. Its outcome is unknown. Decide whether to retry from the tool semantics: retry only if the operation is read-only or idempotent; if it may have side effects, first verify external state or ask the user. Do not retry blindly."}]},"error":{"name":"ToolOutcomeUnknownError","code":"TOOL_OUTCOME_UNKNOWN"}},"surfaceOp":"append","sourceEventSeqs":[3]}"#,
+                    r#"{"type":"step/end","seq":5,"time":3,"data":{"turn":1,"step":1}}"#,
+                    r#"{"type":"turn/end","seq":6,"time":3,"data":{"turn":1,"reason":{"kind":"interrupted"}}}"#,
+                ],
+            ),
+        ];
+        for (version, lines, want) in cases {
+            assert_eq!(plan(version, lines), want, "v{version}");
+        }
     }
 
     #[test]
