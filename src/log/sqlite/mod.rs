@@ -25,6 +25,7 @@ use rusqlite::types::ValueRef;
 use rusqlite::{Connection, OpenFlags};
 
 use crate::log::codes::{Code, SeverityRule};
+use crate::log::event::Kind;
 use crate::log::finding::{Finding, Pos};
 use crate::log::limits::LimitHit;
 use crate::log::scan::Status;
@@ -1072,10 +1073,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     fn find_boundary(&mut self, from: i64) -> rusqlite::Result<Option<i64>> {
         let mode = self.mode();
         let mut stmt = self.conn.borrow().prepare(&format!(
-            "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
-             AND seq >= ?2 ORDER BY seq DESC"
+            "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = ?2 \
+             AND seq >= ?3 ORDER BY seq DESC"
         ))?;
-        let mut rows = stmt.query(rusqlite::params![self.id, from])?;
+        let mut rows = stmt.query(rusqlite::params![self.id, Kind::TurnEnd.name(), from])?;
         let mut sink = Vec::new();
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
@@ -1120,33 +1121,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// Reads the session once more to find where the committed rows end, only when a marker
     /// exists.
     fn is_seeded(&mut self) -> Result<bool, StoreError> {
-        let mode = self.mode();
-        let sql = |e| StoreError::sqlite(&self.shown, e);
-        let markers: Vec<i64> = {
-            let mut stmt = self
-                .conn
-                .borrow()
-                .prepare(&format!(
-                    "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 \
-                     AND type = 'session/end-seed' ORDER BY seq"
-                ))
-                .map_err(sql)?;
-            let mut rows = stmt.query([&self.id]).map_err(sql)?;
-            let mut found = Vec::new();
-            let mut line = Vec::new();
-            while let Some(r) = rows.next().map_err(sql)? {
-                let raw = raw_row(r).map_err(sql)?;
-                line.clear();
-                let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
-                if let Some(hit) = self.scratch.limit.take() {
-                    return Err(self.limit(hit));
-                }
-                if decoded.is_ok() && inherited(&line) {
-                    found.push(raw.seq);
-                }
+        let mut markers: Vec<i64> = Vec::new();
+        self.each_row_of(Kind::SessionEndSeed, None, |seq, line| {
+            if line.is_some_and(inherited) {
+                markers.push(seq);
             }
-            found
-        };
+        })?;
         let seeded = if markers.is_empty() {
             false
         } else {
@@ -1343,26 +1323,45 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// committed depends on the `turn/end` rows after it, so none of them may be one dshs
     /// cannot read for a reason of its own — that refuses the read instead.
     fn no_limit_decides(&mut self, from: i64) -> Result<(), StoreError> {
+        self.each_row_of(Kind::TurnEnd, Some(from), |_, _| {})
+    }
+
+    /// Decodes, in seq order, the session's rows of type `kind` (only those after seq `after`
+    /// when given), handing `each` a row's seq and its line (`None`: it does not decode). A
+    /// row dshs cannot read for a reason of its own refuses the read instead.
+    fn each_row_of(
+        &mut self,
+        kind: Kind,
+        after: Option<i64>,
+        mut each: impl FnMut(i64, Option<&[u8]>),
+    ) -> Result<(), StoreError> {
         let mode = self.mode();
         let shown = self.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
+        let above = if after.is_some() { " AND seq > ?3" } else { "" };
         let mut stmt = self
             .conn
             .borrow()
             .prepare(&format!(
-                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = 'turn/end' \
-                 AND seq > ?2 ORDER BY seq"
+                "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = ?2{above} \
+                 ORDER BY seq"
             ))
             .map_err(sql)?;
-        let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
-        let mut sink = Vec::new();
+        let ty = kind.name();
+        let mut params: Vec<&dyn rusqlite::ToSql> = vec![&self.id, &ty];
+        if let Some(after) = &after {
+            params.push(after);
+        }
+        let mut rows = stmt.query(params.as_slice()).map_err(sql)?;
+        let mut line = Vec::new();
         while let Some(r) = rows.next().map_err(sql)? {
             let raw = raw_row(r).map_err(sql)?;
-            sink.clear();
-            let _ = decode::decode_row(&raw, mode, &mut self.scratch, &mut sink);
+            line.clear();
+            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
             if let Some(hit) = self.scratch.limit.take() {
                 return Err(self.limit(hit));
             }
+            each(raw.seq, decoded.is_ok().then_some(line.as_slice()));
         }
         Ok(())
     }
