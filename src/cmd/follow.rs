@@ -2,17 +2,19 @@
 //! generation) followed pass after pass — one pass while the file stays the same, a new one
 //! from its start when it is replaced or a newer generation appears — until Ctrl-C.
 
-use std::io::{IsTerminal, Write};
+use std::io::{self, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use anyhow::{Result, anyhow};
+use crossbeam_channel::Receiver;
 
+use dshs::log::finding::Sink;
 use dshs::log::follow::store::{StorageEnd, StoreFollow};
 use dshs::log::follow::{self, Control, Ended, FollowReader, Idle, Pending, Waker};
 use dshs::log::input::{self, Opened};
-use dshs::log::scan::ScanOptions;
+use dshs::log::scan::{self, Observer, Scan, ScanOptions};
 
 use crate::cli::FollowArgs;
 use crate::render::escape;
@@ -182,6 +184,57 @@ impl Session {
     pub fn stopped(&self) -> bool {
         self.control.stopped()
     }
+
+    /// After a pass: whether to read again from the start (the note saying why is printed).
+    pub fn again(&mut self, ended: &Mutex<Option<Ended>>, quiet: bool) -> bool {
+        match self.next(ended) {
+            Next::Again(why) => {
+                note(&why, quiet);
+                true
+            }
+            Next::Done => false,
+        }
+    }
+
+    /// Copy what a pass writes to `out` as it comes, flushed; the first write error stops
+    /// following (nobody reads on, as after `| head`) so that the pass ends.
+    pub fn pump(&self, written: Receiver<Vec<u8>>, out: &mut dyn Write) -> Option<io::Error> {
+        for chunk in written {
+            if let Err(e) = out.write_all(&chunk).and_then(|()| out.flush()) {
+                self.stop();
+                return Some(e);
+            }
+        }
+        None
+    }
+}
+
+/// One followed pass over `opened`, with the options of [`scan_options`].
+pub fn scan(
+    opened: Opened,
+    base: ScanOptions,
+    sink: &mut dyn Sink,
+    observer: &mut dyn Observer,
+) -> io::Result<Scan> {
+    scan::scan_framed(
+        opened.reader,
+        opened.framing.as_ref(),
+        opened.path.as_deref(),
+        &scan_options(base),
+        sink,
+        observer,
+    )
+}
+
+/// The note when a pass ended because the log cannot be read on, not because of Ctrl-C.
+pub fn note_unreadable(name: &str, quiet: bool) {
+    note(
+        &format!(
+            "{}: the log cannot be read past this point; following ends",
+            escape(name)
+        ),
+        quiet,
+    );
 }
 
 /// The options of a followed pass: one line at a time (reading ahead would wait for bytes not

@@ -1,16 +1,16 @@
 //! `dshs grep --follow PATTERN PATH`: `tail -f | grep` on the decoded text — each match
 //! printed (and flushed) when the event that holds it is folded.
 
-use std::io::{self, Write};
+use std::io::Write;
 
 use anyhow::{Result, anyhow};
 
 use dshs::log::finding::Discard;
 use dshs::log::grep::{Candidates, Query, Search};
-use dshs::log::scan::{self, EventInfo, FoldState, Observer, Unusable};
+use dshs::log::scan::{EventInfo, FoldState, Observer, Unusable};
 
 use crate::cli::{GrepArgs, ReportFormat};
-use crate::cmd::follow::{self as following, Next, Session};
+use crate::cmd::follow::{self as following, Session};
 use crate::exit::{Failure, Outcome};
 use crate::render::grep::{Mode, Printer};
 
@@ -137,25 +137,10 @@ pub(super) fn run(
         let session_ref = &session;
         let (scanned, found, failed) = std::thread::scope(|scope| {
             let pass = dshs::log::limits::spawn_scoped(scope, move || {
-                let opts = following::scan_options(env.scan_options());
-                let scanned = scan::scan_framed(
-                    opened.reader,
-                    opened.framing.as_ref(),
-                    opened.path.as_deref(),
-                    &opts,
-                    &mut Discard,
-                    &mut live,
-                );
+                let scanned = following::scan(opened, env.scan_options(), &mut Discard, &mut live);
                 (scanned, live.matches)
             });
-            let mut failed: Option<io::Error> = None;
-            for chunk in written {
-                if let Err(e) = out.write_all(&chunk).and_then(|()| out.flush()) {
-                    failed = Some(e);
-                    session_ref.stop();
-                    break;
-                }
-            }
+            let failed = session_ref.pump(written, out);
             let (scanned, found) = pass
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -165,8 +150,7 @@ pub(super) fn run(
             return Err(e.into());
         }
         matches += found;
-        if let Next::Again(note) = session.next(&ended) {
-            following::note(&note, env.quiet);
+        if session.again(&ended, env.quiet) {
             continue;
         }
         if let Err(e) = scanned {

@@ -8,10 +8,10 @@ use anyhow::{Result, anyhow};
 
 use dshs::log::finding::Discard;
 use dshs::log::follow::Ended;
-use dshs::log::scan::{self, Observer, ScanOptions};
+use dshs::log::scan::{Observer, ScanOptions};
 
 use crate::cli::{ReportFormat, ShowArgs};
-use crate::cmd::follow::{self as following, Next, Session};
+use crate::cmd::follow::{self as following, Session};
 use crate::exit::Outcome;
 
 use super::super::Env;
@@ -67,16 +67,10 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
                 });
                 let opts = ScanOptions {
                     keep_last_replacement: true,
-                    ..following::scan_options(env.scan_options())
+                    ..env.scan_options()
                 };
-                let scanned = scan::scan_framed(
-                    o.reader,
-                    o.framing.as_ref(),
-                    o.path.as_deref(),
-                    &opts,
-                    &mut Discard,
-                    &mut printer as &mut dyn Observer,
-                );
+                let scanned =
+                    following::scan(o, opts, &mut Discard, &mut printer as &mut dyn Observer);
                 let stopped = matches!(
                     *ended
                         .lock()
@@ -96,15 +90,7 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
                 }
                 (scanned, printer.error)
             });
-            let mut failed = None;
-            for chunk in written {
-                if let Err(e) = out.write_all(&chunk).and_then(|()| out.flush()) {
-                    // Nobody reads on (`| head`): stop following so the pass ends.
-                    failed = Some(e);
-                    stopped_by_us.stop();
-                    break;
-                }
-            }
+            let failed = stopped_by_us.pump(written, out);
             let (scanned, error) = pass
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
@@ -113,8 +99,7 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
         if let Some(e) = printed {
             return Err(e.into());
         }
-        if let Next::Again(note) = session.next(&ended) {
-            following::note(&note, env.quiet);
+        if session.again(&ended, env.quiet) {
             continue;
         }
         let scan = match scanned {
@@ -122,13 +107,7 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
             Err(e) => return Err(super::super::read_failure(file, &e)),
         };
         if !session.stopped() {
-            following::note(
-                &format!(
-                    "{}: the log cannot be read past this point; following ends",
-                    crate::render::escape(file)
-                ),
-                env.quiet,
-            );
+            following::note_unreadable(file, env.quiet);
             return Ok(super::super::outcome_of(&scan));
         }
         // Ctrl-C ends `show --follow` successfully (CLI.md).

@@ -10,10 +10,10 @@ use anyhow::Result;
 use dshs::log::finding::{Finding, Pos, Sink};
 use dshs::log::follow::{Ended, Idle, Pending};
 use dshs::log::input::Framing;
-use dshs::log::scan::{self, EventInfo, FoldState, Observer, Status};
+use dshs::log::scan::{EventInfo, FoldState, Observer, Status};
 
 use crate::cli::{ReportFormat, ValidateArgs};
-use crate::cmd::follow::{self as following, Next, Session, StatusLine};
+use crate::cmd::follow::{self as following, Session, StatusLine};
 use crate::exit::Outcome;
 use crate::render::human::{self, Painter};
 use crate::render::json::FindingRecord;
@@ -269,21 +269,12 @@ fn follow_one(
             quiet: env.quiet,
             ended: Arc::clone(&ended),
         };
-        let opts = following::scan_options(env.scan_options());
-        let scanned = scan::scan_framed(
-            opened.reader,
-            opened.framing.as_ref(),
-            opened.path.as_deref(),
-            &opts,
-            &mut report,
-            &mut observer,
-        );
+        let scanned = following::scan(opened, env.scan_options(), &mut report, &mut observer);
         lock(&live).status.clear();
         if let Some(e) = report.error.take() {
             return Err(e.into());
         }
-        if let Next::Again(note) = session.next(&ended) {
-            following::note(&note, env.quiet);
+        if session.again(&ended, env.quiet) {
             continue;
         }
         let scan = match scanned {
@@ -295,13 +286,7 @@ fn follow_one(
             }
         };
         if !session.stopped() {
-            following::note(
-                &format!(
-                    "{}: the log cannot be read past this point; following ends",
-                    crate::render::escape(&name)
-                ),
-                env.quiet,
-            );
+            following::note_unreadable(&name, env.quiet);
         }
         let mut summary = super::summary_of(&name, &scan);
         // A store session: the storage layer's findings, merged as a one-shot run merges them.
