@@ -395,6 +395,7 @@ pub struct SessionInfo {
 }
 
 /// An open session store (or an empty database).
+#[derive(Debug)]
 pub struct Store {
     conn: Option<Connection>,
     path: PathBuf,
@@ -404,16 +405,6 @@ pub struct Store {
     findings: Vec<Finding>,
     notes: Vec<String>,
     max_scalar_bytes: u64,
-}
-
-impl std::fmt::Debug for Store {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store")
-            .field("path", &self.path)
-            .field("identity", &self.identity)
-            .field("mode", &self.mode)
-            .finish()
-    }
 }
 
 impl Store {
