@@ -236,13 +236,25 @@ fn validate_one(
     write_hidden_note(hidden, quiet, file, args, painter, out)?;
     let summary = summary_of(file, &scan);
     write_summary(out, args.format, painter, env.quiet, &summary)?;
-    Ok(match scan.status() {
-        Status::Valid if args.deny_warnings && scan.tally.warnings > 0 => Outcome::Invalid,
-        Status::Valid => Outcome::Success,
-        Status::Invalid => Outcome::Invalid,
-        Status::Unsupported => Outcome::Unsupported,
-        Status::Unreadable => Outcome::Failure,
-    })
+    Ok(outcome(args, scan.status(), scan.tally.warnings))
+}
+
+/// The exit of a log with this status and this many warnings (`--deny-warnings` makes any
+/// warning fail it).
+fn outcome(args: &ValidateArgs, status: Status, warnings: u64) -> Outcome {
+    match status {
+        Status::Valid if args.deny_warnings && warnings > 0 => Outcome::Invalid,
+        other => super::outcome_of_status(other),
+    }
+}
+
+/// Report a storage layer's findings; how many are errors and how many warnings.
+fn push_counted(report: &mut dyn Sink, findings: &[Finding]) -> (u64, u64) {
+    let errors = findings.iter().filter(|f| f.is_error()).count() as u64;
+    for f in findings {
+        report.push(f.clone());
+    }
+    (errors, findings.len() as u64 - errors)
 }
 
 /// A SQLite session store (SQLITE.md S9): its identity, then each session (`ids`, or every
@@ -374,15 +386,7 @@ fn validate_store(
             }
         };
         let end = end.map_err(|e| super::store::store_failure(&e))?;
-        let (mut errors, mut warnings) = (0, 0);
-        for f in &end.findings {
-            if f.is_error() {
-                errors += 1;
-            } else {
-                warnings += 1;
-            }
-            report.push(f.clone());
-        }
+        let (errors, warnings) = push_counted(&mut report, &end.findings);
         if let Some(e) = report.finish() {
             return Err(e.into());
         }
@@ -401,10 +405,7 @@ fn validate_store(
         summary.warnings += warnings;
         summary.torn_tail |= end.snapshot.torn.is_some();
         write_summary(out, args.format, painter, env.quiet, &summary)?;
-        worst = worst.worst(match summary.status {
-            Status::Valid if args.deny_warnings && summary.warnings > 0 => Outcome::Invalid,
-            other => super::outcome_of_status(other),
-        });
+        worst = worst.worst(outcome(args, summary.status, summary.warnings));
     }
     Ok(worst)
 }

@@ -2,21 +2,19 @@
 //! of the log so far (an open turn, a crash tail, a torn line) shows in a status line and is
 //! reported only if it still holds when following stops.
 
-use std::io::{self, Write};
+use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
 
 use dshs::log::finding::{Finding, Pos, Sink};
 use dshs::log::follow::{Ended, Idle, Pending};
-use dshs::log::input::Framing;
-use dshs::log::scan::{EventInfo, FoldState, Observer, Status};
+use dshs::log::scan::{EventInfo, FoldState, Observer};
 
-use crate::cli::{ReportFormat, ValidateArgs};
+use crate::cli::ValidateArgs;
 use crate::cmd::follow::{self as following, Session, StatusLine};
 use crate::exit::Outcome;
 use crate::render::human::{self, Painter};
-use crate::render::json::FindingRecord;
 
 use super::super::Env;
 
@@ -71,16 +69,8 @@ fn lock(live: &Mutex<Live>) -> std::sync::MutexGuard<'_, Live> {
 /// Prints each finding at once (flushed), unless the pass ended because the file was
 /// replaced: then what the pass concludes about the old file is moot.
 struct LiveReport<'o> {
-    out: &'o mut dyn Write,
-    file: String,
-    format: ReportFormat,
-    painter: Painter,
-    quiet: bool,
-    limit: Option<usize>,
-    framing: Option<Framing>,
-    shown: usize,
-    hidden: usize,
-    error: Option<io::Error>,
+    /// Prints; nothing is held back.
+    report: super::Report<'o>,
     ended: Arc<Mutex<Option<Ended>>>,
     live: Arc<Mutex<Live>>,
 }
@@ -103,34 +93,21 @@ impl Sink for LiveReport<'_> {
             }
             live.status.clear();
         }
-        if self.quiet || self.error.is_some() {
+        let r = &mut self.report;
+        if r.quiet || r.error.is_some() {
             return;
         }
-        if self.limit.is_some_and(|n| self.shown >= n) {
-            self.hidden += 1;
+        if r.limit.is_some_and(|n| r.shown >= n) {
+            r.hidden += 1;
             return;
         }
-        self.shown += 1;
-        let frame = self.framing.as_ref().and_then(|z| z.frame_of(f.pos.byte));
-        let written = match self.format {
-            ReportFormat::Json => {
-                let record = FindingRecord {
-                    frame,
-                    ..FindingRecord::new(&self.file, &f)
-                };
-                serde_json::to_writer(&mut *self.out, &record)
-                    .map_err(io::Error::from)
-                    .and_then(|()| self.out.write_all(b"\n"))
-            }
-            ReportFormat::Human => writeln!(
-                self.out,
-                "{}",
-                human::finding_in_frame(&self.painter, &self.file, &f, frame)
-            ),
+        r.write(&f);
+        if r.error.is_none()
+            && let Err(e) = r.out.flush()
+        {
+            r.error = Some(e);
         }
-        .and_then(|()| self.out.flush());
-        if let Err(e) = written {
-            self.error = Some(e);
+        if r.error.is_some() {
             // Nobody reads on (`| head`): stop following so the pass ends.
             if let Ok(c) = following::control() {
                 c.stop();
@@ -250,16 +227,7 @@ fn follow_one(
         };
         let (opened, ended) = session.open(Some(idle))?;
         let mut report = LiveReport {
-            out: &mut *out,
-            file: name.clone(),
-            format: args.format,
-            painter,
-            quiet: env.quiet,
-            limit: args.max_findings,
-            framing: opened.framing.clone(),
-            shown: 0,
-            hidden: 0,
-            error: None,
+            report: super::report(opened.framing.clone(), &mut *out, &name, args, env, painter),
             ended: Arc::clone(&ended),
             live: Arc::clone(&live),
         };
@@ -271,7 +239,7 @@ fn follow_one(
         };
         let scanned = following::scan(opened, env.scan_options(), &mut report, &mut observer);
         lock(&live).status.clear();
-        if let Some(e) = report.error.take() {
+        if let Some(e) = report.report.error.take() {
             return Err(e.into());
         }
         if session.again(&ended, env.quiet) {
@@ -291,33 +259,19 @@ fn follow_one(
         let mut summary = super::summary_of(&name, &scan);
         // A store session: the storage layer's findings, merged as a one-shot run merges them.
         if let Some(end) = session.storage_end() {
-            let (mut errors, mut warnings) = (0, 0);
-            for f in &end.findings {
-                if f.is_error() {
-                    errors += 1;
-                } else {
-                    warnings += 1;
-                }
-                report.push(f.clone());
-            }
+            let (errors, warnings) = super::push_counted(&mut report, &end.findings);
             summary.status = dshs::log::sqlite::combined_status(summary.status, &end.findings);
             summary.errors += errors;
             summary.warnings += warnings;
             summary.torn_tail |= end.torn;
         }
-        if let Some(e) = report.error.take() {
+        if let Some(e) = report.report.error.take() {
             return Err(e.into());
         }
-        super::write_hidden_note(report.hidden, env.quiet, &name, args, painter, out)?;
+        super::write_hidden_note(report.report.hidden, env.quiet, &name, args, painter, out)?;
         super::write_summary(out, args.format, painter, env.quiet, &summary)?;
         out.flush()?;
-        return Ok(match summary.status {
-            Status::Valid if args.deny_warnings && summary.warnings > 0 => Outcome::Invalid,
-            Status::Valid => Outcome::Success,
-            Status::Invalid => Outcome::Invalid,
-            Status::Unsupported => Outcome::Unsupported,
-            Status::Unreadable => Outcome::Failure,
-        });
+        return Ok(super::outcome(args, summary.status, summary.warnings));
     }
 }
 
