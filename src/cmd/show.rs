@@ -18,7 +18,7 @@ use serde_json::value::RawValue;
 
 use dshs::log::finding::{Discard, FirstError};
 use dshs::log::json::Json;
-use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Unusable};
+use dshs::log::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, TornTail, Unusable};
 use dshs::log::surface::Replacement;
 use dshs::log::text::seq_list;
 use dshs::log::vocab::TypeClass;
@@ -76,10 +76,10 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let (mut printer, written) = Printer::new(args, env, &marks, None);
     let tap = printer.tap.clone();
     let torn = first.torn.filter(|_| printer.filter.is_empty());
-    let (second, printed) = std::thread::scope(|scope| {
-        // The printer moves into the pass's thread: when it is dropped there, the outbox's
-        // sender goes with it and the loop below ends.
-        let pass = dshs::log::limits::spawn_scoped(scope, move || {
+    // The printer moves into the pass's thread: when it is dropped there, the outbox's
+    // sender goes with it and the copying below ends.
+    let ((second, error), failed) = dshs::log::limits::beside(
+        move || {
             let second = file.open().and_then(|mut o| {
                 o.reader = Box::new(Tap {
                     inner: o.reader,
@@ -100,32 +100,18 @@ pub fn run(args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
                     &mut printer as &mut dyn Observer,
                 )
             });
-            if second.is_ok()
-                && let Some(t) = torn
-            {
-                let written = printer.torn(t.line, t.byte, t.len);
-                if let Err(e) = written {
-                    printer.error.get_or_insert(e);
-                }
-            }
-            if let Err(e) = printer.out.flush() {
-                printer.error.get_or_insert(e);
-            }
-            (second, printer.error)
-        });
-        let mut failed = None;
-        for chunk in written {
-            if let Err(e) = out.write_all(&chunk) {
+            let torn = torn.filter(|_| second.is_ok());
+            (second, printer.finish(torn))
+        },
+        || -> io::Result<()> {
+            for chunk in written {
                 // Dropping the receiver tells the printer nobody reads on.
-                failed = Some(e);
-                break;
+                out.write_all(&chunk)?;
             }
-        }
-        let (second, error) = pass
-            .join()
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        (second, failed.or(error))
-    });
+            Ok(())
+        },
+    );
+    let printed = failed.err().or(error);
     if let Some(e) = printed {
         return Err(e.into());
     }
@@ -525,6 +511,20 @@ impl Printer<'_> {
             s.push_str(&paint(note, *style));
         }
         s.trim_end().to_owned()
+    }
+
+    /// The end of the printing: the torn final line, if one is to be shown, then a flush;
+    /// the first write error of all the printing, if any.
+    fn finish(mut self, torn: Option<TornTail>) -> Option<io::Error> {
+        if let Some(t) = torn
+            && let Err(e) = self.torn(t.line, t.byte, t.len)
+        {
+            self.error.get_or_insert(e);
+        }
+        if let Err(e) = self.out.flush() {
+            self.error.get_or_insert(e);
+        }
+        self.error
     }
 
     fn torn(&mut self, line: u64, byte: u64, len: u64) -> io::Result<()> {

@@ -52,6 +52,22 @@ where
     }
 }
 
+/// Run `pass` on a thread of its own (see [`spawn_scoped`]) while this thread runs `meanwhile`
+/// (say, copying what the pass writes to the output); a panic of the pass goes on here.
+pub fn beside<T: Send, U>(
+    pass: impl FnOnce() -> T + Send,
+    meanwhile: impl FnOnce() -> U,
+) -> (T, U) {
+    std::thread::scope(|scope| {
+        let handle = spawn_scoped(scope, pass);
+        let other = meanwhile();
+        let done = handle
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (done, other)
+    })
+}
+
 fn env_number(name: &str) -> Option<u64> {
     std::env::var(name)
         .ok()

@@ -135,17 +135,13 @@ pub(super) fn run(
             gone: false,
         };
         let session_ref = &session;
-        let (scanned, found, failed) = std::thread::scope(|scope| {
-            let pass = dshs::log::limits::spawn_scoped(scope, move || {
+        let ((scanned, found), failed) = dshs::log::limits::beside(
+            move || {
                 let scanned = following::scan(opened, env.scan_options(), &mut Discard, &mut live);
                 (scanned, live.matches)
-            });
-            let failed = session_ref.pump(written, out);
-            let (scanned, found) = pass
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (scanned, found, failed)
-        });
+            },
+            || session_ref.pump(written, out),
+        );
         if let Some(e) = failed {
             return Err(e.into());
         }

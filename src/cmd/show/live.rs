@@ -57,9 +57,9 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
         let tap = printer.tap.clone();
         let unfiltered = printer.filter.is_empty();
         let stopped_by_us = &session;
-        let (scanned, printed) = std::thread::scope(|scope| {
-            let ended = Arc::clone(&ended);
-            let pass = dshs::log::limits::spawn_scoped(scope, move || {
+        let pass_ended = Arc::clone(&ended);
+        let ((scanned, error), failed) = dshs::log::limits::beside(
+            move || {
                 let mut o = opened;
                 o.reader = Box::new(Tap {
                     inner: o.reader,
@@ -72,30 +72,21 @@ fn follow_one(file: &str, args: &ShowArgs, env: &Env, out: &mut dyn Write) -> Re
                 let scanned =
                     following::scan(o, opts, &mut Discard, &mut printer as &mut dyn Observer);
                 let stopped = matches!(
-                    *ended
+                    *pass_ended
                         .lock()
                         .unwrap_or_else(std::sync::PoisonError::into_inner),
                     Some(Ended::Stopped) | None
                 );
-                if unfiltered
-                    && stopped
-                    && let Ok(s) = &scanned
-                    && let Some(t) = s.torn
-                    && let Err(e) = printer.torn(t.line, t.byte, t.len)
-                {
-                    printer.error.get_or_insert(e);
-                }
-                if let Err(e) = printer.out.flush() {
-                    printer.error.get_or_insert(e);
-                }
-                (scanned, printer.error)
-            });
-            let failed = stopped_by_us.pump(written, out);
-            let (scanned, error) = pass
-                .join()
-                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-            (scanned, failed.or(error))
-        });
+                let torn = scanned
+                    .as_ref()
+                    .ok()
+                    .and_then(|s| s.torn)
+                    .filter(|_| unfiltered && stopped);
+                (scanned, printer.finish(torn))
+            },
+            || stopped_by_us.pump(written, out),
+        );
+        let printed = failed.or(error);
         if let Some(e) = printed {
             return Err(e.into());
         }
