@@ -12,6 +12,7 @@
 use std::collections::HashMap;
 
 use dshs::log::Finding;
+use dshs::log::append::Planned;
 use dshs::log::closers::CloserKind;
 use dshs::log::compact::{self, Lookout, Minted, PlanError, Refusal as CRefusal, Request};
 use dshs::log::derive::Deriver;

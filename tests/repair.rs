@@ -8,6 +8,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::{codes, dshs, json_lines, scan_file, testdata};
+use dshs::log::append::Planned;
 use dshs::log::repair;
 use dshs::log::scan::{ScanOptions, Status};
 use dshs::log::write::{self, Fault, Stamp};

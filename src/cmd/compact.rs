@@ -11,7 +11,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use dshs::log::append::Mode;
+use dshs::log::append::{Mode, Planned};
 use dshs::log::compact::{self, CompactPlan, Lookout, Minted, PlanError, Refusal, Request};
 use dshs::log::derive::Deriver;
 use dshs::log::finding::ErrorList;

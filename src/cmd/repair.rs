@@ -12,7 +12,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use dshs::log::append::Mode;
+use dshs::log::append::{Mode, Planned};
 use dshs::log::closers::CloserKind;
 use dshs::log::event::Kind;
 use dshs::log::finding::ErrorList;

@@ -224,6 +224,53 @@ impl Target {
     }
 }
 
+/// A writer's plan (`repair`, `compact`) as the one check path sees it.
+pub trait Planned {
+    /// The write.
+    fn edit(&self) -> Edit<'_>;
+    /// How the log stores what is appended.
+    fn encoding(&self) -> Encoding;
+    /// Whether the scan of the edited log (see [`scan_edit`]) is what the plan promises.
+    fn verified(&self, edited: &Scan) -> bool;
+}
+
+/// An edited log, scanned in full before it exists.
+#[derive(Debug)]
+pub struct Verdict {
+    /// The scan is what the plan promises ([`Planned::verified`]).
+    pub ok: bool,
+    /// Every finding of the scan (warnings the original log had are repeated here).
+    pub findings: Vec<Finding>,
+    /// The surface of the edited log (empty when it could not be folded).
+    pub surface: Vec<u64>,
+}
+
+/// Scan the exact bytes the log will hold after `plan` — the first `keep` bytes of
+/// `original`, then what it appends — with the same options as the first scan. An edit is
+/// only written when this says `ok`: what a writer appends is checked by the same rules as
+/// any log, not trusted.
+pub fn verify(
+    original: impl Read + Send,
+    plan: &impl Planned,
+    path: Option<&Path>,
+    opts: &ScanOptions,
+) -> io::Result<Verdict> {
+    let (scan, findings) = scan_edit(original, plan.edit(), plan.encoding(), path, opts)?;
+    Ok(Verdict {
+        ok: plan.verified(&scan),
+        findings,
+        surface: surface_of(&scan),
+    })
+}
+
+/// The surface of a scanned log (empty when it could not be folded).
+pub fn surface_of(scan: &Scan) -> Vec<u64> {
+    scan.state
+        .as_ref()
+        .map(|st| st.surface.seqs())
+        .unwrap_or_default()
+}
+
 /// Scan the exact bytes `original` would hold after `edit` — its first `edit.keep` bytes,
 /// then `edit.append` — stored as `encoding` stores them: how every writer checks what it is
 /// about to write, by the same rules as any log, before anything is written.

@@ -10,16 +10,17 @@
 //! (both new seqs are larger than every shadowed one), so DSH's own encoder stores it verbatim,
 //! and a range-encoded form of a non-increasing list would even be a malformed row.
 
-use std::io::{self, Read};
-use std::path::Path;
+use std::io;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::append::surface_of;
+/// The check before writing, as for every writer (the plan is a [`CompactPlan`]).
+pub use super::append::{Planned, Verdict, verify};
 use super::derive::{DeriveError, Deriver};
 use super::dialect::{CheckpointSource, Dialect, SurfaceKind};
 use super::event::{Kind, row};
-use super::finding::Finding;
 use super::json::{self, Json, write_js_str};
-use super::scan::{EventInfo, FoldState, Observer, Scan, ScanOptions, Status};
+use super::scan::{EventInfo, FoldState, Observer, Scan, Status};
 use super::surface::{RangeError, SurfaceManager};
 use super::vocab::TypeClass;
 use super::write::{Edit, Encoding};
@@ -446,17 +447,6 @@ impl CompactPlan {
         &self.append
     }
 
-    /// The write: keep every byte, append the four lines (compaction never cuts).
-    pub fn edit(&self) -> Edit<'_> {
-        Edit {
-            keep: self.keep,
-            append: &self.append,
-            // Compaction never cuts: a crash leaves the log plus part of the append, which
-            // holds nothing that was committed before.
-            journal: false,
-        }
-    }
-
     /// Length of the compacted log as stored.
     pub fn compacted_len(&self) -> u64 {
         self.keep + self.append.len() as u64
@@ -804,50 +794,26 @@ fn bracket(
 // -------------------------------------------------------------------------------------------
 // Proof before writing.
 
-/// The compacted log, scanned in full before it exists.
-#[derive(Debug)]
-pub struct Verdict {
-    /// The result validates with no error, no new warning, no open turn or compaction, no
-    /// torn line or crash tail, and its surface is the old one with the range replaced by the
-    /// checkpoint node.
-    pub ok: bool,
-    /// Every finding of the check.
-    pub findings: Vec<Finding>,
-    /// The surface of the compacted log (empty when it could not be folded).
-    pub surface: Vec<u64>,
-}
+impl Planned for CompactPlan {
+    /// The write: keep every byte, append the four lines (compaction never cuts).
+    fn edit(&self) -> Edit<'_> {
+        Edit {
+            keep: self.keep,
+            append: &self.append,
+            // Compaction never cuts: a crash leaves the log plus part of the append, which
+            // holds nothing that was committed before.
+            journal: false,
+        }
+    }
 
-/// Scan the exact bytes the compacted log will hold — the first `plan.keep` bytes of
-/// `original` followed by the four lines — with the same options as the first scan. A
-/// compaction is only written when this says `ok`.
-pub fn verify(
-    original: impl Read + Send,
-    plan: &CompactPlan,
-    path: Option<&Path>,
-    opts: &ScanOptions,
-) -> io::Result<Verdict> {
-    let (s, findings) = super::append::scan_edit(original, plan.edit(), plan.encoding, path, opts)?;
-    let surface = plan.surface_after(&s);
-    Ok(Verdict {
-        ok: plan.verified(&s),
-        findings,
-        surface,
-    })
-}
-
-impl CompactPlan {
-    fn surface_after(&self, compacted: &Scan) -> Vec<u64> {
-        compacted
-            .state
-            .as_ref()
-            .map(|st| st.surface.seqs())
-            .unwrap_or_default()
+    fn encoding(&self) -> Encoding {
+        self.encoding
     }
 
     /// Whether the scan of the compacted log ([`super::append::scan_edit`]) is what the
     /// compaction promises: clean, of the planned length, no new warning, no open turn or
     /// running compaction left, and exactly the expected surface.
-    pub fn verified(&self, compacted: &Scan) -> bool {
+    fn verified(&self, compacted: &Scan) -> bool {
         let quiet_end = compacted
             .state
             .as_ref()
@@ -855,7 +821,7 @@ impl CompactPlan {
         compacted.is_clean_write(self.compacted_len(), self.plain_len)
             && compacted.tally.warnings <= self.warnings_before
             && quiet_end
-            && self.surface_after(compacted) == self.expected_surface
+            && surface_of(compacted) == self.expected_surface
     }
 }
 

@@ -4,12 +4,12 @@
 //! before anything is written. Writing itself is `write.rs`.
 
 use std::io::{self, BufReader, Read, Seek, SeekFrom};
-use std::path::Path;
 
+/// The check before writing, as for every writer (the plan is a [`RepairPlan`]).
+pub use super::append::{Planned, Verdict, verify};
 use super::closers::{Closer, CloserKind};
-use super::finding::Finding;
 use super::input::zstd::ZstdReader;
-use super::scan::{CrashTail, Scan, ScanOptions, Status, TornTail};
+use super::scan::{CrashTail, Scan, Status, TornTail};
 use super::write::{Edit, Encoding};
 
 /// Why a log is not repaired (nothing is written).
@@ -79,19 +79,6 @@ impl RepairPlan {
     /// The bytes appended after the committed prefix.
     pub fn append(&self) -> &[u8] {
         &self.append
-    }
-
-    pub fn edit(&self) -> Edit<'_> {
-        Edit {
-            keep: self.keep,
-            append: &self.append,
-            // Re-appended committed lines of a torn zstd frame: journaled, so a crash between
-            // the cut and the append cannot leave them only in the sidecar.
-            journal: self
-                .cut
-                .and_then(|c| c.frame)
-                .is_some_and(|(_, recovered)| recovered > 0),
-        }
     }
 
     /// Length of the repaired log.
@@ -209,37 +196,28 @@ impl RepairPlan {
     }
 }
 
-/// The repaired log, scanned in full before it exists.
-#[derive(Debug)]
-pub struct Verdict {
-    /// The result validates with no error, no open turn, no torn line and no crash tail.
-    pub ok: bool,
-    /// Every finding of the check (warnings the original log had are repeated here).
-    pub findings: Vec<Finding>,
-}
+impl Planned for RepairPlan {
+    fn edit(&self) -> Edit<'_> {
+        Edit {
+            keep: self.keep,
+            append: &self.append,
+            // Re-appended committed lines of a torn zstd frame: journaled, so a crash between
+            // the cut and the append cannot leave them only in the sidecar.
+            journal: self
+                .cut
+                .and_then(|c| c.frame)
+                .is_some_and(|(_, recovered)| recovered > 0),
+        }
+    }
 
-/// Scan the exact bytes the repaired log will hold — the first `plan.keep` bytes of
-/// `original` followed by the closers — with the same options as the first scan. A repair is
-/// only written when this says `ok`: the closers are checked by the same rules as any log,
-/// not trusted.
-pub fn verify(
-    original: impl Read + Send,
-    plan: &RepairPlan,
-    path: Option<&Path>,
-    opts: &ScanOptions,
-) -> io::Result<Verdict> {
-    let (s, findings) = super::append::scan_edit(original, plan.edit(), plan.encoding, path, opts)?;
-    Ok(Verdict {
-        ok: plan.verified(&s),
-        findings,
-    })
-}
+    fn encoding(&self) -> Encoding {
+        self.encoding
+    }
 
-impl RepairPlan {
     /// Whether the scan of the repaired log ([`super::append::scan_edit`]) is what the repair
     /// promises: valid with no error, no open turn, no torn line and no crash tail, of the
     /// planned length.
-    pub fn verified(&self, repaired: &Scan) -> bool {
+    fn verified(&self, repaired: &Scan) -> bool {
         self.recovered
             && repaired.is_clean_write(self.repaired_len(), self.plain_len)
             && !repaired.open_turn()
@@ -249,6 +227,7 @@ impl RepairPlan {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::scan::ScanOptions;
 
     fn scan_text(text: &str) -> Scan {
         crate::log::scan::scan(
