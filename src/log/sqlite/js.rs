@@ -702,6 +702,42 @@ impl<'a> Parser<'a> {
         empty
     }
 
+    /// The members or items of the container at the cursor, up to its `close`: `each` reads
+    /// one, from its first byte.
+    fn elements(
+        &mut self,
+        close: u8,
+        expected: &str,
+        mut each: impl FnMut(&mut Self) -> Result<(), String>,
+    ) -> Result<(), String> {
+        if self.opens_empty(close) {
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            each(self)?;
+            self.ws();
+            if self.closes(close, expected)? {
+                return Ok(());
+            }
+        }
+    }
+
+    /// A member's name and the `:` after it: the cursor is then at its value.
+    fn member_name(&mut self) -> Result<&'a str, String> {
+        if self.b().get(self.i) != Some(&b'"') {
+            return Err(err("expected a member name", self.i));
+        }
+        let k = self.raw_string()?;
+        self.ws();
+        if self.b().get(self.i) != Some(&b':') {
+            return Err(err("expected `:`", self.i));
+        }
+        self.i += 1;
+        self.ws();
+        Ok(k)
+    }
+
     /// After a member or an element: `true` at the container's `close`, `false` after a
     /// `,` (either passed), else the error `expected`.
     #[inline]
@@ -741,42 +777,20 @@ impl<'a> Parser<'a> {
             )),
             Some(b'{') => {
                 let mut members = Vec::new();
-                if self.opens_empty(b'}') {
-                    return Ok(Value::Obj(members));
-                }
-                loop {
-                    self.ws();
-                    if self.b().get(self.i) != Some(&b'"') {
-                        return Err(err("expected a member name", self.i));
-                    }
-                    let k = self.raw_string()?;
-                    self.ws();
-                    if self.b().get(self.i) != Some(&b':') {
-                        return Err(err("expected `:`", self.i));
-                    }
-                    self.i += 1;
-                    self.ws();
-                    let v = self.value(depth - 1)?;
-                    members.push((k, v));
-                    self.ws();
-                    if self.closes(b'}', "expected `,` or `}`")? {
-                        return Ok(Value::Obj(members));
-                    }
-                }
+                self.elements(b'}', "expected `,` or `}`", |p| {
+                    let k = p.member_name()?;
+                    members.push((k, p.value(depth - 1)?));
+                    Ok(())
+                })?;
+                Ok(Value::Obj(members))
             }
             Some(b'[') => {
                 let mut items = Vec::new();
-                if self.opens_empty(b']') {
-                    return Ok(Value::Arr(items));
-                }
-                loop {
-                    self.ws();
-                    items.push(self.value(depth - 1)?);
-                    self.ws();
-                    if self.closes(b']', "expected `,` or `]`")? {
-                        return Ok(Value::Arr(items));
-                    }
-                }
+                self.elements(b']', "expected `,` or `]`", |p| {
+                    items.push(p.value(depth - 1)?);
+                    Ok(())
+                })?;
+                Ok(Value::Arr(items))
             }
             Some(b'"') => Ok(Value::Str(self.raw_string()?)),
             Some(b't') => self.word("true", Value::Bool(true)),
@@ -817,25 +831,16 @@ impl<'a> Parser<'a> {
         let at = self.i;
         match self.b().get(at) {
             Some(b'{') => {
-                if self.opens_empty(b'}') {
-                    out.extend_from_slice(b"{}");
-                    return Ok(());
-                }
                 // name as written by JSON.stringify → its value's bytes; first position wins,
                 // the last value wins, integer-like names go first in ascending order.
                 let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
                 let mut index: std::collections::HashMap<Vec<u8>, usize> =
                     std::collections::HashMap::new();
-                loop {
-                    self.ws();
-                    let raw = self.raw_string()?;
+                self.elements(b'}', "expected `,` or `}`", |p| {
                     let mut name = Vec::new();
-                    write_string(raw, &mut name);
-                    self.ws();
-                    self.i += 1; // ':'
-                    self.ws();
+                    write_string(p.member_name()?, &mut name);
                     let mut v = Vec::new();
-                    self.rebuild(&mut v, depth + 1)?;
+                    p.rebuild(&mut v, depth + 1)?;
                     match index.get(&name) {
                         Some(&slot) => members[slot].1 = v,
                         None => {
@@ -843,15 +848,8 @@ impl<'a> Parser<'a> {
                             members.push((name, v));
                         }
                     }
-                    self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        _ => {
-                            self.i += 1; // '}'
-                            break;
-                        }
-                    }
-                }
+                    Ok(())
+                })?;
                 let (mut ints, rest): (Vec<_>, Vec<_>) = members
                     .into_iter()
                     .partition(|(n, _)| array_index(&n[1..n.len() - 1]).is_some());
@@ -870,27 +868,13 @@ impl<'a> Parser<'a> {
             }
             Some(b'[') => {
                 out.push(b'[');
-                if self.opens_empty(b']') {
-                    out.push(b']');
-                    return Ok(());
-                }
                 let mut first = true;
-                loop {
-                    if !first {
+                self.elements(b']', "expected `,` or `]`", |p| {
+                    if !std::mem::take(&mut first) {
                         out.push(b',');
                     }
-                    first = false;
-                    self.ws();
-                    self.rebuild(out, depth + 1)?;
-                    self.ws();
-                    match self.b().get(self.i) {
-                        Some(b',') => self.i += 1,
-                        _ => {
-                            self.i += 1; // ']'
-                            break;
-                        }
-                    }
-                }
+                    p.rebuild(out, depth + 1)
+                })?;
                 out.push(b']');
                 Ok(())
             }
