@@ -289,13 +289,18 @@ pub enum Plan {
     Nothing,
     Append(NewNode),
     /// Replace the live nodes from label `first` to label `last` (inclusive).
-    Replace {
-        node: NewNode,
-        start: u64,
-        end: u64,
-        first: usize,
-        last: usize,
-    },
+    Replace(Replace),
+}
+
+/// A replace that passed its checks: the new node, the range it names (`start..=end`, seqs)
+/// and the labels of the live nodes it takes (`first..=last`).
+#[derive(Debug)]
+pub struct Replace {
+    node: NewNode,
+    start: u64,
+    end: u64,
+    first: usize,
+    last: usize,
 }
 
 /// Why a range of the surface cannot be taken.
@@ -1065,13 +1070,13 @@ impl SurfaceManager {
             }
         }
         Ok((
-            Plan::Replace {
+            Plan::Replace(Replace {
                 node,
                 start,
                 end,
                 first,
                 last,
-            },
+            }),
             vec![],
         ))
     }
@@ -1174,20 +1179,16 @@ impl SurfaceManager {
         } else {
             "not surface-eligible"
         };
-        if ev.surface_op.is_some() {
+        let carried = if ev.surface_op.is_some() {
+            Some("surfaceOp")
+        } else {
+            ev.source_seqs.as_ref().map(|_| "sourceEventSeqs")
+        };
+        if let Some(member) = carried {
             return Err(at.finding(
                 Code::SurfaceMetadataOnLogOnly,
                 format!(
-                    "session event \"{}\" is {what} and cannot carry surfaceOp",
-                    ev.ty
-                ),
-            ));
-        }
-        if ev.source_seqs.is_some() {
-            return Err(at.finding(
-                Code::SurfaceMetadataOnLogOnly,
-                format!(
-                    "session event \"{}\" is {what} and cannot carry sourceEventSeqs",
+                    "session event \"{}\" is {what} and cannot carry {member}",
                     ev.ty
                 ),
             ));
@@ -1459,21 +1460,16 @@ impl SurfaceManager {
         match plan {
             Plan::Nothing => {}
             Plan::Append(node) => self.push_back(node),
-            Plan::Replace {
-                node,
-                start,
-                end,
-                first,
-                last,
-            } => {
-                let shadowed: Vec<usize> = self.walk(first, last).collect();
+            Plan::Replace(r) => {
+                let (start, end) = (r.start, r.end);
+                let shadowed: Vec<usize> = self.walk(r.first, r.last).collect();
                 let seqs: Vec<u64> = shadowed.iter().map(|&l| self.seq_at(l)).collect();
                 for (&l, &seq) in shadowed.iter().zip(&seqs) {
                     self.kill(l, seq);
                 }
-                let seq = node.seq;
+                let seq = r.node.seq;
                 self.top = self.top.max(Some(seq));
-                self.revive(first, node, Some((start, end)));
+                self.revive(r.first, r.node, Some((start, end)));
                 self.generation += 1;
                 let r = Replacement {
                     seq,
