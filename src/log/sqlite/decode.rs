@@ -213,15 +213,12 @@ fn decode_into(
     if let ValueRef::Text(t) = row.data
         && t.len() as u64 > max_scalar_bytes
     {
-        return Err(limited(
+        return Err(too_long(
             scratch,
-            LimitHit::new(
-                Guard::LineBytes,
-                max_scalar_bytes,
-                t.len() as u64,
-                true,
-                format!("the data TEXT of row seq {}", row.seq),
-            ),
+            max_scalar_bytes,
+            t.len() as u64,
+            true,
+            format!("the data TEXT of row seq {}", row.seq),
         ));
     }
     let data = match data_text(
@@ -233,15 +230,12 @@ fn decode_into(
         Ok(data) => data,
         Err(DataError::Bad(why)) => return Err(why),
         Err(DataError::TooBig(found)) => {
-            return Err(limited(
+            return Err(too_long(
                 scratch,
-                LimitHit::new(
-                    Guard::LineBytes,
-                    max_scalar_bytes,
-                    found,
-                    true,
-                    format!("the data BLOB of row seq {} (decompressed)", row.seq),
-                ),
+                max_scalar_bytes,
+                found,
+                true,
+                format!("the data BLOB of row seq {} (decompressed)", row.seq),
             ));
         }
     };
@@ -270,18 +264,15 @@ fn decode_into(
             let seqs = b.iter().filter(|&&byte| byte < 0x80).count() as u64;
             let least = (out.len() - line_start) as u64 + 2 * seqs;
             if least > max_scalar_bytes {
-                return Err(limited(
+                return Err(too_long(
                     scratch,
-                    LimitHit::new(
-                        Guard::LineBytes,
-                        max_scalar_bytes,
-                        least,
-                        true,
-                        format!(
-                            "row seq {} (its source_event_seqs BLOB of {} bytes lists {seqs} seqs)",
-                            row.seq,
-                            b.len()
-                        ),
+                    max_scalar_bytes,
+                    least,
+                    true,
+                    format!(
+                        "row seq {} (its source_event_seqs BLOB of {} bytes lists {seqs} seqs)",
+                        row.seq,
+                        b.len()
                     ),
                 ));
             }
@@ -320,15 +311,12 @@ fn decode_into(
     debug_assert!(!out[line_start..out.len() - 1].contains(&b'\n'));
     let len = (out.len() - 1 - line_start) as u64;
     if len > max_scalar_bytes {
-        return Err(limited(
+        return Err(too_long(
             scratch,
-            LimitHit::new(
-                Guard::LineBytes,
-                max_scalar_bytes,
-                len,
-                false,
-                format!("the logical line of row seq {}", row.seq),
-            ),
+            max_scalar_bytes,
+            len,
+            false,
+            format!("the logical line of row seq {}", row.seq),
         ));
     }
     Ok(Decoded {
@@ -427,6 +415,21 @@ impl From<Undecodable> for DataError {
     fn from(why: Undecodable) -> Self {
         DataError::Bad(why)
     }
+}
+
+/// The row (or the line it makes, `at`) is longer than the line guard (`found` bytes, or at
+/// least that many): [`limited`].
+fn too_long(
+    scratch: &mut Scratch,
+    max: u64,
+    found: u64,
+    at_least: bool,
+    at: String,
+) -> Undecodable {
+    limited(
+        scratch,
+        LimitHit::new(Guard::LineBytes, max, found, at_least, at),
+    )
 }
 
 /// Note that the row was not read because of a guard; the error to return.
