@@ -569,15 +569,7 @@ fn write_summary(
         ReportFormat::Json => {
             let record = SummaryRecord {
                 kind: "summary",
-                file: s.file,
-                status: s.status.as_str(),
-                version: s.version,
-                events: s.events,
-                errors: s.errors,
-                warnings: s.warnings,
-                surface_nodes: s.surface_nodes,
-                open_turn: s.open_turn,
-                torn_tail: s.torn_tail,
+                line: s,
             };
             serde_json::to_writer(&mut *out, &record)?;
             out.write_all(b"\n")?;

@@ -2,6 +2,7 @@
 //! line per file. Everything from the log is escaped; colour only when asked for.
 
 use owo_colors::{OwoColorize, Style};
+use serde::Serialize;
 
 use dshs::log::scan::Status;
 use dshs::log::{Finding, Severity};
@@ -73,17 +74,25 @@ pub fn finding_in_frame(p: &Painter, file: &str, f: &Finding, frame: Option<u64>
     )
 }
 
-/// The facts of one file's summary line.
+/// The facts of one file's summary line; serialized, the members of CLI.md's `summary`
+/// record, in its order.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct SummaryLine<'a> {
     pub file: &'a str,
+    #[serde(serialize_with = "status_name")]
+    pub status: Status,
     pub version: Option<i64>,
     pub events: u64,
-    pub surface_nodes: usize,
-    pub status: Status,
     pub errors: u64,
     pub warnings: u64,
+    pub surface_nodes: usize,
     pub open_turn: bool,
     pub torn_tail: bool,
+}
+
+fn status_name<S: serde::Serializer>(status: &Status, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(status.as_str())
 }
 
 pub fn summary(p: &Painter, s: &SummaryLine<'_>) -> String {

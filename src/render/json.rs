@@ -4,6 +4,8 @@ use serde::Serialize;
 
 use dshs::log::Finding;
 
+use super::human::SummaryLine;
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FindingRecord<'a> {
@@ -40,18 +42,11 @@ impl<'a> FindingRecord<'a> {
     }
 }
 
+/// A `summary` record (CLI.md): the type, then the summary's facts.
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
 pub struct SummaryRecord<'a> {
     #[serde(rename = "type")]
     pub kind: &'static str,
-    pub file: &'a str,
-    pub status: &'static str,
-    pub version: Option<i64>,
-    pub events: u64,
-    pub errors: u64,
-    pub warnings: u64,
-    pub surface_nodes: usize,
-    pub open_turn: bool,
-    pub torn_tail: bool,
+    #[serde(flatten)]
+    pub line: &'a SummaryLine<'a>,
 }
