@@ -279,6 +279,13 @@ impl H {
         self.rejects_event(&ev, &l.text())
     }
 
+    /// [`H::rejects`] with `code`.
+    #[track_caller]
+    fn rejects_with(&mut self, l: L, code: Code) {
+        let got = self.rejects(l);
+        assert_eq!(got, code, "v{}", self.v);
+    }
+
     /// Like [`H::rejects`], for an event built without the storage decoding of §5.3 (the
     /// provenance checks b, d, e and f only fire for such events).
     fn rejects_raw(&mut self, l: L) -> Code {
@@ -432,12 +439,12 @@ fn seq_not_following_the_previous_event_is_rejected() {
         h.users(1);
         let mut late = h.user().append();
         late.seq = 5;
-        assert_eq!(h.rejects(late), Code::SeqNotContiguous, "v{v}");
+        h.rejects_with(late, Code::SeqNotContiguous);
         // The fold goes on from the observed seq.
         assert_eq!(h.m.next_seq(), 6);
         let mut repeat = h.user().append();
         repeat.seq = 0;
-        assert_eq!(h.rejects(repeat), Code::SeqNotContiguous, "v{v}");
+        h.rejects_with(repeat, Code::SeqNotContiguous);
     }
 }
 
@@ -451,7 +458,7 @@ fn a_resync_back_to_a_seq_on_the_surface_is_rejected() {
         h.m.resync(1);
         let mut again = h.user().append();
         again.seq = 1;
-        assert_eq!(h.rejects(again), Code::SeqNotContiguous, "v{v}");
+        h.rejects_with(again, Code::SeqNotContiguous);
         assert_eq!(h.m.seqs(), vec![0, 1]);
     }
 }
@@ -541,11 +548,11 @@ fn unknown_ignorable_event_is_opaque_in_v3_and_v4_even_with_garbage_metadata() {
 fn surface_event_without_surface_op_is_rejected_in_every_version() {
     for v in ALL {
         let mut h = H::new(v);
-        assert_eq!(h.rejects(h.user()), Code::SurfaceOpMissing, "v{v}");
-        assert_eq!(h.rejects(h.assistant(&[])), Code::SurfaceOpMissing, "v{v}");
-        assert_eq!(h.rejects(h.result("c1")), Code::SurfaceOpMissing, "v{v}");
+        h.rejects_with(h.user(), Code::SurfaceOpMissing);
+        h.rejects_with(h.assistant(&[]), Code::SurfaceOpMissing);
+        h.rejects_with(h.result("c1"), Code::SurfaceOpMissing);
         if v >= 3 {
-            assert_eq!(h.rejects(h.system()), Code::SurfaceOpMissing, "v{v}");
+            h.rejects_with(h.system(), Code::SurfaceOpMissing);
         }
         if v >= 4 {
             let code = h.rejects(h.developer("", ""));
@@ -591,23 +598,11 @@ fn replace_marker_must_use_the_endpoint_keys_of_the_version() {
             (("startSeq", "endSeq"), ("start", "end"))
         };
         let other = format!(r#"{{"op":"replace","{}":0,"{}":0}}"#, bad.0, bad.1);
-        assert_eq!(
-            h.rejects(h.user().op(&other).src("[0]")),
-            Code::ReplaceOpInvalid,
-            "v{v}"
-        );
+        h.rejects_with(h.user().op(&other).src("[0]"), Code::ReplaceOpInvalid);
         let mixed = format!(r#"{{"op":"replace","{}":0,"{}":0}}"#, good.0, bad.1);
-        assert_eq!(
-            h.rejects(h.user().op(&mixed).src("[0]")),
-            Code::ReplaceOpInvalid,
-            "v{v}"
-        );
+        h.rejects_with(h.user().op(&mixed).src("[0]"), Code::ReplaceOpInvalid);
         let mixed = format!(r#"{{"op":"replace","{}":0,"{}":0}}"#, bad.0, good.1);
-        assert_eq!(
-            h.rejects(h.user().op(&mixed).src("[0]")),
-            Code::ReplaceOpInvalid,
-            "v{v}"
-        );
+        h.rejects_with(h.user().op(&mixed).src("[0]"), Code::ReplaceOpInvalid);
         h.ok(h.user().replace(v, 0, 0).src("[0]"));
     }
 }
@@ -661,17 +656,9 @@ fn negative_zero_endpoint_is_refused_only_in_v3_and_v4() {
         h.users(2);
         let op = format!(r#"{{"op":"replace","{s}":-0,"{e}":1}}"#);
         if v >= 3 {
-            assert_eq!(
-                h.rejects(h.user().op(&op).src("[0,1]")),
-                Code::ReplaceOpInvalid,
-                "v{v}"
-            );
+            h.rejects_with(h.user().op(&op).src("[0,1]"), Code::ReplaceOpInvalid);
             let op = format!(r#"{{"op":"replace","{s}":0,"{e}":-0}}"#);
-            assert_eq!(
-                h.rejects(h.user().op(&op).src("[0,1]")),
-                Code::ReplaceOpInvalid,
-                "v{v}"
-            );
+            h.rejects_with(h.user().op(&op).src("[0,1]"), Code::ReplaceOpInvalid);
         } else {
             // v0–v2 check only the value: -0 is the seq 0.
             h.ok(h.user().op(&op).src("[0,1]"));
@@ -703,14 +690,14 @@ fn replace_endpoint_not_before_the_event_is_rejected_in_v3_and_v4() {
         let mut h = H::new(v);
         h.users(2);
         let next = h.seq();
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, next).src("[0,1]")),
-            Code::ReplaceEndpointNotEarlier
+        h.rejects_with(
+            h.user().replace(v, 0, next).src("[0,1]"),
+            Code::ReplaceEndpointNotEarlier,
         );
         let next = h.seq();
-        assert_eq!(
-            h.rejects(h.user().replace(v, next + 7, 1).src("[0,1]")),
-            Code::ReplaceEndpointNotEarlier
+        h.rejects_with(
+            h.user().replace(v, next + 7, 1).src("[0,1]"),
+            Code::ReplaceEndpointNotEarlier,
         );
     }
 }
@@ -721,16 +708,14 @@ fn v0_to_v2_have_no_endpoint_step_and_report_the_range_lookup_instead() {
         let mut h = H::new(v);
         h.users(2);
         let next = h.seq();
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, next).src("[0,1]")),
+        h.rejects_with(
+            h.user().replace(v, 0, next).src("[0,1]"),
             Code::ReplaceEndNotOnSurface,
-            "v{v}"
         );
         let next = h.seq();
-        assert_eq!(
-            h.rejects(h.user().replace(v, next + 7, 1).src("[0,1]")),
+        h.rejects_with(
+            h.user().replace(v, next + 7, 1).src("[0,1]"),
             Code::ReplaceStartNotOnSurface,
-            "v{v}"
         );
     }
 }
@@ -746,24 +731,21 @@ fn replace_start_not_on_surface_is_rejected() {
         h.users(1);
         h.skip(1); // seq 1: log-only, never a node
         h.users(1); // seq 2
-        assert_eq!(
-            h.rejects(h.user().replace(v, 1, 2).src("[1,2]")),
+        h.rejects_with(
+            h.user().replace(v, 1, 2).src("[1,2]"),
             Code::ReplaceStartNotOnSurface,
-            "v{v}"
         );
         // A shadowed node is no longer on the surface either.
         h.ok(h.user().replace(v, 0, 0).src("[0]")); // seq 4 (seq 3 was rejected)
         assert_eq!(h.m.seqs(), vec![4, 2]);
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, 2).src("[0,2]")),
+        h.rejects_with(
+            h.user().replace(v, 0, 2).src("[0,2]"),
             Code::ReplaceStartNotOnSurface,
-            "v{v}"
         );
         // Both ends missing: the start is reported.
-        assert_eq!(
-            h.rejects(h.user().replace(v, 1, 3).src("[1,3]")),
+        h.rejects_with(
+            h.user().replace(v, 1, 3).src("[1,3]"),
             Code::ReplaceStartNotOnSurface,
-            "v{v}"
         );
     }
 }
@@ -774,10 +756,9 @@ fn replace_end_not_on_surface_is_rejected() {
         let mut h = H::new(v);
         h.users(1);
         h.skip(1);
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, 1).src("[0,1]")),
+        h.rejects_with(
+            h.user().replace(v, 0, 1).src("[0,1]"),
             Code::ReplaceEndNotOnSurface,
-            "v{v}"
         );
     }
 }
@@ -787,10 +768,9 @@ fn replace_end_before_start_in_surface_order_is_rejected() {
     for v in ALL {
         let mut h = H::new(v);
         h.users(2);
-        assert_eq!(
-            h.rejects(h.user().replace(v, 1, 0).src("[0,1]")),
+        h.rejects_with(
+            h.user().replace(v, 1, 0).src("[0,1]"),
             Code::ReplaceRangeReversed,
-            "v{v}"
         );
     }
 }
@@ -804,10 +784,9 @@ fn replace_range_order_is_by_position_so_start_9_end_4_can_be_valid() {
         h.ok(h.user().replace(v, 0, 3).src("[0,1,2,3]")); // 9 replaces 0..3 → 9 4
         assert_eq!(h.m.seqs(), vec![9, 4]);
         // Numerically 4 < 9, but on the surface 4 comes after 9.
-        assert_eq!(
-            h.rejects(h.user().replace(v, 4, 9).src("[4,9]")),
+        h.rejects_with(
+            h.user().replace(v, 4, 9).src("[4,9]"),
             Code::ReplaceRangeReversed,
-            "v{v}"
         );
         h.ok(h.user().replace(v, 9, 4).src("[4,9]"));
         assert_eq!(h.m.seqs(), vec![11]);
@@ -871,28 +850,15 @@ fn empty_source_seqs_are_allowed_only_on_v0_to_v2_assistant_messages() {
     for v in ALL {
         let mut h = H::new(v);
         h.users(1);
-        assert_eq!(
-            h.rejects(h.user().append().src("[]")),
-            Code::SourceSeqsEmpty,
-            "v{v}"
-        );
-        assert_eq!(
-            h.rejects(h.result("c").append().src("[]")),
-            Code::SourceSeqsEmpty,
-            "v{v}"
-        );
+        h.rejects_with(h.user().append().src("[]"), Code::SourceSeqsEmpty);
+        h.rejects_with(h.result("c").append().src("[]"), Code::SourceSeqsEmpty);
         if v >= 3 {
-            assert_eq!(
-                h.rejects(h.system().append().src("[]")),
-                Code::SourceSeqsEmpty,
-                "v{v}"
-            );
+            h.rejects_with(h.system().append().src("[]"), Code::SourceSeqsEmpty);
         }
         if v >= 4 {
-            assert_eq!(
-                h.rejects(h.developer("", "").append().src("[]")),
+            h.rejects_with(
+                h.developer("", "").append().src("[]"),
                 Code::SourceSeqsEmpty,
-                "v{v}"
             );
         }
     }
@@ -1021,10 +987,9 @@ fn replace_without_every_shadowed_node_in_its_sources_is_rejected() {
             f[0].message.clone()
         };
         assert!(missing.ends_with("missing 0, 1, 2"), "{missing}");
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, 2).src("[0,2,3]")),
+        h.rejects_with(
+            h.user().replace(v, 0, 2).src("[0,2,3]"),
             Code::ReplaceMissingShadowedSource,
-            "v{v}"
         );
         // Extra citations are fine; order does not matter.
         h.ok(h.user().replace(v, 0, 2).src("[3,2,1,0]"));
@@ -1059,10 +1024,9 @@ fn prune(h: &H, edits: &[(&str, &str)]) -> L {
 fn tool_result_replacing_more_than_one_node_is_rejected() {
     for v in ALL {
         let mut h = with_two_results(v);
-        assert_eq!(
-            h.rejects(h.result("c1").replace(v, 2, 3).src("[2,3]")),
+        h.rejects_with(
+            h.result("c1").replace(v, 2, 3).src("[2,3]"),
             Code::ToolResultReplaceNotSingle,
-            "v{v}"
         );
     }
 }
@@ -1072,14 +1036,11 @@ fn tool_result_replacing_a_node_that_is_not_a_result_is_rejected() {
     for v in ALL {
         let mut h = with_two_results(v);
         for target in [0, 1] {
-            assert_eq!(
-                h.rejects(
-                    h.result("c1")
-                        .replace(v, target, target)
-                        .src(&format!("[{target}]"))
-                ),
+            h.rejects_with(
+                h.result("c1")
+                    .replace(v, target, target)
+                    .src(&format!("[{target}]")),
                 Code::ToolResultReplaceTargetNotResult,
-                "v{v}"
             );
         }
     }
@@ -1149,10 +1110,9 @@ fn repeated_keys_in_a_tool_result_count_with_their_last_value() {
             .edit(repeat.0, repeat.1));
         // The losing value still counts as a change when it is the last one.
         let last = h.result("c1").replace(v, 5, 5).src("[5]");
-        assert_eq!(
-            h.rejects(last.edit(repeat.0, r#""step":1,"step":9"#)),
+        h.rejects_with(
+            last.edit(repeat.0, r#""step":1,"step":9"#),
             Code::ToolResultReplaceChangesMore,
-            "v{v}"
         );
     }
 }
@@ -1210,30 +1170,28 @@ fn system_head_may_be_replaced_only_by_one_system_message_over_exactly_node_0() 
         let mut h = H::new(v);
         h.ok(h.system().append()); // 0
         h.users(2); // 1 2
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, 0).src("[0]")),
-            Code::SystemHeadProtected
+        h.rejects_with(
+            h.user().replace(v, 0, 0).src("[0]"),
+            Code::SystemHeadProtected,
         );
-        assert_eq!(
-            h.rejects(h.system().replace(v, 0, 1).src("[0,1]")),
-            Code::SystemHeadProtected
+        h.rejects_with(
+            h.system().replace(v, 0, 1).src("[0,1]"),
+            Code::SystemHeadProtected,
         );
         if v >= 4 {
-            assert_eq!(
-                h.rejects(h.developer("", "").replace(v, 0, 0).src("[0]")),
-                Code::SystemHeadProtected
+            h.rejects_with(
+                h.developer("", "").replace(v, 0, 0).src("[0]"),
+                Code::SystemHeadProtected,
             );
         }
         let new_head = h.ok(h.system().replace(v, 0, 0).src("[0]"));
         assert_eq!(h.m.seqs(), vec![new_head, 1, 2]);
         // The new head is protected in turn.
-        assert_eq!(
-            h.rejects(
-                h.user()
-                    .replace(v, new_head, 2)
-                    .src(&format!("[{new_head},1,2]"))
-            ),
-            Code::SystemHeadProtected
+        h.rejects_with(
+            h.user()
+                .replace(v, new_head, 2)
+                .src(&format!("[{new_head},1,2]")),
+            Code::SystemHeadProtected,
         );
     }
 }
@@ -1248,9 +1206,9 @@ fn empty_system_head_is_still_protected() {
             .append());
         h.users(1);
         assert!(!h.m.node(0).unwrap().derives);
-        assert_eq!(
-            h.rejects(h.user().replace(v, 0, 1).src("[0,1]")),
-            Code::SystemHeadProtected
+        h.rejects_with(
+            h.user().replace(v, 0, 1).src("[0,1]"),
+            Code::SystemHeadProtected,
         );
     }
 }
@@ -1286,10 +1244,9 @@ fn v0_to_v2_have_no_system_surface_type_and_no_head_rule() {
         let mut h = H::new(v);
         // system/message is not a v0–v2 type: marked ignorable it is an opaque record, and
         // as such it may not even carry surface metadata.
-        assert_eq!(
-            h.rejects(h.system().append().ignorable()),
+        h.rejects_with(
+            h.system().append().ignorable(),
             Code::SurfaceMetadataOnLogOnly,
-            "v{v}"
         );
         h.ok(h.system().ignorable());
         assert!(h.m.is_empty());
@@ -1307,15 +1264,15 @@ fn v3_endpoint_check_comes_before_the_range_lookup() {
     // startSeq 99 is both later than the event and not on the surface.
     let mut h = H::new(3);
     h.users(2);
-    assert_eq!(
-        h.rejects(h.user().replace(3, 99, 0).src("[0]")),
-        Code::ReplaceEndpointNotEarlier
+    h.rejects_with(
+        h.user().replace(3, 99, 0).src("[0]"),
+        Code::ReplaceEndpointNotEarlier,
     );
     let mut h = H::new(2);
     h.users(2);
-    assert_eq!(
-        h.rejects(h.user().replace(2, 99, 0).src("[0]")),
-        Code::ReplaceStartNotOnSurface
+    h.rejects_with(
+        h.user().replace(2, 99, 0).src("[0]"),
+        Code::ReplaceStartNotOnSurface,
     );
 }
 
@@ -1350,18 +1307,18 @@ fn v3_assistant_replace_fails_on_provenance_before_the_range() {
     for v in CANONICAL {
         let mut h = H::new(v);
         h.users(1);
-        assert_eq!(
-            h.rejects(h.assistant(&[]).replace(v, 5, 5).src("[0]")),
-            Code::ReplaceEndpointNotEarlier
+        h.rejects_with(
+            h.assistant(&[]).replace(v, 5, 5).src("[0]"),
+            Code::ReplaceEndpointNotEarlier,
         );
-        assert_eq!(
-            h.rejects(h.assistant(&[]).replace(v, 0, 0).src("[0]")),
-            Code::SourceSeqsOnAssistant
+        h.rejects_with(
+            h.assistant(&[]).replace(v, 0, 0).src("[0]"),
+            Code::SourceSeqsOnAssistant,
         );
         // Without a list it cannot cite the shadowed node: an assistant never replaces.
-        assert_eq!(
-            h.rejects(h.assistant(&[]).replace(v, 0, 0)),
-            Code::ReplaceMissingShadowedSource
+        h.rejects_with(
+            h.assistant(&[]).replace(v, 0, 0),
+            Code::ReplaceMissingShadowedSource,
         );
     }
     for v in LEGACY {
@@ -1375,10 +1332,9 @@ fn v3_assistant_replace_fails_on_provenance_before_the_range() {
 fn missing_sources_are_reported_before_the_tool_result_rule() {
     for v in ALL {
         let mut h = with_two_results(v);
-        assert_eq!(
-            h.rejects(h.result("c1").replace(v, 0, 3).src("[0]")),
+        h.rejects_with(
+            h.result("c1").replace(v, 0, 3).src("[0]"),
             Code::ReplaceMissingShadowedSource,
-            "v{v}"
         );
     }
 }
@@ -1388,9 +1344,9 @@ fn tool_result_rule_is_checked_before_the_head_rule() {
     for v in CANONICAL {
         let mut h = H::new(v);
         h.ok(h.system().append());
-        assert_eq!(
-            h.rejects(h.result("c").replace(v, 0, 0).src("[0]")),
-            Code::ToolResultReplaceTargetNotResult
+        h.rejects_with(
+            h.result("c").replace(v, 0, 0).src("[0]"),
+            Code::ToolResultReplaceTargetNotResult,
         );
     }
 }
@@ -1400,11 +1356,7 @@ fn v0_to_v2_append_provenance_runs_in_step_6() {
     for v in LEGACY {
         let mut h = H::new(v);
         h.users(1);
-        assert_eq!(
-            h.rejects(h.result("c").append().src("[]")),
-            Code::SourceSeqsEmpty,
-            "v{v}"
-        );
+        h.rejects_with(h.result("c").append().src("[]"), Code::SourceSeqsEmpty);
         assert_eq!(
             h.rejects_raw(h.result("c").append().src("[7]")),
             Code::SourceSeqsNotEarlier,
@@ -1422,18 +1374,15 @@ fn v4_developer_binding_runs_after_provenance_and_before_the_range() {
     let wrong_role = h
         .developer("", "")
         .edit(r#""role":"developer""#, r#""role":"user""#);
-    assert_eq!(
-        h.rejects(wrong_role.replace(4, 1, 0).src("[0,1]")),
-        Code::DeveloperRoleMismatch
+    h.rejects_with(
+        wrong_role.replace(4, 1, 0).src("[0,1]"),
+        Code::DeveloperRoleMismatch,
     );
     let wrong_role = h
         .developer("", "")
         .edit(r#""role":"developer""#, r#""role":"user""#);
     // Empty provenance (step 3) comes before the role (step 4).
-    assert_eq!(
-        h.rejects(wrong_role.append().src("[]")),
-        Code::SourceSeqsEmpty
-    );
+    h.rejects_with(wrong_role.append().src("[]"), Code::SourceSeqsEmpty);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1452,13 +1401,13 @@ fn developer_type_and_developer_role_must_occur_together() {
     let l = h
         .developer("", "")
         .edit(r#""role":"developer""#, r#""role":"user""#);
-    assert_eq!(h.rejects(l.append()), Code::DeveloperRoleMismatch);
+    h.rejects_with(l.append(), Code::DeveloperRoleMismatch);
     let l = h.user().edit(r#""role":"user""#, r#""role":"developer""#);
-    assert_eq!(h.rejects(l.append()), Code::DeveloperRoleMismatch);
+    h.rejects_with(l.append(), Code::DeveloperRoleMismatch);
     let l = h
         .assistant(&[])
         .edit(r#""role":"assistant""#, r#""role":"developer""#);
-    assert_eq!(h.rejects(l.append()), Code::DeveloperRoleMismatch);
+    h.rejects_with(l.append(), Code::DeveloperRoleMismatch);
     h.ok(h.developer(r#"{"type":"text","text":"note"}"#, "").append());
 }
 
@@ -1481,16 +1430,16 @@ fn tool_change_blocks_outside_developer_messages_are_rejected() {
     let l = h
         .user()
         .edit(r#"{"type":"text","text":"hi"}"#, &addition("grep"));
-    assert_eq!(h.rejects(l.append()), Code::ToolChangeBlockMisplaced);
+    h.rejects_with(l.append(), Code::ToolChangeBlockMisplaced);
     let l = h.user().edit(
         r#"{"type":"text","text":"hi"}"#,
         r#"{"type":"tool-removal","toolName":"x"}"#,
     );
-    assert_eq!(h.rejects(l.append()), Code::ToolChangeBlockMisplaced);
+    h.rejects_with(l.append(), Code::ToolChangeBlockMisplaced);
     let l = h
         .system()
         .edit(r#"{"type":"text","text":"be brief"}"#, &addition("grep"));
-    assert_eq!(h.rejects(l.append()), Code::ToolChangeBlockMisplaced);
+    h.rejects_with(l.append(), Code::ToolChangeBlockMisplaced);
 }
 
 #[test]
@@ -1510,9 +1459,9 @@ fn tool_change_blocks_need_a_nonempty_tool_name_and_no_inline_tool() {
         );
     }
     let inline = format!(r#"{{"type":"tool-addition","toolName":"grep","tool":{TOOL}}}"#);
-    assert_eq!(
-        h.rejects(h.developer(&inline, r#","headerSeq":0"#).append()),
-        Code::ToolChangeBlockInvalid
+    h.rejects_with(
+        h.developer(&inline, r#","headerSeq":0"#).append(),
+        Code::ToolChangeBlockInvalid,
     );
     h.ok(h
         .developer(r#"{"type":"tool-removal","toolName":"grep"}"#, "")
@@ -1524,26 +1473,22 @@ fn tool_change_blocks_need_a_nonempty_tool_name_and_no_inline_tool() {
 fn header_seq_is_required_exactly_when_tools_are_added() {
     let mut h = H::new(4);
     h.ok(h.request_header(&format!("[{TOOL}]")));
-    assert_eq!(
-        h.rejects(h.developer(&addition("grep"), "").append()),
-        Code::DeveloperHeaderSeq
+    h.rejects_with(
+        h.developer(&addition("grep"), "").append(),
+        Code::DeveloperHeaderSeq,
     );
-    assert_eq!(
-        h.rejects(
-            h.developer(r#"{"type":"text","text":"x"}"#, r#","headerSeq":0"#)
-                .append()
-        ),
-        Code::DeveloperHeaderSeq
+    h.rejects_with(
+        h.developer(r#"{"type":"text","text":"x"}"#, r#","headerSeq":0"#)
+            .append(),
+        Code::DeveloperHeaderSeq,
     );
-    assert_eq!(
-        h.rejects(
-            h.developer(
-                r#"{"type":"tool-removal","toolName":"grep"}"#,
-                r#","headerSeq":0"#
-            )
-            .append()
-        ),
-        Code::DeveloperHeaderSeq
+    h.rejects_with(
+        h.developer(
+            r#"{"type":"tool-removal","toolName":"grep"}"#,
+            r#","headerSeq":0"#,
+        )
+        .append(),
+        Code::DeveloperHeaderSeq,
     );
 }
 
@@ -1585,9 +1530,9 @@ fn header_seq_must_be_earlier_even_after_a_resync_backwards() {
     h.m.skip(2); // 1 and 2 are not on the surface (e.g. log-only events)
     h.ok(h.request_header(&format!("[{TOOL}]"))); // 3
     h.m.resync(1);
-    assert_eq!(
-        h.rejects(h.developer(&addition("grep"), r#","headerSeq":3"#).append()),
-        Code::DeveloperHeaderSeq
+    h.rejects_with(
+        h.developer(&addition("grep"), r#","headerSeq":3"#).append(),
+        Code::DeveloperHeaderSeq,
     );
 }
 
@@ -1645,9 +1590,9 @@ fn header_seq_binds_to_the_named_header_not_the_latest() {
     let mut h = H::new(4);
     h.ok(h.request_header(&format!("[{TOOL}]"))); // 0: has grep
     h.ok(h.request_header("[]")); // 1: has nothing
-    assert_eq!(
-        h.rejects(h.developer(&addition("grep"), r#","headerSeq":1"#).append()),
-        Code::DeveloperToolBinding
+    h.rejects_with(
+        h.developer(&addition("grep"), r#","headerSeq":1"#).append(),
+        Code::DeveloperToolBinding,
     );
     h.ok(h.developer(&addition("grep"), r#","headerSeq":0"#).append());
 }
@@ -1673,9 +1618,9 @@ fn image_offload_warns_in_v4_only_and_leaves_the_surface_alone() {
         }
         assert_eq!(h.m.seqs(), vec![0]);
         // With surface metadata it is rejected (step 2) and no warning is added.
-        assert_eq!(
-            h.rejects(h.log_only("image/offload").append()),
-            Code::SurfaceMetadataOnLogOnly
+        h.rejects_with(
+            h.log_only("image/offload").append(),
+            Code::SurfaceMetadataOnLogOnly,
         );
     }
 }
