@@ -20,7 +20,7 @@ macro_rules! kinds {
 
             /// The type string FORMAT.md gives this kind (`""` for [`Kind::Other`], which
             /// stands for any type it does not name).
-            pub fn name(self) -> &'static str {
+            pub const fn name(self) -> &'static str {
                 match self {
                     $(Kind::$kind => $name,)*
                     Kind::Other => "",

@@ -15,6 +15,9 @@ use crate::log::event::Kind;
 use crate::log::json::MAX_SAFE;
 use crate::log::limits::{Guard, LimitHit};
 
+/// An expanded packed member's line up to its seq, around its type (an `assistant/chunk`).
+const MEMBER_HEAD: [&[u8]; 2] = [b"{\"type\":\"", b"\",\"seq\":"];
+
 /// The most bytes a packed row's `data` may hold, decoded (S5).
 pub const PACKED_MAX_BYTES: usize = 1 << 20;
 
@@ -109,7 +112,9 @@ impl Expansion {
             return false;
         };
         self.next += 1;
-        out.extend_from_slice(b"{\"type\":\"assistant/chunk\",\"seq\":");
+        out.extend_from_slice(MEMBER_HEAD[0]);
+        out.extend_from_slice(Kind::AssistantChunk.name().as_bytes());
+        out.extend_from_slice(MEMBER_HEAD[1]);
         push_int(out, self.seq0 + k as i64);
         out.extend_from_slice(b",\"time\":");
         push_int(out, self.times[k]);
@@ -703,7 +708,9 @@ fn packed(
         });
     }
     // The bytes of each expanded member line besides its seq, time and member string.
-    const MEMBER_FRAME: u64 = (b"{\"type\":\"assistant/chunk\",\"seq\":".len()
+    const MEMBER_FRAME: u64 = (MEMBER_HEAD[0].len()
+        + Kind::AssistantChunk.name().len()
+        + MEMBER_HEAD[1].len()
         + b",\"time\":".len()
         + b"}}}\n".len()) as u64;
     let mut expanded_bytes = 0u64;
