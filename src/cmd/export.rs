@@ -111,7 +111,8 @@ struct Row {
 }
 
 /// [`export_one`] into `file`, through a temporary file beside it renamed over it once
-/// complete: a reader never sees half a page, and a failure leaves no partial file.
+/// complete: a reader never sees half a page, and a failure leaves no partial file. A
+/// device or FIFO (`-o /dev/stdout`) is written as it goes: it cannot be renamed over.
 fn export_file(
     path: &str,
     args: &ExportArgs,
@@ -119,6 +120,17 @@ fn export_file(
     links: &Links,
     file: &Path,
 ) -> Result<Made> {
+    let Some(file) = &replaced(file)? else {
+        let fail = |e: std::io::Error| cannot("write", file, e);
+        let stream = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .map_err(fail)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, stream);
+        let made = export_one(path, args, env, links, &mut w)?;
+        w.flush().map_err(fail)?;
+        return Ok(made);
+    };
     let mut tmp = temp_beside(file)?;
     let fail = |e: std::io::Error| cannot("write", file, e);
     let early = tmp.as_file().try_clone().ok();
@@ -915,9 +927,34 @@ impl Sink for Findings {
 /// Write `bytes` to `path` through a temporary file beside it, renamed over it once
 /// complete: a reader never sees half a page, and a failure leaves no partial file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let Some(path) = &replaced(path)? else {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| cannot("write", path, e));
+    };
     let mut tmp = temp_beside(path)?;
     tmp.write_all(bytes).map_err(|e| cannot("write", path, e))?;
     publish(tmp, path)
+}
+
+/// The regular file a page written to `path` replaces: `path`, or the file a link at `path`
+/// leads to (the link stays); `None` when `path` is something else that exists (a device,
+/// a FIFO), which is written to instead of replaced.
+fn replaced(path: &Path) -> Result<Option<PathBuf>> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Ok(None),
+        Ok(_) if path.is_symlink() => std::fs::canonicalize(path)
+            .map(Some)
+            .map_err(|e| cannot("follow the link", path, e)),
+        Ok(_) => Ok(Some(path.to_path_buf())),
+        Err(_) if path.is_symlink() => Err(Failure::usage(format!(
+            "{} is a link to nothing: name the file the page is to be written to",
+            path.display()
+        ))),
+        Err(_) => Ok(Some(path.to_path_buf())),
+    }
 }
 
 /// A temporary file in the directory of `path`, to be renamed over it once complete.
