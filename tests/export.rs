@@ -344,6 +344,36 @@ fn output_through_a_link_or_to_a_device_keeps_them() {
     assert_eq!(names, ["dangling.html", "link.html", "null", "target.html"]);
 }
 
+/// A log that is a FIFO is read by the fold alone: nothing else opens it first (which would
+/// wait for the writer, or leave it writing to no reader).
+#[test]
+fn a_fifo_log_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("session.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let log = std::fs::read(testdata(FIXTURE)).unwrap();
+    let (_, file_page, _) = export(&[testdata(FIXTURE).to_str().unwrap()]);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&fifo)?;
+            f.write_all(&log)
+        })
+    };
+    let (code, page, err) = export(&[fifo.to_str().unwrap()]);
+    writer.join().unwrap().expect("the whole log was read");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        surface_messages(data_of(&page)),
+        surface_messages(data_of(&file_page))
+    );
+}
+
 #[test]
 fn at_and_turn_narrow_the_page() {
     let f = testdata(FIXTURE);

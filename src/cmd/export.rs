@@ -252,6 +252,11 @@ fn plain_log(path: &str, args: &ExportArgs) -> Option<PathBuf> {
         return None;
     }
     let file = input::resolve(Path::new(path)).ok()?;
+    // Looked at before it is opened: opening a FIFO would wait for its writer, and reading
+    // it would take bytes from the fold.
+    if !std::fs::metadata(&file).ok()?.is_file() {
+        return None;
+    }
     let mut first = [0u8; 1];
     let mut f = std::fs::File::open(&file).ok()?;
     (f.metadata().ok()?.is_file() && f.read_exact(&mut first).is_ok() && first[0] == b'{')
