@@ -310,6 +310,70 @@ fn output_file_is_the_page_and_leaves_nothing_else() {
     assert_eq!(std::fs::read_to_string(&out).unwrap(), page);
 }
 
+/// `-o` through a link replaces the file it leads to and keeps the link; `-o` naming a device
+/// writes to it (renaming a page over `/dev/stdout` would replace the device).
+#[test]
+fn output_through_a_link_or_to_a_device_keeps_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = testdata(FIXTURE);
+    let (_, page, _) = export(&[f.to_str().unwrap()]);
+    let target = dir.path().join("target.html");
+    std::fs::write(&target, "old").unwrap();
+    let link = dir.path().join("link.html");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let (code, _, err) = export(&["-o", link.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(link.is_symlink(), "the link was replaced");
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), page);
+    let null = dir.path().join("null");
+    std::os::unix::fs::symlink("/dev/null", &null).unwrap();
+    let (code, _, err) = export(&["-o", null.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(null.is_symlink(), "the link to a device was replaced");
+    let dangling = dir.path().join("dangling.html");
+    std::os::unix::fs::symlink(dir.path().join("nowhere/x.html"), &dangling).unwrap();
+    let (code, _, err) = export(&["-o", dangling.to_str().unwrap(), f.to_str().unwrap()]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("a link to nothing"), "{err}");
+    assert!(dangling.is_symlink());
+    let mut names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["dangling.html", "link.html", "null", "target.html"]);
+}
+
+/// A log that is a FIFO is read by the fold alone: nothing else opens it first (which would
+/// wait for the writer, or leave it writing to no reader).
+#[test]
+fn a_fifo_log_is_read_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("session.jsonl");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let log = std::fs::read(testdata(FIXTURE)).unwrap();
+    let (_, file_page, _) = export(&[testdata(FIXTURE).to_str().unwrap()]);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || {
+            use std::io::Write;
+            let mut f = std::fs::OpenOptions::new().write(true).open(&fifo)?;
+            f.write_all(&log)
+        })
+    };
+    let (code, page, err) = export(&[fifo.to_str().unwrap()]);
+    writer.join().unwrap().expect("the whole log was read");
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(
+        surface_messages(data_of(&page)),
+        surface_messages(data_of(&file_page))
+    );
+}
+
 #[test]
 fn at_and_turn_narrow_the_page() {
     let f = testdata(FIXTURE);

@@ -9,6 +9,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crossbeam_channel::Sender;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -108,7 +111,8 @@ struct Row {
 }
 
 /// [`export_one`] into `file`, through a temporary file beside it renamed over it once
-/// complete: a reader never sees half a page, and a failure leaves no partial file.
+/// complete: a reader never sees half a page, and a failure leaves no partial file. A
+/// device or FIFO (`-o /dev/stdout`) is written as it goes: it cannot be renamed over.
 fn export_file(
     path: &str,
     args: &ExportArgs,
@@ -116,44 +120,97 @@ fn export_file(
     links: &Links,
     file: &Path,
 ) -> Result<Made> {
-    let dir = match file.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let fail = |what: &str, e: std::io::Error| {
-        Failure::usage(format!("cannot {what} {}: {e}", file.display()))
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".dshs-export-")
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| fail("create a temporary file for", e))?;
-    let made = {
-        let mut w = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+    let Some(file) = &replaced(file)? else {
+        let fail = |e: std::io::Error| cannot("write", file, e);
+        let stream = std::fs::OpenOptions::new()
+            .write(true)
+            .open(file)
+            .map_err(fail)?;
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, stream);
         let made = export_one(path, args, env, links, &mut w)?;
-        w.flush().map_err(|e| fail("write", e))?;
-        made
+        w.flush().map_err(fail)?;
+        return Ok(made);
     };
+    let mut tmp = temp_beside(file)?;
+    let fail = |e: std::io::Error| cannot("write", file, e);
+    let early = tmp.as_file().try_clone().ok();
+    let synced = std::sync::Mutex::new(Ok(()));
+    let made = std::thread::scope(|scope| {
+        // What is written is synced behind the writer as it goes, so the sync before the
+        // rename has only the last part left to wait for.
+        let (ask, asked) = crossbeam_channel::bounded::<()>(1);
+        if let Some(early) = early {
+            let synced = &synced;
+            let _ = std::thread::Builder::new().spawn_scoped(scope, move || {
+                for () in asked {
+                    if let Err(e) = early.sync_data() {
+                        // Kept: a sync that fails may not fail again for the last one.
+                        *synced.lock().unwrap_or_else(|p| p.into_inner()) = Err(e);
+                        return;
+                    }
+                }
+            });
+        }
+        let ahead = SyncBehind {
+            file: tmp.as_file_mut(),
+            written: 0,
+            ask,
+        };
+        let mut w = std::io::BufWriter::with_capacity(1 << 20, ahead);
+        let made = export_one(path, args, env, links, &mut w)?;
+        w.flush().map_err(fail)?;
+        Ok::<_, anyhow::Error>(made)
+    })?;
+    synced
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner())
+        .map_err(fail)?;
     publish(tmp, file)?;
     Ok(made)
+}
+
+/// Bytes written to a page file between two syncs behind the writer.
+const SYNC_EVERY: u64 = 32 << 20;
+
+/// The page's file, asking for a sync of what it holds each [`SYNC_EVERY`] bytes (a request
+/// made while one runs is dropped: the next covers it).
+struct SyncBehind<'a> {
+    file: &'a mut std::fs::File,
+    written: u64,
+    ask: Sender<()>,
+}
+
+impl Write for SyncBehind<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.file.write(buf)?;
+        let before = self.written;
+        self.written += n as u64;
+        if self.written / SYNC_EVERY > before / SYNC_EVERY {
+            let _ = self.ask.try_send(());
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.file.flush()
+    }
 }
 
 /// A complete temporary file, synced, renamed over `path`. A temporary file is private
 /// (0600); the page gets the mode of the file it replaces, or the usual 0644.
 fn publish(tmp: tempfile::NamedTempFile, path: &Path) -> Result<()> {
-    let fail = |what: &str, e: std::io::Error| {
-        Failure::usage(format!("cannot {what} {}: {e}", path.display()))
-    };
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = std::fs::metadata(path).map_or(0o644, |m| m.permissions().mode() & 0o777);
         std::fs::set_permissions(tmp.path(), std::fs::Permissions::from_mode(mode))
-            .map_err(|e| fail("write", e))?;
+            .map_err(|e| cannot("write", path, e))?;
     }
-    tmp.as_file().sync_all().map_err(|e| fail("write", e))?;
+    tmp.as_file()
+        .sync_all()
+        .map_err(|e| cannot("write", path, e))?;
     tmp.persist(path)
-        .map_err(|e| fail("rename into", e.error))?;
+        .map_err(|e| cannot("rename into", path, e.error))?;
     Ok(())
 }
 
@@ -164,6 +221,56 @@ fn export_one(
     env: &Env,
     links: &Links,
     out: &mut dyn Write,
+) -> Result<Made> {
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        // The tokens are counted by a pass of their own: over a plain log, on a thread beside
+        // the fold (whose second thread is mostly idle), else afterwards from the fold's copy.
+        let early = plain_log(path, args).and_then(|file| {
+            let stop = &stop;
+            std::thread::Builder::new()
+                .stack_size(dshs::log::limits::THREAD_STACK)
+                .spawn_scoped(scope, move || {
+                    let counted = usage_of(&file, args.at, stop);
+                    (file, counted)
+                })
+                .ok()
+        });
+        let made = export_folded(path, args, env, links, out, early);
+        // On an early error the count is of no use: it ends at its next read.
+        stop.store(true, Ordering::Relaxed);
+        made
+    })
+}
+
+type Counted = (HashMap<i64, page::Tokens>, Option<page::Tokens>);
+
+/// The file a plain log named by `path` is read from, when the tokens can be counted from
+/// it while the fold reads it (not standard input, a store, or a zstd log).
+fn plain_log(path: &str, args: &ExportArgs) -> Option<PathBuf> {
+    if args.session.is_some() || path == "-" {
+        return None;
+    }
+    let file = input::resolve(Path::new(path)).ok()?;
+    // Looked at before it is opened: opening a FIFO would wait for its writer, and reading
+    // it would take bytes from the fold.
+    if !std::fs::metadata(&file).ok()?.is_file() {
+        return None;
+    }
+    let mut first = [0u8; 1];
+    let mut f = std::fs::File::open(&file).ok()?;
+    (f.metadata().ok()?.is_file() && f.read_exact(&mut first).is_ok() && first[0] == b'{')
+        .then_some(file)
+}
+
+/// [`export_one`] once the tokens are being counted (`early`, over the file it names).
+fn export_folded(
+    path: &str,
+    args: &ExportArgs,
+    env: &Env,
+    links: &Links,
+    out: &mut dyn Write,
+    early: Option<std::thread::ScopedJoinHandle<'_, (PathBuf, Counted)>>,
 ) -> Result<Made> {
     let want = Want {
         at: args.at,
@@ -184,12 +291,6 @@ fn export_one(
         .lines
         .as_deref()
         .context("the log has no file to read messages from")?;
-    let mut deriver = Deriver::open(lines).with_context(|| {
-        format!(
-            "cannot reopen {} to read its messages",
-            escape(&folded.name)
-        )
-    })?;
 
     // What each replacement shadowed; the nodes of the surface, kept with the others.
     let replacements = folded
@@ -217,8 +318,8 @@ fn export_one(
         .or_else(|| header.and_then(|h| h.id.clone()))
         .unwrap_or_else(|| folded.name.clone());
     let mut page = page::PageWriter::start(out, &title, !args.no_redact)?;
-    let mut messages = 0usize;
     // Pre-order: each node, then what it replaced (one level deeper), in surface order.
+    let mut order: Vec<Planned<'_>> = Vec::new();
     let mut todo: Vec<(u64, u32)> = surface.iter().rev().map(|s| (*s, 0)).collect();
     while let Some((seq, depth)) = todo.pop() {
         let Some(rec) = seen.nodes.get(&seq) else {
@@ -231,42 +332,35 @@ fn export_one(
             continue;
         }
         let under = shadowed.get(&seq).map_or(&[][..], Vec::as_slice);
-        let message = if rec.stored.derives {
-            match deriver.message_of(&rec.stored) {
-                Ok(bytes) => Some(bytes),
-                Err(DeriveError::Message {
-                    source: MessageError::Missing(_),
-                    ..
-                }) => None,
-                Err(e) => {
-                    return Err(reread_failure(&folded.name, &rec.stored, &e));
-                }
-            }
-        } else {
-            None
-        };
-        if depth == 0 && message.is_some() {
-            messages += 1;
-        }
-        page.node(&page::Node {
+        order.push(Planned {
             seq,
-            event_type: rec.stored.kind.type_name(),
-            time: rec.time,
-            turn: rec.turn,
             depth,
             replaced: under.len(),
-            message: message.as_deref(),
-        })?;
+            rec,
+        });
         for s in under.iter().rev() {
             todo.push((*s, depth + 1));
         }
     }
+    let messages = write_nodes(
+        &mut page,
+        &order,
+        lines,
+        &folded.name,
+        !args.no_redact,
+        (workers(env), CHUNK_BYTES),
+    )?;
+    drop(order);
 
     let (tools, system) = match seen.header_at {
         Some(pos) => request_header(lines, pos),
         None => (None, None),
     };
-    let (by_turn, mut tokens) = usage_of(lines, args.at);
+    let early = early.and_then(|h| h.join().ok());
+    let (by_turn, mut tokens) = match early {
+        Some((file, counted)) if folded.lines.as_deref() == Some(file.as_path()) => counted,
+        _ => usage_of(lines, args.at, &AtomicBool::new(false)),
+    };
     let turns: Vec<page::Turn> = seen
         .turns
         .iter()
@@ -328,6 +422,250 @@ fn export_one(
     })
 }
 
+/// A node of the page, in page order.
+struct Planned<'a> {
+    seq: u64,
+    depth: u32,
+    replaced: usize,
+    rec: &'a Seen,
+}
+
+/// Nodes encoded as one piece of work.
+const CHUNK: usize = 64;
+/// Past this many bytes a piece of work is handed over as it stands and the writer encodes
+/// the rest of it itself: pieces waiting their turn stay small whatever the messages' sizes.
+const CHUNK_BYTES: usize = 4 << 20;
+
+/// Nodes of a piece of work, encoded.
+struct Encoded {
+    bytes: Vec<u8>,
+    /// Nodes in `bytes`: fewer than asked past [`CHUNK_BYTES`], or before a failure.
+    nodes: usize,
+    masked: u64,
+    /// Surface nodes with a message.
+    messages: usize,
+    failed: Option<anyhow::Error>,
+}
+
+impl Encoded {
+    fn empty(bytes: Vec<u8>) -> Self {
+        Encoded {
+            bytes,
+            nodes: 0,
+            masked: 0,
+            messages: 0,
+            failed: None,
+        }
+    }
+}
+
+/// Reads nodes' messages back from their lines and encodes the nodes (one per thread).
+struct Encoder<'a> {
+    deriver: Deriver,
+    page: page::NodeEncoder,
+    name: &'a str,
+}
+
+impl<'a> Encoder<'a> {
+    fn open(lines: &Path, name: &'a str, redact: bool) -> Result<Self> {
+        let deriver = Deriver::open(lines)
+            .with_context(|| format!("cannot reopen {} to read its messages", escape(name)))?;
+        Ok(Encoder {
+            deriver,
+            page: page::NodeEncoder::new(redact),
+            name,
+        })
+    }
+
+    /// Nodes `from..to` of `order` into `bytes`, until they pass `cap` bytes.
+    fn run(
+        &mut self,
+        order: &[Planned<'_>],
+        (from, to): (usize, usize),
+        cap: usize,
+        bytes: Vec<u8>,
+    ) -> Encoded {
+        let mut done = Encoded::empty(bytes);
+        for (i, p) in order[from..to].iter().enumerate() {
+            if done.bytes.len() >= cap {
+                break;
+            }
+            let stored = &p.rec.stored;
+            let message = if stored.derives {
+                match self.deriver.message_of(stored) {
+                    Ok(bytes) => Some(bytes),
+                    Err(DeriveError::Message {
+                        source: MessageError::Missing(_),
+                        ..
+                    }) => None,
+                    Err(e) => {
+                        done.failed = Some(fold::reread_failure_at(
+                            self.name,
+                            stored.pos.line,
+                            stored.seq,
+                            &e,
+                        ));
+                        break;
+                    }
+                }
+            } else {
+                None
+            };
+            if p.depth == 0 && message.is_some() {
+                done.messages += 1;
+            }
+            done.masked += self.page.encode(
+                &page::Node {
+                    seq: p.seq,
+                    event_type: stored.kind.type_name(),
+                    time: p.rec.time,
+                    turn: p.rec.turn,
+                    depth: p.depth,
+                    replaced: p.replaced,
+                    message: message.as_deref(),
+                },
+                from + i == 0,
+                &mut done.bytes,
+            );
+            done.nodes += 1;
+        }
+        done
+    }
+}
+
+/// Writes the nodes of `order` to the page, each message read back from `lines`: on
+/// `workers` threads that encode pieces of [`CHUNK`] nodes (up to `cap` bytes of each,
+/// [`CHUNK_BYTES`]) while this one writes them in order. Returns how many surface nodes have
+/// a message.
+fn write_nodes<W: Write>(
+    page: &mut page::PageWriter<W>,
+    order: &[Planned<'_>],
+    lines: &Path,
+    name: &str,
+    redact: bool,
+    (workers, cap): (usize, usize),
+) -> Result<usize> {
+    let mut mine = Encoder::open(lines, name, redact)?;
+    let mut messages = 0usize;
+    // Writes what was encoded of the piece `from..to`, then encodes and writes the rest of
+    // it here; gives back a buffer and the piece's messages.
+    let mut put = |page: &mut page::PageWriter<W>, mut e: Encoded, from: usize, to: usize| {
+        let mut at = from;
+        let mut found = 0;
+        loop {
+            page.encoded(&e.bytes, e.nodes, e.masked)?;
+            found += e.messages;
+            at += e.nodes;
+            if let Some(failed) = e.failed {
+                return Err(failed);
+            }
+            if at >= to {
+                return Ok((e.bytes, found));
+            }
+            let mut bytes = e.bytes;
+            bytes.clear();
+            e = mine.run(order, (at, to), cap, bytes);
+        }
+    };
+    let chunks = order.len().div_ceil(CHUNK);
+    let piece = |k: usize| (k * CHUNK, ((k + 1) * CHUNK).min(order.len()));
+    if workers <= 1 || chunks <= 1 {
+        let mut bytes = Vec::new();
+        for k in 0..chunks {
+            let (from, to) = piece(k);
+            bytes.clear();
+            let found;
+            (bytes, found) = put(page, Encoded::empty(bytes), from, to)?;
+            messages += found;
+        }
+        return Ok(messages);
+    }
+    std::thread::scope(|scope| {
+        let (jobs, taken) = crossbeam_channel::unbounded::<(usize, Sender<Encoded>)>();
+        let (spare, spares) = crossbeam_channel::unbounded::<Vec<u8>>();
+        for _ in 0..workers.min(chunks) {
+            let (taken, spares) = (taken.clone(), spares.clone());
+            dshs::log::limits::spawn_scoped(scope, move || {
+                let mut encoder: Option<Encoder<'_>> = None;
+                for (k, done) in taken {
+                    let (from, to) = piece(k);
+                    let bytes = spares.try_recv().unwrap_or_default();
+                    let encoded = match &mut encoder {
+                        Some(e) => e.run(order, (from, to), cap, bytes),
+                        None => match Encoder::open(lines, name, redact) {
+                            Ok(e) => encoder.insert(e).run(order, (from, to), cap, bytes),
+                            Err(e) => Encoded {
+                                failed: Some(e),
+                                ..Encoded::empty(bytes)
+                            },
+                        },
+                    };
+                    if done.send(encoded).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(taken);
+        // Pieces handed out and not yet written: enough to keep every worker busy.
+        let mut pending = std::collections::VecDeque::new();
+        let mut next = 0;
+        loop {
+            while pending.len() < 2 * workers && next < chunks {
+                let (done, result) = crossbeam_channel::bounded(1);
+                if jobs.send((next, done)).is_err() {
+                    break;
+                }
+                pending.push_back((next, result));
+                next += 1;
+            }
+            let Some((k, result)) = pending.pop_front() else {
+                break;
+            };
+            let encoded = result
+                .recv()
+                .map_err(|_| anyhow::anyhow!("a thread encoding the page's nodes stopped"))?;
+            let (from, to) = piece(k);
+            let (mut bytes, found) = put(page, encoded, from, to)?;
+            messages += found;
+            bytes.clear();
+            let _ = spare.send(bytes);
+        }
+        Ok(messages)
+    })
+}
+
+/// Threads that encode the page's nodes: those the pass would parse with.
+fn workers(env: &Env) -> usize {
+    if env.threads > 0 {
+        return env.threads;
+    }
+    std::env::var(dshs::log::scan::THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map_or(1, |n| n.get())
+                .clamp(1, dshs::log::scan::MAX_THREADS)
+        })
+}
+
+/// The log for the count of tokens, which stops reading once `stop` is set.
+struct Stoppable<'a> {
+    file: std::fs::File,
+    stop: &'a AtomicBool,
+}
+
+impl Read for Stoppable<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.stop.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("the page is not made"));
+        }
+        self.file.read(buf)
+    }
+}
+
 fn masked(text: &str, redact: bool) -> String {
     if redact {
         page::redact::redact(text).0.into_owned()
@@ -338,8 +676,8 @@ fn masked(text: &str, redact: bool) -> String {
 
 /// Tokens and cost per turn and for the session (`USAGE.md`, counted by `log::usage`), up
 /// to `--at`; nothing when the log cannot be counted.
-fn usage_of(lines: &Path, at: Option<u64>) -> (HashMap<i64, page::Tokens>, Option<page::Tokens>) {
-    let counted = std::fs::File::open(lines).and_then(|f| usage::read(std::io::BufReader::new(f)));
+fn usage_of(lines: &Path, at: Option<u64>, stop: &AtomicBool) -> Counted {
+    let counted = std::fs::File::open(lines).and_then(|file| usage::read(Stoppable { file, stop }));
     let Ok(counted) = counted else {
         return (HashMap::new(), None);
     };
@@ -404,19 +742,6 @@ fn add_tokens(sum: &mut page::Tokens, t: &page::Tokens) {
         (Some(a), Some(b)) => Some(a + b),
         (a, b) => a.or(b),
     };
-}
-
-fn reread_failure(name: &str, node: &Stored, e: &DeriveError) -> anyhow::Error {
-    let why = match e {
-        DeriveError::Io { source, .. } => format!("cannot read the line again: {source}"),
-        DeriveError::Message { source, .. } => source.to_string(),
-    };
-    anyhow::anyhow!(
-        "{}: line {}, seq {}: {why}; did the log change while dshs read it? run the command again",
-        escape(name),
-        node.pos.line,
-        node.seq
-    )
 }
 
 /// The tool definitions (and, before format 3, the system prompt) of the `request/header`
@@ -607,20 +932,52 @@ impl Sink for Findings {
 /// Write `bytes` to `path` through a temporary file beside it, renamed over it once
 /// complete: a reader never sees half a page, and a failure leaves no partial file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+    let Some(path) = &replaced(path)? else {
+        return std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(bytes))
+            .map_err(|e| cannot("write", path, e));
+    };
+    let mut tmp = temp_beside(path)?;
+    tmp.write_all(bytes).map_err(|e| cannot("write", path, e))?;
+    publish(tmp, path)
+}
+
+/// The regular file a page written to `path` replaces: `path`, or the file a link at `path`
+/// leads to (the link stays); `None` when `path` is something else that exists (a device,
+/// a FIFO), which is written to instead of replaced.
+fn replaced(path: &Path) -> Result<Option<PathBuf>> {
+    match std::fs::metadata(path) {
+        Ok(m) if !m.is_file() => Ok(None),
+        Ok(_) if path.is_symlink() => std::fs::canonicalize(path)
+            .map(Some)
+            .map_err(|e| cannot("follow the link", path, e)),
+        Ok(_) => Ok(Some(path.to_path_buf())),
+        Err(_) if path.is_symlink() => Err(Failure::usage(format!(
+            "{} is a link to nothing: name the file the page is to be written to",
+            path.display()
+        ))),
+        Err(_) => Ok(Some(path.to_path_buf())),
+    }
+}
+
+/// A temporary file in the directory of `path`, to be renamed over it once complete.
+fn temp_beside(path: &Path) -> Result<tempfile::NamedTempFile> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let fail = |what: &str, e: std::io::Error| {
-        Failure::usage(format!("cannot {what} {}: {e}", path.display()))
-    };
-    let mut tmp = tempfile::Builder::new()
+    tempfile::Builder::new()
         .prefix(".dshs-export-")
         .suffix(".tmp")
         .tempfile_in(&dir)
-        .map_err(|e| fail("create a temporary file for", e))?;
-    tmp.write_all(bytes).map_err(|e| fail("write", e))?;
-    publish(tmp, path)
+        .map_err(|e| cannot("create a temporary file for", path, e))
+}
+
+/// The error of a page file that cannot be made.
+fn cannot(what: &str, path: &Path, e: std::io::Error) -> anyhow::Error {
+    Failure::usage(format!("cannot {what} {}: {e}", path.display()))
 }
 
 /// Several sessions: a page each, named by session id, and `index.html`.
@@ -868,4 +1225,114 @@ fn token_cell(t: &page::Tokens) -> String {
 fn utc(ms: i64) -> Option<String> {
     let ts = jiff::Timestamp::from_millisecond(ms).ok()?;
     Some(ts.strftime("%Y-%m-%d %H:%M").to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dshs::log::dialect::SurfaceKind;
+
+    /// A log of `n` user messages, one a line, the one at `bad` (if any) not JSON; and the
+    /// page's nodes for them, every fourth replaced by the next.
+    fn log(n: usize, bad: Option<usize>) -> (tempfile::NamedTempFile, Vec<Seen>) {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        let mut seen = Vec::new();
+        let mut at = 0u64;
+        for i in 0..n {
+            let line = if Some(i) == bad {
+                "{\"data\":{\"role\":".to_owned()
+            } else {
+                format!(
+                    r#"{{"seq":{i},"data":{{"role":"user","content":[{{"type":"text","text":"message {i} <b>{}</b> sk-0123456789abcdef0123456789abcdef"}}]}}}}"#,
+                    "x".repeat(i * 37 % 500)
+                )
+            };
+            writeln!(file, "{line}").unwrap();
+            seen.push(Seen {
+                stored: Stored {
+                    seq: i as u64,
+                    kind: SurfaceKind::User,
+                    pos: Pos {
+                        line: i as u64 + 1,
+                        byte: at,
+                    },
+                    message_at: None,
+                    derives: i % 7 != 3,
+                    legacy: None,
+                },
+                time: i as i64 * 1000,
+                turn: Some(i as i64 / 10),
+            });
+            at += line.len() as u64 + 1;
+        }
+        file.flush().unwrap();
+        (file, seen)
+    }
+
+    fn page_of(
+        lines: &Path,
+        seen: &[Seen],
+        redact: bool,
+        threads: (usize, usize),
+    ) -> (Vec<u8>, Result<usize>) {
+        let order: Vec<Planned<'_>> = seen
+            .iter()
+            .enumerate()
+            .map(|(i, rec)| Planned {
+                seq: rec.stored.seq,
+                depth: u32::from(i % 4 == 1),
+                replaced: usize::from(i % 4 == 0),
+                rec,
+            })
+            .collect();
+        let mut page = page::PageWriter::start(Vec::new(), "t", redact).unwrap();
+        let written = write_nodes(&mut page, &order, lines, "log", redact, threads);
+        let (bytes, _) = page.finish(&Facts::default()).unwrap();
+        (bytes, written)
+    }
+
+    #[test]
+    fn nodes_encoded_on_threads_make_the_same_page_as_on_one() {
+        let (file, seen) = log(3 * CHUNK + 5, None);
+        for redact in [true, false] {
+            let (one, n) = page_of(file.path(), &seen, redact, (1, CHUNK_BYTES));
+            let n = n.unwrap();
+            assert!(n > CHUNK, "{n} messages");
+            // Pieces handed over whole, and pieces cut after each node (the rest encoded by
+            // the writer): the same bytes, the same count.
+            for threads in [(2, CHUNK_BYTES), (3, 1), (1, 1), (4, 5000)] {
+                let (many, m) = page_of(file.path(), &seen, redact, threads);
+                assert_eq!(m.unwrap(), n, "{threads:?}");
+                assert!(one == many, "{threads:?}: the pages differ");
+            }
+            let text = String::from_utf8(one).unwrap();
+            assert_eq!(text.contains("[redacted api-key]"), redact);
+            let open = "id=\"data\">";
+            let start = text.find(open).unwrap() + open.len();
+            let data = &text[start..start + text[start..].find("</script>").unwrap()];
+            let data: serde_json::Value = serde_json::from_str(data).expect("the data is JSON");
+            let seqs: Vec<u64> = data["nodes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|n| n["seq"].as_u64().unwrap())
+                .collect();
+            assert_eq!(seqs, (0..seen.len() as u64).collect::<Vec<_>>());
+        }
+    }
+
+    #[test]
+    fn a_line_that_no_longer_reads_stops_the_page_at_it_on_any_thread() {
+        let bad = 2 * CHUNK + 9;
+        let (file, seen) = log(3 * CHUNK, Some(bad));
+        let (one, e) = page_of(file.path(), &seen, true, (1, CHUNK_BYTES));
+        let e = format!("{:#}", e.unwrap_err());
+        assert!(e.contains(&format!("line {}, seq {bad}", bad + 1)), "{e}");
+        for threads in [(2, CHUNK_BYTES), (3, 1)] {
+            let (many, e2) = page_of(file.path(), &seen, true, threads);
+            assert_eq!(format!("{:#}", e2.unwrap_err()), e, "{threads:?}");
+            // Everything before the line was written, and nothing after it.
+            assert!(one == many, "{threads:?}: the pages differ");
+        }
+    }
 }

@@ -259,6 +259,12 @@ fn show_anyway(name: &str, refusals: &Refusals) {
 /// A message could not be read back from its line after the pass: say where, and the likely
 /// reason (the file changed underneath).
 pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error {
+    reread_failure_at(name, node.pos.line, node.seq, e)
+}
+
+/// [`reread_failure`] of the node `seq` on `line`, kept past its surface (`export` shows the
+/// history a replacement shadowed).
+pub fn reread_failure_at(name: &str, line: u64, seq: u64, e: &DeriveError) -> anyhow::Error {
     let why = match e {
         DeriveError::Io { source, .. } => format!("cannot read the line again: {source}"),
         DeriveError::Message { source, .. } => source.to_string(),
@@ -266,8 +272,8 @@ pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error
     anyhow::anyhow!(
         "{}: line {}, seq {}: {why}; did the log change while dshs read it? run the command again",
         escape(name),
-        node.pos.line,
-        node.seq
+        line,
+        seq
     )
 }
 

@@ -105,18 +105,16 @@ pub struct Facts {
     pub children: Vec<Link>,
 }
 
-/// Writes a page as it goes: the template up to the data, then each node as its message is
-/// read, then the rest. Memory holds one message at a time, never the page. Each piece of
-/// the data is redacted on its own (a secret never spans two JSON values) and made safe for
-/// the script element before it is written.
+/// Writes a page as it goes: the template up to the data, then the nodes as a
+/// [`NodeEncoder`] encoded them (a few at a time, in page order), then the rest. Memory holds
+/// a few nodes, never the page.
 pub struct PageWriter<W: Write> {
     out: W,
-    redact: bool,
+    encoder: NodeEncoder,
     redacted: u64,
     first: bool,
     /// The template after the data.
     tail: String,
-    buf: String,
 }
 
 impl<W: Write> PageWriter<W> {
@@ -164,53 +162,19 @@ impl<W: Write> PageWriter<W> {
         out.write_all(b"{\"nodes\":[")?;
         Ok(PageWriter {
             out,
-            redact,
+            encoder: NodeEncoder::new(redact),
             redacted: 0,
             first: true,
             tail: fill(tail),
-            buf: String::new(),
         })
     }
 
-    /// A piece of the data's JSON: redacted, made safe, written.
-    fn emit(&mut self, json: &str) -> io::Result<()> {
-        if !self.redact {
-            return write_script_safe(&mut self.out, json);
-        }
-        let (text, n) = redact::redact(json);
-        self.redacted += n;
-        write_script_safe(&mut self.out, &text)
-    }
-
-    pub fn node(&mut self, n: &Node<'_>) -> io::Result<()> {
-        let mut buf = std::mem::take(&mut self.buf);
-        buf.clear();
-        if !self.first {
-            buf.push(',');
-        }
-        self.first = false;
-        let ty = serde_json::to_string(n.event_type).unwrap_or_else(|_| "\"\"".into());
-        let _ = write!(
-            buf,
-            "{{\"seq\":{},\"type\":{ty},\"time\":{},\"depth\":{},\"replaced\":{}",
-            n.seq, n.time, n.depth, n.replaced
-        );
-        if let Some(t) = n.turn {
-            let _ = write!(buf, ",\"turn\":{t}");
-        }
-        buf.push_str(",\"m\":");
-        match n.message {
-            // A line that was not UTF-8 was read lossily by the fold as well.
-            Some(bytes) => match simdutf8::basic::from_utf8(bytes) {
-                Ok(text) => buf.push_str(text),
-                Err(_) => buf.push_str(&String::from_utf8_lossy(bytes)),
-            },
-            None => buf.push_str("null"),
-        }
-        buf.push('}');
-        let done = self.emit(&buf);
-        self.buf = buf;
-        done
+    /// Writes `nodes` nodes that a [`NodeEncoder`] encoded (the first of them told whether it
+    /// is the page's first), with the secrets it masked in them.
+    pub fn encoded(&mut self, bytes: &[u8], nodes: usize, masked: u64) -> io::Result<()> {
+        self.first &= nodes == 0;
+        self.redacted += masked;
+        self.out.write_all(bytes)
     }
 
     /// Writes the rest of the page; returns the writer and how many secrets the page masks
@@ -222,8 +186,11 @@ impl<W: Write> PageWriter<W> {
             .and_then(|r| r.strip_suffix('}'))
             .unwrap_or("");
         let sep = if members.is_empty() { "" } else { "," };
-        self.emit(&format!("]{sep}{members}"))?;
-        let count = if self.redact {
+        let mut end = Vec::with_capacity(rest.len() + 8);
+        self.redacted += self.encoder.emit(&format!("]{sep}{members}"), &mut end);
+        self.out.write_all(&end)?;
+        let redact = self.encoder.redact;
+        let count = if redact {
             self.redacted.to_string()
         } else {
             "null".to_owned()
@@ -232,7 +199,90 @@ impl<W: Write> PageWriter<W> {
         let tail = std::mem::take(&mut self.tail);
         self.out.write_all(tail.as_bytes())?;
         self.out.flush()?;
-        Ok((self.out, self.redact.then_some(self.redacted)))
+        Ok((self.out, redact.then_some(self.redacted)))
+    }
+}
+
+/// Encodes nodes of the page's data, each a piece of JSON redacted on its own (a secret
+/// never spans two JSON values) and made safe for the script element. Needs no writer, so
+/// threads can encode nodes ahead of the one that writes them.
+pub struct NodeEncoder {
+    redact: bool,
+    buf: String,
+}
+
+impl NodeEncoder {
+    pub fn new(redact: bool) -> Self {
+        NodeEncoder {
+            redact,
+            buf: String::new(),
+        }
+    }
+
+    /// Appends node `n` to `out` (after a comma unless it is the page's `first`); returns
+    /// how many secrets were masked in it.
+    pub fn encode(&mut self, n: &Node<'_>, first: bool, out: &mut Vec<u8>) -> u64 {
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        if !first {
+            buf.push(',');
+        }
+        buf.push_str("{\"seq\":");
+        push_int(&mut buf, n.seq);
+        buf.push_str(",\"type\":");
+        push_json_string(&mut buf, n.event_type);
+        buf.push_str(",\"time\":");
+        push_int(&mut buf, n.time);
+        buf.push_str(",\"depth\":");
+        push_int(&mut buf, n.depth);
+        buf.push_str(",\"replaced\":");
+        push_int(&mut buf, n.replaced);
+        if let Some(t) = n.turn {
+            buf.push_str(",\"turn\":");
+            push_int(&mut buf, t);
+        }
+        buf.push_str(",\"m\":");
+        match n.message {
+            // A line that was not UTF-8 was read lossily by the fold as well.
+            Some(bytes) => match simdutf8::basic::from_utf8(bytes) {
+                Ok(text) => buf.push_str(text),
+                Err(_) => buf.push_str(&String::from_utf8_lossy(bytes)),
+            },
+            None => buf.push_str("null"),
+        }
+        buf.push('}');
+        let masked = self.emit(&buf, out);
+        self.buf = buf;
+        masked
+    }
+
+    /// A piece of the data's JSON: redacted, made safe, appended.
+    fn emit(&self, json: &str, out: &mut Vec<u8>) -> u64 {
+        if !self.redact {
+            script_safe_into(out, json);
+            return 0;
+        }
+        let (text, n) = redact::redact(json);
+        script_safe_into(out, &text);
+        n
+    }
+}
+
+fn push_int(buf: &mut String, n: impl itoa::Integer) {
+    buf.push_str(itoa::Buffer::new().format(n));
+}
+
+/// `text` as a JSON string (an event type: plain ASCII but for a type a log made up).
+fn push_json_string(buf: &mut String, text: &str) {
+    if text
+        .bytes()
+        .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\')
+    {
+        buf.push('"');
+        buf.push_str(text);
+        buf.push('"');
+    } else {
+        buf.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into()));
     }
 }
 
@@ -252,8 +302,10 @@ pub fn index(table: &str) -> String {
 /// JSON text made safe inside `<script>`: the characters that could end the element, start
 /// a comment or end a line in old parsers are written as the escapes JSON gives them. They
 /// occur only inside strings (JSON has them nowhere else), so the value is unchanged.
-pub fn write_script_safe(out: &mut dyn Write, json: &str) -> io::Result<()> {
+/// Untouched runs between them are copied whole.
+pub fn script_safe_into(out: &mut Vec<u8>, json: &str) {
     let b = json.as_bytes();
+    out.reserve(b.len());
     let mut from = 0;
     // U+2028 and U+2029 are E2 80 A8 / E2 80 A9: found by their first byte.
     let mut next_markup = memchr::memchr3(b'<', b'>', b'&', b);
@@ -274,8 +326,8 @@ pub fn write_script_safe(out: &mut dyn Write, json: &str) -> io::Result<()> {
             _ => (b"", 0),
         };
         if len > 0 {
-            out.write_all(&b[from..i])?;
-            out.write_all(esc)?;
+            out.extend_from_slice(&b[from..i]);
+            out.extend_from_slice(esc);
             from = i + len;
         }
         let after = i + len.max(1);
@@ -286,14 +338,14 @@ pub fn write_script_safe(out: &mut dyn Write, json: &str) -> io::Result<()> {
             next_sep = memchr::memchr(0xE2, &b[after..]).map(|k| k + after);
         }
     }
-    out.write_all(&b[from..])
+    out.extend_from_slice(&b[from..]);
 }
 
-/// [`write_script_safe`] into a string.
+/// [`script_safe_into`] into a string.
 #[cfg(test)]
 fn script_safe(json: &str) -> String {
     let mut out = Vec::with_capacity(json.len());
-    let _ = write_script_safe(&mut out, json);
+    script_safe_into(&mut out, json);
     String::from_utf8(out).unwrap_or_default()
 }
 
@@ -347,16 +399,21 @@ mod tests {
     #[test]
     fn the_template_has_every_slot_filled() {
         let mut w = PageWriter::start(Vec::new(), "<b>t</b>\u{1b}[31m", true).unwrap();
-        w.node(&Node {
+        let mut node = Vec::new();
+        let masked = NodeEncoder::new(true).encode(
+            &Node {
             seq: 3,
-            event_type: "user/message",
+            event_type: dshs::log::event::Kind::UserMessage.name(),
             time: 1,
             turn: Some(1),
             depth: 0,
             replaced: 0,
             message: Some(br#"{"role":"user","content":[{"type":"text","text":"sk-0123456789abcdef0123456789abcdef"}]}"#),
-        })
-        .unwrap();
+            },
+            true,
+            &mut node,
+        );
+        w.encoded(&node, 1, masked).unwrap();
         let (html, redacted) = w.finish(&Facts::default()).unwrap();
         let html = String::from_utf8(html).unwrap();
         assert!(!html.contains("{{"), "an unfilled slot");

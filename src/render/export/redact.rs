@@ -10,6 +10,7 @@ use std::sync::LazyLock;
 
 use std::borrow::Cow;
 
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::{Captures, Regex, RegexSet};
 
 /// (name shown in the mask, pattern). `pre`, when present, is kept: it is context, not secret.
@@ -76,6 +77,39 @@ static SET: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
         .collect()
 });
 
+/// Literals of which every match of some pattern holds one (each pattern starts with, or
+/// has after its context, one of these): text without any holds no secret, which a
+/// multi-literal search says many times faster than the patterns themselves.
+const LITERALS: &[&str] = &[
+    "-----BEGIN ",
+    "sk-",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "AKIA",
+    "ASIA",
+    "AIza",
+    "xox",
+    "_live_",
+    "_test_",
+    "hf_",
+    "eyJ",
+    "earer ",
+    "://",
+];
+
+/// Leftmost-first: whether any is found is all that counts, and it lets the search use its
+/// vector (Teddy) form, five times faster here than the standard automaton.
+static LITERAL: LazyLock<AhoCorasick> = LazyLock::new(|| {
+    AhoCorasick::builder()
+        .match_kind(MatchKind::LeftmostFirst)
+        .build(LITERALS)
+        .expect("the redaction literals build")
+});
+
 /// All the patterns at once: most text holds no secret, and one pass says so.
 static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
     RegexSet::new(PATTERNS.iter().map(|(_, p)| *p)).expect("the redaction patterns compile")
@@ -83,7 +117,7 @@ static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
 
 /// `text` with every secret masked, and how many were.
 pub fn redact(text: &str) -> (Cow<'_, str>, u64) {
-    if !ANY.is_match(text) {
+    if !LITERAL.is_match(text) || !ANY.is_match(text) {
         return (Cow::Borrowed(text), 0);
     }
     let mut out = text.to_owned();
@@ -142,6 +176,57 @@ mod tests {
                 out.contains(&format!("[redacted {name}]")),
                 "{text:?} -> {out:?}"
             );
+        }
+    }
+
+    /// The literal search may only skip text the patterns would not match: every pattern,
+    /// each of its shapes, matches over one of [`LITERALS`].
+    #[test]
+    fn every_pattern_match_holds_a_literal() {
+        let shapes = [
+            "-----BEGIN RSA PRIVATE KEY-----\\nMIIEpAIBAAKCAQEA\\n-----END RSA PRIVATE KEY-----",
+            "-----BEGIN PRIVATE KEY-----abc",
+            "sk-ant-api03-abcdefghijklmnopqrstuvwxyz",
+            "sk-proj-abcdefghijklmnopqrstuvwxyz0123",
+            "sk-0123456789abcdef0123456789abcdef",
+            "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+            "gho_abcdefghijklmnopqrstuvwxyz0123456789",
+            "ghu_abcdefghijklmnopqrstuvwxyz0123456789",
+            "ghs_abcdefghijklmnopqrstuvwxyz0123456789",
+            "ghr_abcdefghijklmnopqrstuvwxyz0123456789",
+            "github_pat_11ABCDEFG0123456789_abcdefghij",
+            "AKIAIOSFODNN7EXAMPLE",
+            "ASIAIOSFODNN7EXAMPLE",
+            "AIzaSyA-abcdefghijklmnopqrstuvwxyz012345",
+            "xoxa-1234567890-abcdefghij",
+            "xoxp-1234567890-abcdefghij",
+            "sk_live_abcdefghijklmnop1234",
+            "rk_test_abcdefghijklmnop1234",
+            "hf_abcdefghijklmnopqrstuvwxyz012345",
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N",
+            "Authorization: Bearer abc.def-ghi_jkl.mnopqrstu",
+            "bearer abcdefghijklmnopqrstu",
+            "https://alice:hunter2secret@example.com/",
+        ];
+        let mut matched = vec![false; PATTERNS.len()];
+        for shape in shapes {
+            let mut any = false;
+            for (i, (name, re)) in SET.iter().enumerate() {
+                for m in re.find_iter(shape) {
+                    any = true;
+                    matched[i] = true;
+                    assert!(
+                        LITERALS.iter().any(|l| m.as_str().contains(l)),
+                        "{name} matches {:?} without a literal",
+                        m.as_str()
+                    );
+                }
+            }
+            assert!(any, "{shape:?} matches no pattern");
+            assert!(redact(shape).1 > 0, "{shape:?} is not masked");
+        }
+        for (i, (name, _)) in PATTERNS.iter().enumerate() {
+            assert!(matched[i], "no shape of {name} here: add one");
         }
     }
 
