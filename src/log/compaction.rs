@@ -102,7 +102,7 @@ impl CompactionTracker {
                                 Code::CompactionMismatch,
                                 format!(
                                     "compaction/end turn {} differs from its compaction/start turn {}",
-                                    d.get("turn").map_or_else(|| "(missing)".into(), Json::to_js_string),
+                                    js_or(d.get("turn"), "(missing)"),
                                     a.turn.to_js_string()
                                 ),
                             ));
@@ -138,19 +138,14 @@ impl CompactionTracker {
                     == Some("compact-checkpoint")
                 {
                     let named = source.and_then(|s| s.get("compactionId"));
-                    let ok = match (&self.active, named) {
-                        (Some(a), Some(n)) => json::json_equal(&a.id, n),
-                        _ => false,
-                    };
-                    if !ok {
+                    let active = self.active.as_ref().map(|a| &*a.id);
+                    if !matches!((active, named), (Some(a), Some(n)) if json::json_equal(a, n)) {
                         sink.push(at.finding(
                             Code::CompactionCheckpointSource,
                             format!(
                                 "compact-checkpoint message names compaction {} but the active one is {}",
-                                named.map_or_else(|| "(none)".into(), Json::to_js_string),
-                                self.active
-                                    .as_ref()
-                                    .map_or_else(|| "(none)".into(), |a| a.id.to_js_string())
+                                js_or(named, "(none)"),
+                                js_or(active, "(none)")
                             ),
                         ));
                     }
@@ -182,7 +177,7 @@ impl CompactionTracker {
                         || "null outside a turn".into(),
                         |t| format!("the open turn {t}")
                     ),
-                    turn.map_or_else(|| "(missing)".into(), Json::to_js_string)
+                    js_or(turn, "(missing)")
                 ),
             ));
         }
@@ -300,4 +295,9 @@ impl CompactionTracker {
             ),
         )
     }
+}
+
+/// A JSON value in a message as JavaScript writes it, or `absent` when there is none.
+fn js_or(v: Option<&Json<'_>>, absent: &str) -> String {
+    v.map_or_else(|| absent.to_owned(), Json::to_js_string)
 }

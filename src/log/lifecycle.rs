@@ -148,44 +148,25 @@ impl Lifecycle {
 
     fn turn_start(&mut self, ev: &Event<'_>, at: &Reporter<'_>, out: &mut Vec<Finding>) {
         let turn = ev.turn();
-        if let Some(open) = self.open_turn {
-            out.push(at.finding(
-                Code::TurnStartWhileOpen,
-                format!("turn/start {} while turn {open} is still open", show(turn)),
-            ));
-        }
-        if turn != Some(self.next_turn) {
-            out.push(at.finding(
-                Code::TurnNumberUnexpected,
-                format!(
-                    "turn/start expected turn {}, got {}",
-                    self.next_turn,
-                    show(turn)
-                ),
-            ));
-        }
+        self.still_open(at, out, Code::TurnStartWhileOpen, ev, turn, Unit::Turn);
+        expect_next(
+            at,
+            out,
+            Code::TurnNumberUnexpected,
+            turn,
+            self.next_turn,
+            |next, got| format!("turn/start expected turn {next}, got {got}"),
+        );
         self.open_turn = turn;
         self.next_step = 1;
     }
 
     fn turn_end(&mut self, ev: &Event<'_>, at: &Reporter<'_>, out: &mut Vec<Finding>) {
         let turn = ev.turn();
-        if turn.is_none() || turn != self.open_turn {
-            out.push(at.finding(
-                Code::TurnEndMismatch,
-                format!(
-                    "turn/end {} does not match open turn {}",
-                    show(turn),
-                    show(self.open_turn)
-                ),
-            ));
-        }
-        if let Some(step) = self.open_step {
-            out.push(at.finding(
-                Code::TurnEndWithOpenStep,
-                format!("turn/end {} while step {step} is still open", show(turn)),
-            ));
-        }
+        self.names_open_turn(at, out, Code::TurnEndMismatch, turn, |turn, open| {
+            format!("turn/end {turn} does not match open turn {open}")
+        });
+        self.still_open(at, out, Code::TurnEndWithOpenStep, ev, turn, Unit::Step);
         self.close_calls(at, Kind::TurnEnd, out);
         self.started.clear();
         self.open_turn = None;
@@ -195,34 +176,66 @@ impl Lifecycle {
 
     fn step_start(&mut self, ev: &Event<'_>, at: &Reporter<'_>, out: &mut Vec<Finding>) {
         let (turn, step) = (ev.turn(), ev.step());
-        if turn.is_none() || turn != self.open_turn {
-            out.push(at.finding(
-                Code::StepStartWrongTurn,
+        self.names_open_turn(at, out, Code::StepStartWrongTurn, turn, |turn, open| {
+            format!("step/start in turn {turn} but open turn is {open}")
+        });
+        self.still_open(at, out, Code::StepStartWhileOpen, ev, step, Unit::Step);
+        expect_next(
+            at,
+            out,
+            Code::StepNumberUnexpected,
+            step,
+            self.next_step,
+            |next, got| {
                 format!(
-                    "step/start in turn {} but open turn is {}",
-                    show(turn),
-                    show(self.open_turn)
-                ),
-            ));
-        }
-        if let Some(open) = self.open_step {
-            out.push(at.finding(
-                Code::StepStartWhileOpen,
-                format!("step/start {} while step {open} is still open", show(step)),
-            ));
-        }
-        if step != Some(self.next_step) {
-            out.push(at.finding(
-                Code::StepNumberUnexpected,
-                format!(
-                    "step/start expected step {} in turn {}, got {}",
-                    self.next_step,
-                    show(turn),
-                    show(step)
-                ),
-            ));
-        }
+                    "step/start expected step {next} in turn {}, got {got}",
+                    show(turn)
+                )
+            },
+        );
         self.open_step = step;
+    }
+
+    /// An event that opens or closes something (`n` is the number it names) came while a
+    /// `unit` was still open.
+    fn still_open(
+        &self,
+        at: &Reporter<'_>,
+        out: &mut Vec<Finding>,
+        code: Code,
+        ev: &Event<'_>,
+        n: Option<i64>,
+        unit: Unit,
+    ) {
+        let (name, open) = match unit {
+            Unit::Turn => ("turn", self.open_turn),
+            Unit::Step => ("step", self.open_step),
+        };
+        if let Some(open) = open {
+            out.push(at.finding(
+                code,
+                format!(
+                    "{} {} while {name} {open} is still open",
+                    ev.kind.name(),
+                    show(n)
+                ),
+            ));
+        }
+    }
+
+    /// The event names the open turn: else a finding, its message made from the turn named
+    /// and the open one.
+    fn names_open_turn(
+        &self,
+        at: &Reporter<'_>,
+        out: &mut Vec<Finding>,
+        code: Code,
+        turn: Option<i64>,
+        message: impl FnOnce(String, String) -> String,
+    ) {
+        if turn.is_none() || turn != self.open_turn {
+            out.push(at.finding(code, message(show(turn), show(self.open_turn))));
+        }
     }
 
     /// The event names the open turn and the open step.
@@ -514,6 +527,28 @@ impl Lifecycle {
             ));
         }
     }
+}
+
+/// A turn or step opened with number `n` must be the `next` one: else a finding, its message
+/// made from the two.
+fn expect_next(
+    at: &Reporter<'_>,
+    out: &mut Vec<Finding>,
+    code: Code,
+    n: Option<i64>,
+    next: i64,
+    message: impl FnOnce(i64, String) -> String,
+) {
+    if n != Some(next) {
+        out.push(at.finding(code, message(next, show(n))));
+    }
+}
+
+/// The two things that open and close: a turn, and a step inside it.
+#[derive(Debug, Clone, Copy)]
+enum Unit {
+    Turn,
+    Step,
 }
 
 fn show(v: Option<i64>) -> String {

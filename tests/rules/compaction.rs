@@ -546,3 +546,50 @@ fn an_end_seed_expires_an_unfinished_compaction() {
         log.scan().assert_clean();
     }
 }
+
+#[test]
+fn mismatch_messages_name_what_was_found_and_what_was_wanted() {
+    let messages = |in_turn: bool, edit: &dyn Fn(Part, String) -> Option<String>| {
+        let r = compacted(4, in_turn, edit).scan();
+        r.findings
+            .iter()
+            .map(|f| f.message.clone())
+            .collect::<Vec<_>>()
+    };
+    // A turn left out is "(missing)".
+    assert_eq!(
+        messages(false, &on(Part::Start, sub(r#","turn":null"#, ""))),
+        ["compaction/start turn must be null outside a turn (found (missing))"]
+    );
+    assert_eq!(
+        messages(true, &on(Part::Start, sub(r#","turn":2"#, ""))),
+        [
+            "compaction/start turn must be the open turn 2 (found (missing))",
+            "compaction/end turn 2 differs from its compaction/start turn null"
+        ]
+    );
+    assert_eq!(
+        messages(true, &on(Part::End, sub(r#","turn":2"#, ""))),
+        ["compaction/end turn (missing) differs from its compaction/start turn 2"]
+    );
+    // The checkpoint names another compaction, none, or none is active: "(none)".
+    assert_eq!(
+        messages(false, &on(Part::Checkpoint, sub(r#""k1""#, r#""k2""#))),
+        [r#"compact-checkpoint message names compaction "k2" but the active one is "k1""#]
+    );
+    assert_eq!(
+        messages(
+            false,
+            &on(Part::Checkpoint, sub(r#","compactionId":"k1""#, ""))
+        ),
+        [r#"compact-checkpoint message names compaction (none) but the active one is "k1""#]
+    );
+    assert_eq!(
+        messages(false, &on(Part::Start, |_| None)),
+        [
+            "compaction/summary without an active compaction/start",
+            r#"compact-checkpoint message names compaction "k1" but the active one is (none)"#,
+            "compaction/end without an active compaction/start"
+        ]
+    );
+}

@@ -886,6 +886,21 @@ fn the_same_mistakes_are_warnings_in_v2_and_errors_in_v3() {
         ]
     );
     assert_eq!(r2.codes(), r3.codes());
+    // Each message names the event, the number it carries and what was open or expected.
+    let messages: Vec<&str> = r3.findings.iter().map(|f| f.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "turn/start expected turn 1, got 2",
+            "step/start expected step 1 in turn 2, got 2",
+            "step/start 1 while step 2 is still open",
+            "turn/start 2 while turn 2 is still open",
+            "turn/start expected turn 1, got 2",
+            "step/start in turn 3 but open turn is 2",
+            "turn/end 3 does not match open turn 2",
+            "turn/end 3 while step 1 is still open",
+        ]
+    );
     assert!(r2.findings.iter().all(|f| f.severity == Severity::Warning));
     assert!(r3.findings.iter().all(|f| f.severity == Severity::Error));
     assert_eq!((r2.status(), r3.status()), (Status::Valid, Status::Invalid));

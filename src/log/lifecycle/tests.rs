@@ -97,3 +97,15 @@ fn a_tool_call_repeats_the_advertised_arguments_by_text_not_by_escaping() {
         vec![Code::ToolCallMismatch]
     );
 }
+
+#[test]
+fn a_turn_end_or_step_start_naming_no_turn_never_matches_the_open_turn() {
+    // Even with no turn open (None = None), a missing turn number is a mismatch.
+    let lines = [
+        r#"{"type":"step/start","seq":0,"time":0,"data":{"step":1}}"#,
+        r#"{"type":"turn/end","seq":1,"time":0,"data":{}}"#,
+    ];
+    let codes: Vec<Code> = run(3, &lines).iter().map(|f| f.code).collect();
+    assert!(codes.contains(&Code::StepStartWrongTurn), "{codes:?}");
+    assert!(codes.contains(&Code::TurnEndMismatch), "{codes:?}");
+}

@@ -77,16 +77,24 @@ impl<'a> Checker<'a> {
         }
     }
 
+    /// Steps over an opening bracket and the whitespace after it; an immediately following
+    /// `close` is consumed too, and says the container is empty.
+    fn opens_empty(&mut self, close: u8) -> bool {
+        self.i += 1;
+        self.ws();
+        let empty = self.b.get(self.i) == Some(&close);
+        if empty {
+            self.i += 1;
+        }
+        empty
+    }
+
     fn run(&mut self) -> Result<(), String> {
         'value: loop {
             self.ws();
             match self.b.get(self.i) {
                 Some(b'{') => {
-                    self.i += 1;
-                    self.ws();
-                    if self.b.get(self.i) == Some(&b'}') {
-                        self.i += 1;
-                    } else {
+                    if !self.opens_empty(b'}') {
                         self.stack.push(Frame::Obj {
                             start: self.keys.len(),
                             ints: Some(None),
@@ -97,11 +105,7 @@ impl<'a> Checker<'a> {
                     }
                 }
                 Some(b'[') => {
-                    self.i += 1;
-                    self.ws();
-                    if self.b.get(self.i) == Some(&b']') {
-                        self.i += 1;
-                    } else {
+                    if !self.opens_empty(b']') {
                         self.stack.push(Frame::Arr);
                         continue 'value;
                     }
@@ -796,17 +800,20 @@ impl<'a> Parser<'a> {
             Some(b't') => self.word("true", Value::Bool(true)),
             Some(b'f') => self.word("false", Value::Bool(false)),
             Some(b'n') => self.word("null", Value::Null),
-            Some(b'-' | b'0'..=b'9') => {
-                let end = number_end(self.b(), at).ok_or_else(|| err("invalid number", at))?;
-                self.i = end;
-                let x: f64 = self.s[at..end]
-                    .parse()
-                    .map_err(|_| err("invalid number", at))?;
-                Ok(Value::Num(x))
-            }
+            Some(b'-' | b'0'..=b'9') => Ok(Value::Num(self.parse_number()?)),
             Some(_) => Err(err("unexpected character", at)),
             None => Err(err("unexpected end of input", at)),
         }
+    }
+
+    /// The number at the cursor, which is stepped past it.
+    fn parse_number(&mut self) -> Result<f64, String> {
+        let at = self.i;
+        let end = number_end(self.b(), at).ok_or_else(|| err("invalid number", at))?;
+        self.i = end;
+        self.s[at..end]
+            .parse()
+            .map_err(|_| err("invalid number", at))
     }
 
     fn word(&mut self, w: &str, v: Value<'a>) -> Result<Value<'a>, String> {
@@ -884,12 +891,7 @@ impl<'a> Parser<'a> {
                 Ok(())
             }
             Some(b'-' | b'0'..=b'9') => {
-                let end = number_end(self.b(), at).ok_or_else(|| err("invalid number", at))?;
-                self.i = end;
-                let x: f64 = self.s[at..end]
-                    .parse()
-                    .map_err(|_| err("invalid number", at))?;
-                js_number(x, out);
+                js_number(self.parse_number()?, out);
                 Ok(())
             }
             _ => {

@@ -653,16 +653,24 @@ struct Span {
 
 const EVENT_COLUMNS: &str = "seq, type, time, data, source_event_seqs, surface_op, ignorable";
 
-/// The logical log of one session, streamed (see the module doc). Read it as a
-/// [`BufRead`] of lines (header first, each line ending in `\n`) or line by line with
-/// [`SessionReader::next_line`] — one or the other — then call [`SessionReader::finish`].
-pub struct SessionReader<C: Borrow<Connection>> {
-    conn: C,
+/// The session a [`SessionReader`] reads: what stays the same however far it has read (a
+/// probe reading ahead starts from a copy).
+#[derive(Debug, Clone)]
+struct Session {
+    /// The store as messages name it.
     shown: String,
     id: String,
     schema: Schema,
     max_scalar_bytes: u64,
     row: SessionRow,
+}
+
+/// The logical log of one session, streamed (see the module doc). Read it as a
+/// [`BufRead`] of lines (header first, each line ending in `\n`) or line by line with
+/// [`SessionReader::next_line`] — one or the other — then call [`SessionReader::finish`].
+pub struct SessionReader<C: Borrow<Connection>> {
+    conn: C,
+    session: Session,
     header: Vec<u8>,
     header_sent: bool,
     findings: Vec<Finding>,
@@ -727,8 +735,8 @@ pub type StoreReader<'s> = SessionReader<&'s mut Connection>;
 impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SessionReader")
-            .field("id", &self.id)
-            .field("schema", &self.schema)
+            .field("id", &self.session.id)
+            .field("schema", &self.session.schema)
             .field("phase", &self.phase)
             .finish()
     }
@@ -737,21 +745,10 @@ impl<C: Borrow<Connection>> std::fmt::Debug for SessionReader<C> {
 impl<C: Borrow<Connection>> SessionReader<C> {
     /// A reader of `row`'s events before any is read: the one place that knows the start
     /// state of every field, for the reader and for the probe that reads ahead of it.
-    fn at_start(
-        conn: C,
-        shown: String,
-        id: String,
-        schema: Schema,
-        max_scalar_bytes: u64,
-        row: SessionRow,
-    ) -> Self {
+    fn at_start(conn: C, session: Session) -> Self {
         SessionReader {
             conn,
-            shown,
-            id,
-            schema,
-            max_scalar_bytes,
-            row,
+            session,
             header: Vec::new(),
             header_sent: false,
             findings: Vec::new(),
@@ -801,20 +798,20 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(None);
             }
         };
-        let mut r = SessionReader::at_start(
-            conn,
-            shown.to_owned(),
-            id.to_owned(),
+        let session = Session {
+            shown: shown.to_owned(),
+            id: id.to_owned(),
             schema,
             max_scalar_bytes,
             row,
-        );
+        };
+        let mut r = SessionReader::at_start(conn, session);
         r.owns_txn = owns_txn;
         if schema == Schema::V17 {
             r.class_check = ClassCheck::Pending;
         }
         // S7 step 3: fatal wherever the row is, checked before any event is decoded.
-        let problems = r.row.problems(schema);
+        let problems = r.session.row.problems(schema);
         if !problems.is_empty() {
             r.refuse(finding(
                 Code::SqliteSessionRowInvalid,
@@ -822,13 +819,13 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 None,
                 format!(
                     "session {:?}: its sessions row is invalid ({}); DSH refuses the session before reading any event",
-                    r.id,
+                    r.session.id,
                     problems.join("; ")
                 ),
             ));
             return Ok(Some(r));
         }
-        r.header = r.row.header_line(None);
+        r.header = r.session.row.header_line(None);
         Ok(Some(r))
     }
 
@@ -845,7 +842,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// stricter than JSONL's. Only for sessions of format version 0 or 1, the versions whose
     /// JSONL has packed rows; call before reading. Whether it applies.
     pub fn keep_packed_rows(&mut self) -> bool {
-        let applies = !self.header_sent && matches!(self.row.version, Some(0 | 1));
+        let applies = !self.header_sent && matches!(self.session.row.version, Some(0 | 1));
         self.keep_packed = applies;
         applies
     }
@@ -941,7 +938,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.class_check = ClassCheck::Done;
         if let Some(f) = self
             .storage_class_pass()
-            .map_err(|e| StoreError::sqlite(&self.shown, e))?
+            .map_err(|e| StoreError::sqlite(&self.session.shown, e))?
         {
             self.refuse(f);
         }
@@ -950,8 +947,8 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     fn mode(&self) -> decode::Mode {
         decode::Mode {
-            schema: self.schema,
-            max_scalar_bytes: self.max_scalar_bytes,
+            schema: self.session.schema,
+            max_scalar_bytes: self.session.max_scalar_bytes,
             keep_packed: self.keep_packed,
         }
     }
@@ -962,11 +959,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     }
 
     pub fn session_row(&self) -> &SessionRow {
-        &self.row
+        &self.session.row
     }
 
     pub fn schema(&self) -> Schema {
-        self.schema
+        self.session.schema
     }
 
     /// Storage findings so far.
@@ -989,7 +986,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
              AND (ignorable IS NULL OR (typeof(ignorable) = 'integer' AND ignorable IN (0, 1)))) \
              ORDER BY seq",
         )?;
-        let mut rows = stmt.query([&self.id])?;
+        let mut rows = stmt.query([&self.session.id])?;
         let mut first: Option<(i64, String)> = None;
         let mut count = 0u64;
         while let Some(r) = rows.next()? {
@@ -1042,7 +1039,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 None,
                 format!(
                     "session {:?}: the events row at seq {seq} breaks the storage-class rules: {why}{}; DSH refuses the whole session wherever such a row is",
-                    self.id,
+                    self.session.id,
                     if others > 0 {
                         format!(
                             " ({others} more row{} break them too)",
@@ -1067,13 +1064,17 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND type = ?2 \
              AND seq >= ?3 ORDER BY seq DESC"
         ))?;
-        let mut rows = stmt.query(rusqlite::params![self.id, Kind::TurnEnd.name(), from])?;
+        let mut rows = stmt.query(rusqlite::params![
+            self.session.id,
+            Kind::TurnEnd.name(),
+            from
+        ])?;
         let mut sink = Vec::new();
         while let Some(r) = rows.next()? {
             let raw = raw_row(r)?;
             // Schema 15's scanRows looks at the type column alone: that row is the boundary
             // whether or not it decodes.
-            if self.schema == Schema::V15 {
+            if self.session.schema == Schema::V15 {
                 return Ok(Some(raw.seq));
             }
             sink.clear();
@@ -1097,15 +1098,18 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.class_pass_if_due()?;
         // Only for a version dshs reads: an unsupported one is refused by the header check,
         // and a derived field would be a warning about a header nobody reads.
-        let supported = self.row.version.is_some_and(|v| {
+        let supported = self.session.row.version.is_some_and(|v| {
             u8::try_from(v).is_ok_and(|v| crate::log::dialect::Dialect::for_version(v).is_some())
         });
-        if self.refused || self.header_sent || !supported || self.row.version.is_none_or(|v| v < 2)
+        if self.refused
+            || self.header_sent
+            || !supported
+            || self.session.row.version.is_none_or(|v| v < 2)
         {
             return Ok(None);
         }
         let seeded = self.is_seeded()?;
-        self.header = self.row.header_line(Some(seeded));
+        self.header = self.session.row.header_line(Some(seeded));
         Ok(Some(seeded))
     }
 
@@ -1122,14 +1126,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             false
         } else {
             // Only markers before the first row the stream would drop count.
-            let mut probe = SessionReader::at_start(
-                self.conn.borrow(),
-                self.shown.clone(),
-                self.id.clone(),
-                self.schema,
-                self.max_scalar_bytes,
-                self.row.clone(),
-            );
+            let mut probe = SessionReader::at_start(self.conn.borrow(), self.session.clone());
             probe.header_sent = true;
             probe.boundary = self.boundary;
             while probe.phase != Phase::Ended {
@@ -1146,8 +1143,8 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             None,
             format!(
                 "session {:?} has format version {}, whose header requires isSeeded, but no column holds it: derived isSeeded:{seeded} from {}",
-                self.id,
-                self.row.version.unwrap_or(0),
+                self.session.id,
+                self.session.row.version.unwrap_or(0),
                 if seeded {
                     "its inherited session/end-seed marker"
                 } else {
@@ -1167,10 +1164,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         if !self.write_pending() {
             return Ok(());
         }
-        let shown = self.shown.clone();
+        let shown = self.session.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
         let mut stmt = select_events_from(self.conn.borrow(), "").map_err(sql)?;
-        let mut rows = stmt.query(rusqlite::params![self.id, from]).map_err(sql)?;
+        let mut rows = stmt
+            .query(rusqlite::params![self.session.id, from])
+            .map_err(sql)?;
         loop {
             if self.buf.len() >= FILL_TARGET {
                 return Ok(());
@@ -1303,9 +1302,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// The error of a row past a guard of dshs's own.
     fn limit(&self, hit: LimitHit) -> StoreError {
-        let at = format!("{} of session {:?}", hit.at, self.id);
+        let at = format!("{} of session {:?}", hit.at, self.session.id);
         StoreError::Limit {
-            path: self.shown.clone(),
+            path: self.session.shown.clone(),
             hit: hit.at(at),
         }
     }
@@ -1327,7 +1326,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         mut each: impl FnMut(i64, Option<&[u8]>),
     ) -> Result<(), StoreError> {
         let mode = self.mode();
-        let shown = self.shown.clone();
+        let shown = self.session.shown.clone();
         let sql = |e| StoreError::sqlite(&shown, e);
         let above = if after.is_some() { " AND seq > ?3" } else { "" };
         let mut stmt = self
@@ -1339,7 +1338,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             ))
             .map_err(sql)?;
         let ty = kind.name();
-        let mut params: Vec<&dyn rusqlite::ToSql> = vec![&self.id, &ty];
+        let mut params: Vec<&dyn rusqlite::ToSql> = vec![&self.session.id, &ty];
         if let Some(after) = &after {
             params.push(after);
         }
@@ -1363,9 +1362,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         if self.damage_at.is_none() {
             self.boundary = self
                 .find_boundary(seq)
-                .map_err(|e| StoreError::sqlite(&self.shown, e))?;
+                .map_err(|e| StoreError::sqlite(&self.session.shown, e))?;
         }
-        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let sql = |e| StoreError::sqlite(&self.session.shown, e);
         let why = match &f {
             Failure::Malformed(why) => why.clone(),
             Failure::Gap => format!(
@@ -1400,7 +1399,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 ty,
                 format!(
                     "corrupt session log: {what} at seq {seq} of session {:?}: {why}; the row lies at or before the last committed turn/end (row seq {}), so DSH refuses the session",
-                    self.id,
+                    self.session.id,
                     self.boundary.unwrap_or_default()
                 ),
             ));
@@ -1412,7 +1411,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             .borrow()
             .query_row(
                 "SELECT count(*) FROM events WHERE session_id = ?1 AND seq >= ?2",
-                rusqlite::params![self.id, seq],
+                rusqlite::params![self.session.id, seq],
                 |r| r.get(0),
             )
             .map_err(sql)?;
@@ -1432,7 +1431,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             format!(
                 "torn tail: {rows} row{} of session {:?} from seq {seq} {after} and are dropped on load; first bad row: {why}",
                 if rows == 1 { "" } else { "s" },
-                self.id
+                self.session.id
             ),
         ));
         Ok(())
@@ -1491,13 +1490,13 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             self.spans.clear();
             self.fill_rows()?;
         }
-        let sql = |e| StoreError::sqlite(&self.shown, e);
+        let sql = |e| StoreError::sqlite(&self.session.shown, e);
         let rows: i64 = self
             .conn
             .borrow()
             .query_row(
                 "SELECT count(*) FROM events WHERE session_id = ?1",
-                [&self.id],
+                [&self.session.id],
                 |r| r.get(0),
             )
             .map_err(sql)?;
@@ -1513,10 +1512,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             last_time: self.last_time,
             rows: rows.max(0) as u64,
             snapshot: Snapshot {
-                id: self.id.clone(),
-                schema: self.schema,
-                incarnation: self.row.incarnation.clone(),
-                revision: self.row.revision,
+                id: self.session.id.clone(),
+                schema: self.session.schema,
+                incarnation: self.session.row.incarnation.clone(),
+                revision: self.session.row.revision,
                 torn: self.torn,
                 last_seq,
             },
