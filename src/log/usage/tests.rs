@@ -577,3 +577,14 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
         assert_eq!(walked.finish(), parsed.finish(), "round {round}:\n{text}");
     }
 }
+
+/// A call list handed back for the next log starts that log empty.
+#[test]
+fn a_recycled_call_list_holds_nothing_of_the_last_log() {
+    let first = count(&log(&[V4.into(), message(0, 1, 1, Some((1, 2)), None)]));
+    assert_eq!(first.calls.len(), 1);
+    recycle(first.calls);
+    let second = count(&log(&[V4.into(), message(0, 1, 1, Some((3, 4)), None)]));
+    assert_eq!(second.calls.len(), 1);
+    assert_eq!(second.calls[0].tokens, tokens(3, 4));
+}
