@@ -183,7 +183,8 @@ enum Class {
     /// or `request/header` (many small lines whose allocating parse cost more than the
     /// walk): walk it (see `raw`), else parse it.
     Call,
-    /// A v0/v1 `assistant/chunk`: read only if it can be a usage or finish chunk.
+    /// A v0/v1 `assistant/chunk`: walked (else parsed) only if it can be a usage or finish
+    /// chunk.
     Chunk,
 }
 

@@ -1,9 +1,12 @@
-//! The fast path for the big lines: an `assistant/message` or `assistant/attempt` line is
-//! walked, not parsed. Only the members a call needs are located (`seq`, `time`, `data.turn`,
-//! `data.step`, `data.usage`, `data.message.source.{provider,model}`, the last usage record of
-//! `data.stream`); every other value (the message's text, the stream's chunks: most of the
-//! bytes of a log) is skipped by searching its strings for their closing quote, without
-//! building anything. The small values found are then parsed by the real parser.
+//! The fast path for the lines that hold a call, a model or a turn: an `assistant/message`,
+//! `assistant/attempt`, v0/v1 `assistant/chunk`, `request/header`, `turn/start` or
+//! `turn/end` line is walked, not parsed. Only the members a call needs are located (`seq`,
+//! `time`, `data.turn`, `data.step`, `data.usage`, `data.message.source.{provider,model}`,
+//! the last usage record of `data.stream`, `data.chunk.{type,usage}`,
+//! `data.header.config.{provider,model}`); every other value (the message's text, the
+//! stream's chunks: most of the bytes of a log) is skipped 64 bytes at a time by masks of
+//! its quotes, backslashes and brackets, without building anything. A usage object of plain
+//! integers is read here too ([`buckets`]); any other is parsed by the real parser.
 //!
 //! Anything unusual (an escape in a key or in a model name, a number that is not a plain
 //! integer, a structure that does not close) gives up, and the caller parses the line whole.
@@ -78,8 +81,8 @@ impl<'a> Cur<'a> {
     }
 
     /// Past a string whose opening quote is at `i`; its body, and (if `escapes` is asked)
-    /// whether it holds a backslash. Quote to quote: a quote after an odd run of backslashes is escaped (so the
-    /// many `\n` of a text cost nothing).
+    /// whether it holds a backslash. Past its first 16 bytes, quote to quote: a quote after
+    /// an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
     #[inline]
     fn string_escapes(&mut self, escapes: bool) -> Walk<(&'a [u8], bool)> {
         self.eat(b'"')?;
