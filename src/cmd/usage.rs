@@ -315,51 +315,93 @@ fn notes(name: &str, u: &SessionUsage, quiet: bool) {
 /// A session's calls → row key → model → sums, within the dates asked for.
 fn reduce(name: String, u: SessionUsage, plan: &Plan) -> Counted {
     let mut rows: BTreeMap<Key, BTreeMap<String, Sums>> = BTreeMap::new();
-    let session_key = u.header.id.clone().unwrap_or_else(|| name.clone());
+    let session_key = Key::Text(u.header.id.clone().unwrap_or_else(|| name.clone()));
+    // The key of the last call placed by date, and the instants [from, to) of its day: the
+    // next calls of that day take it without a time-zone conversion or a string each.
+    let mut day: Option<(i64, i64, Key)> = None;
     for call in &u.calls {
         if plan.since.is_some_and(|s| call.time < s) || plan.until.is_some_and(|e| call.time >= e) {
             continue;
         }
         let model = call.model.as_deref().unwrap_or("unknown");
+        let fresh;
         let key = match plan.by {
-            UsageBy::Turn => Key::Turn(call.turn),
-            UsageBy::Session => Key::Text(session_key.clone()),
-            UsageBy::Model => Key::Text(model.to_owned()),
+            UsageBy::Turn => {
+                fresh = Key::Turn(call.turn);
+                &fresh
+            }
+            UsageBy::Session => &session_key,
+            UsageBy::Model => {
+                fresh = Key::Text(model.to_owned());
+                &fresh
+            }
             UsageBy::Day | UsageBy::Week | UsageBy::Month => {
-                Key::Text(date_key(plan.by, call.time, &plan.zone))
+                match &day {
+                    Some((from, to, _)) if (*from..*to).contains(&call.time) => {}
+                    _ => {
+                        let (key, range) = date_key(plan.by, call.time, &plan.zone);
+                        let (from, to) = range.unwrap_or((call.time, call.time));
+                        day = Some((from, to, Key::Text(key)));
+                    }
+                }
+                match &day {
+                    Some((_, _, key)) => key,
+                    None => continue,
+                }
             }
         };
-        let sums = rows
-            .entry(key)
-            .or_default()
-            .entry(model.to_owned())
-            .or_default();
+        // Looked up first, so that a row or model already there costs no allocation.
+        if !rows.contains_key(key) {
+            rows.insert(key.clone(), BTreeMap::new());
+        }
+        let Some(models) = rows.get_mut(key) else {
+            continue;
+        };
+        if !models.contains_key(model) {
+            models.insert(model.to_owned(), Sums::default());
+        }
+        let Some(sums) = models.get_mut(model) else {
+            continue;
+        };
         add_call(sums, call, plan.prices.as_ref());
     }
-    Counted {
+    let counted = Counted {
         name,
-        id: u.header.id.clone(),
-        parent: u.header.parent_session.clone(),
-        title: u.title.clone(),
+        id: u.header.id,
+        parent: u.header.parent_session,
+        title: u.title,
         lines: u.lines,
         rows,
-    }
+    };
+    usage::recycle(u.calls);
+    counted
 }
 
-/// The day (`2026-11-30`), ISO week (`2026-W48`) or month (`2026-11`) of `ms` in `zone`.
-fn date_key(by: UsageBy, ms: i64, zone: &jiff::tz::TimeZone) -> String {
+/// The day (`2026-11-30`), ISO week (`2026-W48`) or month (`2026-11`) of `ms` in `zone`, and
+/// the instants (ms) from the start of that day to the start of the next, when they exist.
+fn date_key(by: UsageBy, ms: i64, zone: &jiff::tz::TimeZone) -> (String, Option<(i64, i64)>) {
     let Ok(ts) = jiff::Timestamp::from_millisecond(ms) else {
-        return format!("@{ms}");
+        return (format!("@{ms}"), None);
     };
-    let date = ts.to_zoned(zone.clone()).date();
-    match by {
+    let zoned = ts.to_zoned(zone.clone());
+    let date = zoned.date();
+    let key = match by {
         UsageBy::Week => {
             let w = date.iso_week_date();
             format!("{:04}-W{:02}", w.year(), w.week())
         }
         UsageBy::Month => format!("{:04}-{:02}", date.year(), date.month()),
         _ => format!("{:04}-{:02}-{:02}", date.year(), date.month(), date.day()),
-    }
+    };
+    let day = zoned.start_of_day().ok().and_then(|start| {
+        let next = start.tomorrow().ok()?.start_of_day().ok()?;
+        let (from, to) = (
+            start.timestamp().as_millisecond(),
+            next.timestamp().as_millisecond(),
+        );
+        (from <= ms && ms < to).then_some((from, to))
+    });
+    (key, day)
 }
 
 fn add_call(s: &mut Sums, call: &usage::Call, prices: Option<&PriceTable>) {
@@ -543,16 +585,75 @@ mod tests {
         let ms = |s: &str| s.parse::<jiff::Timestamp>().unwrap().as_millisecond();
         // 2026-11-29 is a Sunday (week 48), 2026-11-30 a Monday (week 49).
         assert_eq!(
-            date_key(UsageBy::Week, ms("2026-11-29T12:00:00Z"), &utc),
+            date_key(UsageBy::Week, ms("2026-11-29T12:00:00Z"), &utc).0,
             "2026-W48"
         );
         assert_eq!(
-            date_key(UsageBy::Week, ms("2026-11-30T12:00:00Z"), &utc),
+            date_key(UsageBy::Week, ms("2026-11-30T12:00:00Z"), &utc).0,
             "2026-W49"
         );
         assert_eq!(
-            date_key(UsageBy::Month, ms("2026-11-30T12:00:00Z"), &utc),
+            date_key(UsageBy::Month, ms("2026-11-30T12:00:00Z"), &utc).0,
             "2026-11"
         );
+    }
+
+    /// The day a call is placed in is the one `date_key` gives it, however the calls of a
+    /// session go back and forth across midnights (the reduce reuses the last call's day).
+    #[test]
+    fn calls_are_placed_in_their_own_day_whatever_the_order() {
+        let zone = jiff::tz::TimeZone::get("America/New_York").unwrap();
+        // Around the 2026-03-08 DST change and two midnights, in a scrambled order.
+        let base = "2026-03-07T23:30:00-05:00"
+            .parse::<jiff::Timestamp>()
+            .unwrap()
+            .as_millisecond();
+        let mut state = 17u64;
+        let times: Vec<i64> = (0..400)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                base + (state % (50 * 3_600_000)) as i64
+            })
+            .collect();
+        let calls: Vec<usage::Call> = times
+            .iter()
+            .map(|&time| usage::Call {
+                seq: 0,
+                time,
+                turn: None,
+                step: None,
+                provider: None,
+                model: None,
+                tokens: None,
+                rule: usage::Rule::NoUsage,
+                concluded: usage::Concluded::AssistantMessage,
+            })
+            .collect();
+        for by in [UsageBy::Day, UsageBy::Week, UsageBy::Month] {
+            let plan = Plan {
+                by,
+                zone: zone.clone(),
+                since: None,
+                until: None,
+                prices: None,
+            };
+            let u = SessionUsage {
+                calls: calls.clone(),
+                ..SessionUsage::default()
+            };
+            let got: BTreeMap<String, u64> = reduce("s".into(), u, &plan)
+                .rows
+                .into_iter()
+                .map(|(k, models)| (k.text(), models.values().map(|s| s.calls).sum()))
+                .collect();
+            let mut want: BTreeMap<String, u64> = BTreeMap::new();
+            for &t in &times {
+                *want.entry(date_key(by, t, &zone).0).or_default() += 1;
+            }
+            assert_eq!(got, want, "{by:?}");
+            assert!(by != UsageBy::Day || want.len() == 4, "{want:?}");
+        }
     }
 }

@@ -13,10 +13,13 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 
 use memchr::memmem;
 
+use super::event::Kind;
 use super::json::{self, Json, Shape};
 
 pub mod prices;
 mod raw;
+
+use raw::{Bucket, Buckets};
 
 pub use prices::{Price, PriceError, PriceTable, Rates};
 
@@ -180,19 +183,34 @@ enum Class {
     /// or `request/header` (many small lines whose allocating parse cost more than the
     /// walk): walk it (see `raw`), else parse it.
     Call,
-    /// A v0/v1 `assistant/chunk`: read only if it can be a usage or finish chunk.
+    /// A v0/v1 `assistant/chunk`: walked (else parsed) only if it can be a usage or finish
+    /// chunk.
     Chunk,
+}
+
+/// The kinds whose lines are read, and how.
+const READ: [(Kind, Class); 9] = [
+    (Kind::AssistantMessage, Class::Call),
+    (Kind::AssistantAttempt, Class::Call),
+    (Kind::RequestHeader, Class::Call),
+    (Kind::TurnStart, Class::Call),
+    (Kind::TurnEnd, Class::Call),
+    (Kind::CompactionSummary, Class::Read),
+    (Kind::SessionEndSeed, Class::Read),
+    (Kind::SessionTitle, Class::Read),
+    (Kind::AssistantChunk, Class::Chunk),
+];
+
+/// The kind of a type read (by its bytes, unescaped), else `None`.
+fn read_kind(ty: &[u8]) -> Option<(Kind, Class)> {
+    READ.iter()
+        .copied()
+        .find(|(k, _)| k.name().as_bytes() == ty)
 }
 
 /// The types whose lines are read, by their bytes.
 fn class_of_type(ty: &[u8]) -> Class {
-    match ty {
-        b"assistant/message" | b"assistant/attempt" | b"request/header" | b"turn/start"
-        | b"turn/end" => Class::Call,
-        b"compaction/summary" | b"session/end-seed" | b"session/title" => Class::Read,
-        b"assistant/chunk" => Class::Chunk,
-        _ => Class::Skip,
-    }
+    read_kind(ty).map_or(Class::Skip, |(_, c)| c)
 }
 
 /// The class of a line from its first bytes: DSH writes `type` first, so `{"type":"X"`
@@ -203,9 +221,9 @@ fn classify(line: &[u8]) -> Class {
     let Some(rest) = line.strip_prefix(LEAD) else {
         return Class::Read;
     };
-    match memchr::memchr2(b'"', b'\\', rest) {
-        Some(end) if rest[end] == b'"' => class_of_type(&rest[..end]),
-        _ => Class::Read,
+    match raw::string_end(rest) {
+        Some(end) => class_of_type(&rest[..end]),
+        None => Class::Read,
     }
 }
 
@@ -240,6 +258,13 @@ struct Step {
     finished: Option<Attempt>,
 }
 
+/// The v0/v1 chunks that matter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ChunkKind {
+    Usage,
+    Finish,
+}
+
 /// A usage object as read: its buckets, or not countable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Usage {
@@ -253,17 +278,40 @@ fn usage_of(v: &Json<'_>) -> Usage {
     if !v.is_obj() {
         return Usage::Invalid;
     }
-    let bucket = |k: &str, required: bool| match v.get(k) {
-        None if !required => Some(0),
-        None => None,
-        Some(n) => n.safe_uint(),
+    let bucket = |k: &str| match v.get(k) {
+        None => Bucket::Absent,
+        Some(n) => n.safe_uint().map_or(Bucket::NotCount, Bucket::Count),
+    };
+    usage_of_buckets(Buckets {
+        input: bucket("inputTokens"),
+        output: bucket("outputTokens"),
+        cache_read: bucket("cacheReadTokens"),
+        cache_write: bucket("cacheWriteTokens"),
+        reasoning: bucket("reasoningTokens"),
+        total: bucket("totalTokens"),
+    })
+}
+
+/// A usage object's raw text: walked when plainly spelled, else parsed.
+fn usage_of_raw(raw: &[u8]) -> Usage {
+    match raw::buckets(raw) {
+        Some(b) => usage_of_buckets(b),
+        None => json::parse(raw).map_or(Usage::Invalid, |v| usage_of(&v)),
+    }
+}
+
+fn usage_of_buckets(u: Buckets) -> Usage {
+    let bucket = |b: Bucket, required: bool| match b {
+        Bucket::Absent if !required => Some(0),
+        Bucket::Count(n) => Some(n),
+        Bucket::Absent | Bucket::NotCount => None,
     };
     let (Some(input), Some(output), Some(cache_read), Some(cache_write), Some(reasoning)) = (
-        bucket("inputTokens", true),
-        bucket("outputTokens", true),
-        bucket("cacheReadTokens", false),
-        bucket("cacheWriteTokens", false),
-        bucket("reasoningTokens", false),
+        bucket(u.input, true),
+        bucket(u.output, true),
+        bucket(u.cache_read, false),
+        bucket(u.cache_write, false),
+        bucket(u.reasoning, false),
     ) else {
         return Usage::Invalid;
     };
@@ -274,9 +322,11 @@ fn usage_of(v: &Json<'_>) -> Usage {
         output,
         reasoning,
     };
-    let mismatch = v
-        .get("totalTokens")
-        .is_some_and(|n| n.safe_uint() != Some(t.total()));
+    let mismatch = match u.total {
+        Bucket::Absent => false,
+        Bucket::Count(n) => n != t.total(),
+        Bucket::NotCount => true,
+    };
     Usage::Tokens(t, mismatch)
 }
 
@@ -378,7 +428,7 @@ impl Counter {
         let text = simdutf8::basic::from_utf8(line).ok();
         #[cfg(test)]
         let class = if self.parse_only { Class::Read } else { class };
-        if class == Class::Call
+        if matches!(class, Class::Call | Class::Chunk)
             && text.is_some()
             && let Some(found) = raw::walk(line)
             && self.walked(found)
@@ -450,32 +500,33 @@ impl Counter {
         let null = Json::Null;
         let d = v.get("data").unwrap_or(&null);
         let num = |k: &str| d.get(k).and_then(Json::safe_uint);
-        match ty {
-            "turn/start" => self.turn = num("turn"),
-            "turn/end" => self.turn = None,
-            "request/header" => {
+        let kind = Kind::of(ty);
+        match kind {
+            Kind::TurnStart => self.turn = num("turn"),
+            Kind::TurnEnd => self.turn = None,
+            Kind::RequestHeader => {
                 let config = d.get("header").and_then(|h| h.get("config"));
                 let field = |k| config.and_then(|c| c.get(k)).and_then(Json::as_str);
                 let (p, m) = (field("provider"), field("model"));
                 self.provider = self.name(p);
                 self.model = self.name(m);
             }
-            "session/title" => {
+            Kind::SessionTitle => {
                 if let Some(t) = d.get("title").and_then(Json::as_str) {
                     self.out.title = Some(t.to_owned());
                 }
             }
-            "session/end-seed"
+            Kind::SessionEndSeed
                 if !self.chunks && d.get("inherited").and_then(Json::as_bool) == Some(true) =>
             {
                 self.marker = Some(seq);
             }
-            "assistant/chunk" if self.chunks => self.chunk(d, seq, time),
-            "assistant/message" | "assistant/attempt" => {
+            Kind::AssistantChunk if self.chunks => self.chunk_event(d, seq, time),
+            Kind::AssistantMessage | Kind::AssistantAttempt => {
                 let source = d.get("message").and_then(|m| m.get("source"));
                 let field = |k| source.and_then(|s| s.get(k)).and_then(Json::as_str);
                 self.call_event(CallEvent {
-                    message: ty == "assistant/message",
+                    message: kind == Kind::AssistantMessage,
                     seq,
                     time,
                     turn: num("turn"),
@@ -486,7 +537,7 @@ impl Counter {
                     stream: stream_usage(d.get("stream")),
                 });
             }
-            "compaction/summary" => {
+            Kind::CompactionSummary => {
                 let field = |k| d.get(k).and_then(Json::as_str);
                 let (p, m) = (field("provider"), field("model"));
                 // A summary `dshs compact` wrote by hand: no model call (FORMAT.md §15.5).
@@ -587,15 +638,28 @@ impl Counter {
         fn text(b: Option<&[u8]>) -> Option<&str> {
             b.and_then(|b| std::str::from_utf8(b).ok())
         }
-        let message = match f.ty {
-            Some(b"assistant/message") => true,
-            Some(b"assistant/attempt") => false,
-            Some(b"turn/start" | b"turn/end" | b"request/header") => {
+        let kind = f.ty.and_then(read_kind).map(|(k, _)| k);
+        let message = match kind {
+            Some(Kind::AssistantMessage) => true,
+            Some(Kind::AssistantAttempt) => false,
+            Some(Kind::AssistantChunk) => {
+                if let (Some(seq), Some(time), true) = (f.seq, f.time, self.chunks) {
+                    let kind = match f.chunk_type {
+                        Some(b"usage") => ChunkKind::Usage,
+                        Some(b"finish") => ChunkKind::Finish,
+                        _ => return true,
+                    };
+                    let usage = f.chunk_usage.map_or(Usage::Invalid, usage_of_raw);
+                    self.chunk(seq, time, f.turn, f.step, kind, usage);
+                }
+                return true;
+            }
+            Some(Kind::TurnStart | Kind::TurnEnd | Kind::RequestHeader) => {
                 // Not placed without a seq and a time, as in `event`.
                 if f.seq.is_some() && f.time.is_some() {
-                    match f.ty {
-                        Some(b"turn/start") => self.turn = f.turn,
-                        Some(b"turn/end") => self.turn = None,
+                    match kind {
+                        Some(Kind::TurnStart) => self.turn = f.turn,
+                        Some(Kind::TurnEnd) => self.turn = None,
                         _ => {
                             self.provider = self.name(text(f.header_provider));
                             self.model = self.name(text(f.header_model));
@@ -610,7 +674,7 @@ impl Counter {
             // Not placed, as the parse would not place it.
             return true;
         };
-        let usage = |raw: &[u8]| json::parse(raw).map_or(Usage::Invalid, |v| usage_of(&v));
+        let usage = usage_of_raw;
         self.call_event(CallEvent {
             message,
             seq,
@@ -654,14 +718,30 @@ impl Counter {
         }
     }
 
-    fn chunk(&mut self, d: &Json<'_>, seq: u64, time: i64) {
+    /// A parsed `assistant/chunk`'s `data`.
+    fn chunk_event(&mut self, d: &Json<'_>, seq: u64, time: i64) {
         let Some(chunk) = d.get("chunk") else { return };
-        let kind = chunk.get("type").and_then(Json::as_str);
-        if !matches!(kind, Some("usage" | "finish")) {
-            return;
-        }
+        let kind = match chunk.get("type").and_then(Json::as_str) {
+            Some("usage") => ChunkKind::Usage,
+            Some("finish") => ChunkKind::Finish,
+            _ => return,
+        };
+        let usage = chunk.get("usage").map_or(Usage::Invalid, usage_of);
         let turn = d.get("turn").and_then(Json::safe_uint);
         let step = d.get("step").and_then(Json::safe_uint);
+        self.chunk(seq, time, turn, step, kind, usage);
+    }
+
+    /// A v0/v1 usage or finish chunk of step (turn, step); `usage`: a usage chunk's.
+    fn chunk(
+        &mut self,
+        seq: u64,
+        time: i64,
+        turn: Option<u64>,
+        step: Option<u64>,
+        kind: ChunkKind,
+        usage: Usage,
+    ) {
         self.enter_step(turn, step);
         let (provider, model) = (self.provider.clone(), self.model.clone());
         let open = self.step.open.get_or_insert(Attempt {
@@ -673,9 +753,9 @@ impl Counter {
         });
         open.seq = seq;
         open.time = time;
-        if kind == Some("usage") {
+        if kind == ChunkKind::Usage {
             // U2.1: the last usage record of the attempt's stream.
-            open.usage = Some(chunk.get("usage").map_or(Usage::Invalid, usage_of));
+            open.usage = Some(usage);
             return;
         }
         // A finish concludes the attempt; an earlier finished one no message claimed was a
@@ -785,7 +865,9 @@ pub struct Feed {
 
 impl Feed {
     pub fn new() -> Feed {
-        Feed::default()
+        let mut feed = Feed::default();
+        feed.counter.out.calls = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().calls));
+        feed
     }
 
     /// The next bytes of the log.
@@ -851,18 +933,45 @@ impl Feed {
     }
 }
 
+/// A thread's buffers from its last log, kept for the next: memory the allocator hands back
+/// to the system is faulted in again page by page (~30,000 faults over 1.4 GB of logs when
+/// each log grew its own call list and block).
+#[derive(Default)]
+struct Spare {
+    calls: Vec<Call>,
+    block: Vec<u8>,
+}
+
+thread_local! {
+    static SPARE: std::cell::RefCell<Spare> = std::cell::RefCell::default();
+}
+
+/// A call list kept for the next log at most this large (bytes).
+const SPARE_CALLS: usize = 4 << 20;
+
+/// Hand a session's call list back once it is counted, for the next log this thread reads.
+pub fn recycle(mut calls: Vec<Call>) {
+    if calls.capacity() * std::mem::size_of::<Call>() <= SPARE_CALLS {
+        calls.clear();
+        SPARE.with(|s| s.borrow_mut().calls = calls);
+    }
+}
+
 /// Read a whole log (plaintext: zstd is decoded by whoever opened it) and gather its calls.
 pub fn read(mut reader: impl Read) -> io::Result<SessionUsage> {
     let mut feed = Feed::new();
-    let mut buf = vec![0u8; BLOCK];
-    loop {
+    let mut buf = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().block));
+    buf.resize(BLOCK, 0);
+    let result = loop {
         match reader.read(&mut buf) {
-            Ok(0) => return Ok(feed.finish()),
+            Ok(0) => break Ok(feed.finish()),
             Ok(n) => feed.bytes(&buf[..n]),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => break Err(e),
         }
-    }
+    };
+    SPARE.with(|s| s.borrow_mut().block = buf);
+    result
 }
 
 /// A reader that hands every byte it gives out to a [`Feed`] too, so a pass that reads a log

@@ -1,9 +1,12 @@
-//! The fast path for the big lines: an `assistant/message` or `assistant/attempt` line is
-//! walked, not parsed. Only the members a call needs are located (`seq`, `time`, `data.turn`,
-//! `data.step`, `data.usage`, `data.message.source.{provider,model}`, the last usage record of
-//! `data.stream`); every other value (the message's text, the stream's chunks: most of the
-//! bytes of a log) is skipped by searching its strings for their closing quote, without
-//! building anything. The small values found are then parsed by the real parser.
+//! The fast path for the lines that hold a call, a model or a turn: an `assistant/message`,
+//! `assistant/attempt`, v0/v1 `assistant/chunk`, `request/header`, `turn/start` or
+//! `turn/end` line is walked, not parsed. Only the members a call needs are located (`seq`,
+//! `time`, `data.turn`, `data.step`, `data.usage`, `data.message.source.{provider,model}`,
+//! the last usage record of `data.stream`, `data.chunk.{type,usage}`,
+//! `data.header.config.{provider,model}`); every other value (the message's text, the
+//! stream's chunks: most of the bytes of a log) is skipped 64 bytes at a time by masks of
+//! its quotes, backslashes and brackets, without building anything. A usage object of plain
+//! integers is read here too ([`buckets`]); any other is parsed by the real parser.
 //!
 //! Anything unusual (an escape in a key or in a model name, a number that is not a plain
 //! integer, a structure that does not close) gives up, and the caller parses the line whole.
@@ -32,6 +35,9 @@ pub(super) struct Found<'a> {
     /// `data.header.config.{provider,model}` (a `request/header`).
     pub header_provider: Option<&'a [u8]>,
     pub header_model: Option<&'a [u8]>,
+    /// `data.chunk.type` and `data.chunk.usage` (a v0/v1 `assistant/chunk`).
+    pub chunk_type: Option<&'a [u8]>,
+    pub chunk_usage: Option<&'a [u8]>,
 }
 
 /// Gave up: parse the line instead.
@@ -69,39 +75,63 @@ impl<'a> Cur<'a> {
         }
     }
 
-    /// Past a string whose opening quote is at `i`; its body. Quote to quote: a quote after
-    /// an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
+    /// Past a string whose opening quote is at `i`; its body.
     fn string(&mut self) -> Walk<&'a [u8]> {
+        self.string_escapes(false).map(|(s, _)| s)
+    }
+
+    /// Past a string whose opening quote is at `i`; its body, and (if `escapes` is asked)
+    /// whether it holds a backslash. Past its first 16 bytes, quote to quote: a quote after
+    /// an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
+    #[inline]
+    fn string_escapes(&mut self, escapes: bool) -> Walk<(&'a [u8], bool)> {
         self.eat(b'"')?;
         let start = self.i;
+        let b = self.b;
+        // Most strings walked are keys and names, a few bytes long: their first 16 bytes are
+        // looked at as masks (no `memchr` call, no branch per byte); a longer string, or
+        // one with a backslash there, is searched quote to quote.
+        if let Some(chunk) = b.get(start..start + 16).and_then(|c| c.try_into().ok()) {
+            let m = masks16(chunk);
+            if m.quote != 0 {
+                let k = m.quote.trailing_zeros();
+                if m.backslash & ((1u16 << k) - 1) == 0 {
+                    let k = k as usize;
+                    self.i = start + k + 1;
+                    return Ok((&b[start..start + k], false));
+                }
+            } else if m.backslash == 0 {
+                self.i = start + 16;
+            }
+        }
         loop {
-            let Some(k) = memchr::memchr(b'"', &self.b[self.i..]) else {
+            let Some(k) = memchr::memchr(b'"', &b[self.i..]) else {
                 return Err(Unusual);
             };
             let end = self.i + k;
+            self.i = end + 1;
             // Most quotes follow no backslash: no run to count.
-            if end == start || self.b[end - 1] != b'\\' {
-                self.i = end + 1;
-                return Ok(&self.b[start..end]);
+            if end == start || b[end - 1] != b'\\' {
+                break;
             }
-            let backslashes = self.b[start..end]
+            let backslashes = b[start..end]
                 .iter()
                 .rev()
                 .take_while(|&&c| c == b'\\')
                 .count();
-            self.i = end + 1;
             if backslashes % 2 == 0 {
-                return Ok(&self.b[start..end]);
+                break;
             }
         }
+        let body = &b[start..self.i - 1];
+        Ok((body, escapes && memchr::memchr(b'\\', body).is_some()))
     }
 
     /// A string without escapes (a key, a name).
     fn plain_string(&mut self) -> Walk<&'a [u8]> {
-        let s = self.string()?;
-        match memchr::memchr(b'\\', s) {
-            None => Ok(s),
-            Some(_) => Err(Unusual),
+        match self.string_escapes(true)? {
+            (s, false) => Ok(s),
+            (_, true) => Err(Unusual),
         }
     }
 
@@ -171,37 +201,73 @@ impl<'a> Cur<'a> {
         Ok(&self.b[start..self.i])
     }
 
-    /// Past an object or array, strings skipped whole, brackets counted.
+    /// Past an object or array (at `i`), 64 bytes at a time: a window's quotes, backslashes
+    /// and brackets are found as bit masks, the strings' extent by a prefix XOR of the
+    /// unescaped quotes (simdjson's way), so only the brackets outside strings are visited,
+    /// not every string (a stream's `texts` hold a string every few bytes).
     fn skip_container(&mut self) -> Walk<()> {
-        let mut stack: Vec<u8> = Vec::new();
-        loop {
-            let Some(&c) = self.b.get(self.i) else {
-                return Err(Unusual);
+        let b = self.b;
+        let mut j = self.i;
+        // Carried from window to window: the next window's first byte is escaped; the
+        // window starts inside a string (all ones).
+        let mut carry_escape = 0u64;
+        let mut in_string = 0u64;
+        // Bit `d`: the container at depth `d` is an object (so `}` closes it).
+        let mut objects: u128 = 0;
+        let mut depth = 0usize;
+        while j < b.len() {
+            let mut padded = [b' '; 64];
+            let window = window_at(b, j, &mut padded);
+            let m = masks(window);
+            let quotes = m.quote & !escaped(m.backslash, &mut carry_escape);
+            let strings = prefix_xor(quotes) ^ in_string;
+            in_string = 0u64.wrapping_sub(strings >> 63);
+            // A backslash outside a string is not JSON: the parse decides.
+            let stray = m.backslash & !strings;
+            let limit = if stray == 0 {
+                64
+            } else {
+                stray.trailing_zeros()
             };
-            match c {
-                b'"' => {
-                    self.string()?;
+            let mut brackets = (m.open | m.close) & !strings;
+            while brackets != 0 {
+                let p = brackets.trailing_zeros();
+                if p >= limit {
+                    return Err(Unusual);
+                }
+                brackets &= brackets - 1;
+                let c = window[p as usize];
+                if c == b'{' || c == b'[' {
+                    if depth >= MAX_DEPTH {
+                        return Err(Unusual);
+                    }
+                    if c == b'{' {
+                        objects |= 1 << depth;
+                    } else {
+                        objects &= !(1 << depth);
+                    }
+                    depth += 1;
                     continue;
                 }
-                b'{' | b'[' => {
-                    if stack.len() >= MAX_DEPTH {
-                        return Err(Unusual);
-                    }
-                    stack.push(if c == b'{' { b'}' } else { b']' });
+                let Some(d) = depth.checked_sub(1) else {
+                    return Err(Unusual);
+                };
+                depth = d;
+                let closer = if objects >> d & 1 == 1 { b'}' } else { b']' };
+                if c != closer {
+                    return Err(Unusual);
                 }
-                b'}' | b']' => {
-                    if stack.pop() != Some(c) {
-                        return Err(Unusual);
-                    }
-                    if stack.is_empty() {
-                        self.i += 1;
-                        return Ok(());
-                    }
+                if depth == 0 {
+                    self.i = j + p as usize + 1;
+                    return Ok(());
                 }
-                _ => {}
             }
-            self.i += 1;
+            if stray != 0 {
+                return Err(Unusual);
+            }
+            j += 64;
         }
+        Err(Unusual)
     }
 
     /// The members of an object: `member(key, cur)` reads or skips each value.
@@ -245,6 +311,160 @@ impl<'a> Cur<'a> {
     }
 }
 
+/// Where the body of a string ends (the index of its closing quote) if no backslash comes
+/// first, else `None`. A line's type is found this way: its first 32 bytes as two masks, not
+/// a `memchr` call or a branch per byte.
+pub(super) fn string_end(body: &[u8]) -> Option<usize> {
+    if let (Some(a), Some(b)) = (
+        body.get(..16).and_then(|c| c.try_into().ok()),
+        body.get(16..32).and_then(|c| c.try_into().ok()),
+    ) {
+        let (a, b) = (masks16(a), masks16(b));
+        let quote = u32::from(a.quote) | u32::from(b.quote) << 16;
+        let backslash = u32::from(a.backslash) | u32::from(b.backslash) << 16;
+        if quote | backslash != 0 {
+            let end = (quote | backslash).trailing_zeros();
+            return (quote >> end & 1 == 1).then_some(end as usize);
+        }
+    }
+    let end = memchr::memchr2(b'"', b'\\', body)?;
+    (body[end] == b'"').then_some(end)
+}
+
+/// The 64 bytes of `b` from `j` (`j` < its length), padded with spaces past its end.
+#[inline]
+fn window_at<'w>(b: &'w [u8], j: usize, padded: &'w mut [u8; 64]) -> &'w [u8; 64] {
+    match b.get(j..j + 64).and_then(|w| w.try_into().ok()) {
+        Some(w) => w,
+        None => {
+            let rest = b.get(j..).unwrap_or(&[]);
+            padded[..rest.len()].copy_from_slice(rest);
+            padded
+        }
+    }
+}
+
+/// A 64-byte window's quotes, backslashes, `{`/`[` and `}`/`]` (bit `i`: byte `i`).
+struct Masks {
+    quote: u64,
+    backslash: u64,
+    open: u64,
+    close: u64,
+}
+
+#[inline]
+fn masks(window: &[u8; 64]) -> Masks {
+    let mut m = Masks {
+        quote: 0,
+        backslash: 0,
+        open: 0,
+        close: 0,
+    };
+    for (k, chunk) in window.chunks_exact(16).enumerate() {
+        let Ok(chunk) = chunk.try_into() else { break };
+        let s = masks16(chunk);
+        let shift = 16 * k;
+        m.quote |= u64::from(s.quote) << shift;
+        m.backslash |= u64::from(s.backslash) << shift;
+        m.open |= u64::from(s.open) << shift;
+        m.close |= u64::from(s.close) << shift;
+    }
+    m
+}
+
+/// [`Masks`] of 16 bytes.
+struct Masks16 {
+    quote: u16,
+    backslash: u16,
+    open: u16,
+    close: u16,
+}
+
+#[inline]
+fn masks16(chunk: &[u8; 16]) -> Masks16 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+            _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is always available on x86_64; the load reads the 16 bytes of
+        // `chunk` (a fixed-size array), unaligned loads are allowed.
+        unsafe {
+            let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+            // `{` and `[` differ only in bit 0x20, as do `}` and `]`.
+            let folded = _mm_or_si128(v, _mm_set1_epi8(0x20));
+            let bits =
+                |x, c: u8| _mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8(c as i8))) as u16;
+            Masks16 {
+                quote: bits(v, b'"'),
+                backslash: bits(v, b'\\'),
+                open: bits(folded, b'{'),
+                close: bits(folded, b'}'),
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let mut m = Masks16 {
+            quote: 0,
+            backslash: 0,
+            open: 0,
+            close: 0,
+        };
+        for (i, &x) in chunk.iter().enumerate() {
+            m.quote |= u16::from(x == b'"') << i;
+            m.backslash |= u16::from(x == b'\\') << i;
+            m.open |= u16::from(x == b'{' || x == b'[') << i;
+            m.close |= u16::from(x == b'}' || x == b']') << i;
+        }
+        m
+    }
+}
+
+/// [`masks`] a byte at a time (the tests' reference).
+#[cfg(test)]
+fn masks_bytewise(window: &[u8; 64]) -> Masks {
+    let mut m = Masks {
+        quote: 0,
+        backslash: 0,
+        open: 0,
+        close: 0,
+    };
+    for (i, &x) in window.iter().enumerate() {
+        m.quote |= u64::from(x == b'"') << i;
+        m.backslash |= u64::from(x == b'\\') << i;
+        m.open |= u64::from(x == b'{' || x == b'[') << i;
+        m.close |= u64::from(x == b'}' || x == b']') << i;
+    }
+    m
+}
+
+/// The bytes escaped by a backslash (the one after an odd run of them), given the window's
+/// backslashes; `carry` says the window's first byte is escaped, and is set for the next
+/// window (simdjson's branchless scan).
+fn escaped(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows;
+    let (even_runs, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ (even_runs << 1)) & follows
+}
+
+/// Bit `i` is the XOR of bits `0..=i`: inside a string from its opening quote up to (not
+/// including) its closing one.
+fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
+}
+
 /// Walk an event line for what a call needs; `None`: parse it instead.
 pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     let mut c = Cur { b: line, i: 0 };
@@ -274,6 +494,8 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
                 f.stream_usage = d.stream_usage;
                 f.header_provider = d.header_provider;
                 f.header_model = d.header_model;
+                f.chunk_type = d.chunk_type;
+                f.chunk_usage = d.chunk_usage;
             }
             _ => {
                 c.skip()?;
@@ -334,6 +556,20 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                     })?;
                 } else {
                     c.skip()?;
+                }
+                Ok(())
+            })?;
+        }
+        b"chunk" => {
+            d.chunk_type = None;
+            d.chunk_usage = None;
+            c.maybe_object(|key, c| {
+                match key {
+                    b"type" => d.chunk_type = c.name()?,
+                    b"usage" => d.chunk_usage = Some(c.skip()?),
+                    _ => {
+                        c.skip()?;
+                    }
                 }
                 Ok(())
             })?;
@@ -401,6 +637,57 @@ fn record_usage<'a>(c: &mut Cur<'a>) -> Walk<Option<Option<&'a [u8]>>> {
     Ok((ty == Some(b"chunk") && chunk_ty == Some(b"usage")).then_some(usage))
 }
 
+/// A usage object's member as read: absent, a safe non-negative integer, or another value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Bucket {
+    #[default]
+    Absent,
+    Count(u64),
+    NotCount,
+}
+
+/// The members of a `TokenUsage` that U1 reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) struct Buckets {
+    pub input: Bucket,
+    pub output: Bucket,
+    pub cache_read: Bucket,
+    pub cache_write: Bucket,
+    pub reasoning: Bucket,
+    pub total: Bucket,
+}
+
+/// A usage object spelled the plain way (an object of plain integers under escape-free
+/// keys), without building a tree; `None`: anything else, parse it (so every grammar error
+/// inside a usage object is still the parser's to find).
+pub(super) fn buckets(raw: &[u8]) -> Option<Buckets> {
+    let mut c = Cur { b: raw, i: 0 };
+    let mut u = Buckets::default();
+    c.object(|key, c| {
+        // A control character in a key is not JSON.
+        if key.iter().any(|&k| k < 0x20) {
+            return Err(Unusual);
+        }
+        let n = match c.peek() {
+            Some(b'-' | b'0'..=b'9') => c.int()?,
+            _ => return Err(Unusual),
+        };
+        let bucket = u64::try_from(n).map_or(Bucket::NotCount, Bucket::Count);
+        match key {
+            b"inputTokens" => u.input = bucket,
+            b"outputTokens" => u.output = bucket,
+            b"cacheReadTokens" => u.cache_read = bucket,
+            b"cacheWriteTokens" => u.cache_write = bucket,
+            b"reasoningTokens" => u.reasoning = bucket,
+            b"totalTokens" => u.total = bucket,
+            _ => {}
+        }
+        Ok(())
+    })
+    .ok()?;
+    (c.peek().is_none()).then_some(u)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,5 +752,211 @@ mod tests {
         assert_eq!(f.seq, Some(2));
         assert_eq!(f.usage, Some(&br#"{"b":2}"#[..]));
         assert_eq!(f.turn, Some(3));
+    }
+
+    /// The container skip a byte at a time (the walk before the masks, a backslash outside
+    /// a string refused): where it ends, or `None`.
+    fn skip_bytewise(b: &[u8]) -> Option<usize> {
+        let mut stack: Vec<u8> = Vec::new();
+        let mut i = 0;
+        let mut in_string = false;
+        while let Some(&c) = b.get(i) {
+            if in_string {
+                match c {
+                    b'\\' => i += 1,
+                    b'"' => in_string = false,
+                    _ => {}
+                }
+            } else {
+                match c {
+                    b'"' => in_string = true,
+                    b'\\' => return None,
+                    b'{' | b'[' => {
+                        if stack.len() >= MAX_DEPTH {
+                            return None;
+                        }
+                        stack.push(if c == b'{' { b'}' } else { b']' });
+                    }
+                    b'}' | b']' => {
+                        if stack.pop() != Some(c) {
+                            return None;
+                        }
+                        if stack.is_empty() {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            i += 1;
+        }
+        None
+    }
+
+    fn rng(mut state: u64) -> impl FnMut(usize) -> usize {
+        move |n| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        }
+    }
+
+    /// The masked skip ends every container where the byte-at-a-time one does (or both give
+    /// up), on random text of brackets, quotes and backslash runs across window edges.
+    #[test]
+    fn the_masked_skip_ends_where_the_bytewise_one_does() {
+        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        let alphabet = b"{}[]\"\\\\ a,:";
+        let mut ended = 0;
+        for round in 0..20_000 {
+            let len = 1 + next(300);
+            let mut text = vec![if next(2) == 0 { b'{' } else { b'[' }];
+            // Mostly balanced text, so that many containers do end.
+            let mut opened = vec![text[0]];
+            let mut in_string = false;
+            while text.len() < len {
+                let c = alphabet[next(alphabet.len())];
+                match c {
+                    b'{' | b'[' if !in_string => opened.push(c),
+                    b'}' | b']' if !in_string && next(4) != 0 => {
+                        let Some(o) = opened.pop() else { break };
+                        text.push(if o == b'{' { b'}' } else { b']' });
+                        if opened.is_empty() {
+                            break;
+                        }
+                        continue;
+                    }
+                    b'"' => in_string = !in_string,
+                    b'\\' if !in_string && next(8) != 0 => continue,
+                    _ => {}
+                }
+                text.push(c);
+                if c == b'\\' && in_string {
+                    text.push(alphabet[next(alphabet.len())]);
+                }
+            }
+            let mut c = Cur { b: &text, i: 0 };
+            let fast = c.skip_container().ok().map(|()| c.i);
+            assert_eq!(
+                fast,
+                skip_bytewise(&text),
+                "round {round}: {}",
+                String::from_utf8_lossy(&text)
+            );
+            ended += usize::from(fast.is_some());
+        }
+        assert!(ended > 2_000, "{ended}");
+    }
+
+    #[test]
+    fn the_masks_are_the_bytes() {
+        let mut next = rng(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..2_000 {
+            let mut w = [0u8; 64];
+            for b in &mut w {
+                *b = match next(4) {
+                    0 => b"{}[]\"\\"[next(6)],
+                    _ => next(256) as u8,
+                };
+            }
+            let (m, r) = (masks(&w), masks_bytewise(&w));
+            assert_eq!(
+                (m.quote, m.backslash, m.open, m.close),
+                (r.quote, r.backslash, r.open, r.close)
+            );
+        }
+    }
+
+    /// The escaped bytes are those after an odd run of backslashes, across windows.
+    #[test]
+    fn escapes_carry_across_windows() {
+        let mut next = rng(7);
+        for _ in 0..2_000 {
+            let bits: Vec<bool> = (0..256).map(|_| next(3) == 0).collect();
+            let mut want = Vec::new();
+            let mut after_escape = false;
+            for &bs in &bits {
+                want.push(after_escape);
+                after_escape = bs && !after_escape;
+            }
+            let mut carry = 0;
+            for (k, chunk) in bits.chunks(64).enumerate() {
+                let backslash = chunk
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |m, (i, &b)| m | u64::from(b) << i);
+                let got = escaped(backslash, &mut carry);
+                for i in 0..64 {
+                    assert_eq!(got >> i & 1 == 1, want[k * 64 + i], "{k} {i}");
+                }
+            }
+        }
+    }
+
+    /// A string ends at its first quote after no odd run of backslashes, whether that is in
+    /// the first 64 bytes (masks) or later (quote to quote), and says if it holds one.
+    #[test]
+    fn the_string_scan_ends_where_the_bytewise_one_does() {
+        let mut next = rng(0x1234_5678_9abc_def1);
+        for round in 0..20_000 {
+            let mut text = vec![b'"'];
+            for _ in 0..next(160) {
+                text.extend_from_slice([&b"a"[..], b"\\", b"\"", "é".as_bytes()][next(4)]);
+            }
+            let want = {
+                let (mut i, mut end) = (1, None);
+                while let Some(&c) = text.get(i) {
+                    match c {
+                        b'\\' => i += 1,
+                        b'"' => {
+                            end = Some(i);
+                            break;
+                        }
+                        _ => {}
+                    }
+                    i += 1;
+                }
+                end.map(|e| (e, text[1..e].contains(&b'\\')))
+            };
+            let mut c = Cur { b: &text, i: 0 };
+            let got = c
+                .string_escapes(true)
+                .ok()
+                .map(|(s, escapes)| (s.len() + 1, escapes));
+            assert_eq!(
+                got,
+                want,
+                "round {round}: {}",
+                String::from_utf8_lossy(&text)
+            );
+            if let Some((end, _)) = want {
+                assert_eq!(c.i, end + 1);
+            }
+        }
+    }
+
+    #[test]
+    fn a_type_ends_at_its_first_quote_unless_a_backslash_comes_first() {
+        let mut next = rng(99);
+        for _ in 0..20_000 {
+            let body: Vec<u8> = (0..next(80))
+                .map(|_| match next(12) {
+                    0 => b'"',
+                    1 => b'\\',
+                    _ => b'a',
+                })
+                .collect();
+            let want = body
+                .iter()
+                .position(|&c| c == b'"' || c == b'\\')
+                .filter(|&e| body[e] == b'"');
+            assert_eq!(
+                string_end(&body),
+                want,
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
+        }
     }
 }

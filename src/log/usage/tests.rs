@@ -445,7 +445,11 @@ fn generated_logs_count_the_same_walked_and_parsed() {
         // The walk, not the parse, read every message and attempt line DSH's way spelled.
         let calls: Vec<&[u8]> = buf
             .split(|&b| b == b'\n')
-            .filter(|l| classify(l) == Class::Call)
+            .filter(|l| match classify(l) {
+                Class::Call => true,
+                Class::Chunk => chunk_may_matter(l),
+                _ => false,
+            })
             .collect();
         assert!(
             !calls.is_empty(),
@@ -453,12 +457,26 @@ fn generated_logs_count_the_same_walked_and_parsed() {
             String::from_utf8_lossy(&buf[..200])
         );
         assert!(calls.iter().all(|l| raw::walk(l).is_some()), "v{version}");
+        // … and every usage object in them without the parser.
+        let usages: Vec<&[u8]> = calls
+            .iter()
+            .filter_map(|l| raw::walk(l))
+            .flat_map(|f| [f.usage, f.chunk_usage, f.stream_usage.flatten()])
+            .flatten()
+            .collect();
+        assert!(!usages.is_empty(), "v{version}");
+        assert!(
+            usages.iter().all(|u| raw::buckets(u).is_some()),
+            "v{version}"
+        );
     }
 }
 
-/// Random logs from lines of every walked type, spelled the usual way and oddly (spacing,
-/// key order, repeated keys, escapes, CRLF, a type tag inside another line's string, a torn
-/// last line), in random order and cut into random blocks: walked and parsed count the same.
+/// Random logs from lines of every walked type (v0/v1 chunks and usage objects included),
+/// spelled the usual way and oddly (spacing, key order, repeated keys, escapes, CRLF, a type
+/// tag inside another line's string, a torn last line, messages whose text puts brackets,
+/// quotes and backslash runs at every offset), in random order and cut into random blocks:
+/// walked and parsed count the same.
 #[test]
 fn random_interleavings_count_the_same_walked_and_parsed() {
     let pool: Vec<String> = vec![
@@ -485,6 +503,30 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
         r#"{"type":"user/message","seq":0,"time":1,"data":{"text":"\"type\":\"request/header\" \\"}}"#.into(),
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":5"#.into(),
         "not json".into(),
+        // v0/v1 chunks (walked in a v0 log, skipped in a v4 one), and usage objects spelled
+        // every way (walked when plain, else parsed).
+        usage_chunk(0, 1, 1, 3, 4),
+        usage_chunk(0, 1, 2, 5, 6),
+        finish(0, 1, 1),
+        finish(0, 1, 2),
+        chunk(0, 1, 1, r#"{"type":"text","text":"\"usage\""}"#),
+        chunk(0, 1, 1, r#"{"type":"us\u0061ge","usage":{"inputTokens":1,"outputTokens":1}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage"}"#),
+        chunk(0, 1, 1, r#""finish""#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1.0,"outputTokens":2}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":-1,"outputTokens":2}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"totalTokens":4}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"totalTokens":"3"}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{ "inputTokens" : 1 , "outputTokens" : 2 , "x" : [1,{"a":"]"}] }}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"inputTokens":"5"}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"inputTokens":7}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"cacheReadTokens":9007199254740992}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2,"cacheWriteTokens":null,"reasoningTokens":1}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outp\u0075tTokens":2}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":{"inputTokens":1,"outputTokens":2e0}}"#),
+        chunk(0, 1, 1, r#"{"type":"usage","usage":[1,2]}"#),
+        r#"{"type":"assistant/message","seq":0,"time":1,"data":{"turn":1,"step":1,"usage":{"inputTokens":1,"outputTokens":2,"totalTokens":3,"cacheReadTokens":0}}}"#.into(),
+        r#"{"type":"assistant/message","seq":0,"time":1,"data":{"turn":1,"step":1,"message":{"content":[\"x"]},"usage":{"inputTokens":1,"outputTokens":2}}}"#.into(),
     ];
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
     let mut next = move |n: usize| {
@@ -493,9 +535,28 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
         state ^= state << 17;
         (state % n as u64) as usize
     };
-    for round in 0..300 {
+    for round in 0..600 {
         let mut text = format!("{}\n", [V0, V4][next(2)]);
         for seq in 0..next(40) {
+            if next(4) == 0 {
+                // A message whose text and stream hold brackets, quotes and backslash runs
+                // at every offset of the 64-byte windows the container skip reads.
+                let mut t = String::new();
+                for _ in 0..next(200) {
+                    t.push_str(["a", "\\\"", "\\\\", "{", "]", "[", "}", "é", " ", ","][next(10)]);
+                }
+                let stream = format!(
+                    r#"[{{"type":"text-chunks","time0":1,"index":0,"dt":[1,2,{n}],"texts":["{t}","{t}"]}},{{"type":"chunk","time":2,"chunk":{{"type":"usage","usage":{{"inputTokens":{n},"outputTokens":1}}}}}}]"#,
+                    n = next(9)
+                );
+                let m = message(seq as u64, 1, 1 + next(2) as u64, None, Some(&stream)).replace(
+                    r#""content":[]"#,
+                    &format!(r#""content":[{{"type":"text","text":"{t}"}},[[{{}}]]]"#),
+                );
+                text.push_str(&m);
+                text.push('\n');
+                continue;
+            }
             let line = pool[next(pool.len())].replacen("\"seq\":0", &format!("\"seq\":{seq}"), 1);
             text.push_str(&line);
             text.push('\n');
@@ -515,4 +576,15 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
         parsed.bytes(bytes);
         assert_eq!(walked.finish(), parsed.finish(), "round {round}:\n{text}");
     }
+}
+
+/// A call list handed back for the next log starts that log empty.
+#[test]
+fn a_recycled_call_list_holds_nothing_of_the_last_log() {
+    let first = count(&log(&[V4.into(), message(0, 1, 1, Some((1, 2)), None)]));
+    assert_eq!(first.calls.len(), 1);
+    recycle(first.calls);
+    let second = count(&log(&[V4.into(), message(0, 1, 1, Some((3, 4)), None)]));
+    assert_eq!(second.calls.len(), 1);
+    assert_eq!(second.calls[0].tokens, tokens(3, 4));
 }
