@@ -216,7 +216,7 @@ impl LinePrefilter {
     /// regex engine's prefilter: an Aho-Corasick automaton over `assistant/attempt` and
     /// `assistant\/attempt` stopped at every `a` of the log, a fifth of `grep -c`'s time
     /// for a pattern in every session.)
-    pub fn keeping(&self, markers: &[&str]) -> LinePrefilter {
+    pub fn keeping<S: AsRef<[u8]>>(&self, markers: &[S]) -> LinePrefilter {
         let mut kept = self.clone();
         kept.markers = (!markers.is_empty()).then(|| Finder::of(markers)).flatten();
         kept
