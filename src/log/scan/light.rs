@@ -1,7 +1,7 @@
 //! The light pass: the same pass and the same fold, over rows read as envelopes.
 //!
 //! A command that reads little of each event (`grep` reads the text of its candidate lines
-//! only; `stats` and `ls` read sizes, roles and usage) asks for it with
+//! only; `surface` and `ls`'s table read what the fold decided) asks for it with
 //! [`super::ScanOptions::light`]. Each line is then parsed into a tree that holds the
 //! envelope (`type`, `seq`, `time`, `surfaceOp`, `sourceEventSeqs`, `ignorable`) and every
 //! part of `data` the fold and its rules read (turn, step, the message with its role, source,
@@ -15,7 +15,8 @@
 //! legacy v0 rewrites — is the full pass's: the parts passed over are read by none of them.
 //! What the light pass does not check is [`UNCHECKED`], and only that: its findings are
 //! dropped whatever the trees (so a pass forced whole with `DSHS_FULL_PASS=1` reports the
-//! same). `validate`, `repair` and `compact` never ask for it.
+//! same). `validate`, `repair` and `compact` never ask for it, nor does a report that counts
+//! warnings (`stats`, `ls --format json`).
 //!
 //! `light_pass_folds_like_the_full_pass` (scan tests) compares both passes on every log of
 //! `testdata/`, damaged variants of them and generated logs.
