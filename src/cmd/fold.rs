@@ -89,7 +89,7 @@ pub fn load_light(
     want: &Want,
     env: &Env,
 ) -> Result<Box<Folded>> {
-    load_with(file, session, want, env, None, &mut (), true)
+    load_with((file, session), want, env, None, &mut (), true)
 }
 
 /// Sends every finding to both: the refusals and the caller's sink.
@@ -117,12 +117,12 @@ pub fn load_observed(
     sink: Option<&mut dyn Sink>,
     observer: &mut dyn dshs::log::scan::Observer,
 ) -> Result<Box<Folded>> {
-    load_with(file, session, want, env, sink, observer, false)
+    load_with((file, session), want, env, sink, observer, false)
 }
 
+/// [`load_observed`] by the light pass or not; `input`: the file and the session in it.
 fn load_with(
-    file: &str,
-    session: Option<&str>,
+    (file, session): (&str, Option<&str>),
     want: &Want,
     env: &Env,
     sink: Option<&mut dyn Sink>,

@@ -214,12 +214,7 @@ impl<'a> Parser<'a> {
                     self.escaped_key()?;
                 }
                 let slot = self.members.len() - 1;
-                self.ws();
-                if self.peek()? != b':' {
-                    return None;
-                }
-                self.i += 1;
-                self.ws();
+                self.colon()?;
                 match self.peek()? {
                     b'"' => match self.plain_string() {
                         Some(text) => self.set_member(slot, Json::Str(JStr::from(text))),
@@ -234,17 +229,8 @@ impl<'a> Parser<'a> {
                     },
                     _ => self.member_other(slot)?,
                 }
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more_members()? {
+                    break;
                 }
             }
         }
@@ -289,22 +275,53 @@ impl<'a> Parser<'a> {
     /// the `]` of an empty array too).
     #[inline(always)]
     fn array_opens(&mut self) -> Option<bool> {
+        self.opens(b']')
+    }
+
+    /// At a container's opening bracket: one level deeper and past it; whether a value
+    /// follows (else past `close` too).
+    #[inline(always)]
+    fn opens(&mut self, close: u8) -> Option<bool> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return None;
         }
         self.i += 1;
         self.ws();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.i += 1;
             return Some(false);
         }
         Some(true)
     }
 
+    /// After a member's key: past the `:` and the whitespace around it.
+    #[inline(always)]
+    fn colon(&mut self) -> Option<()> {
+        self.ws();
+        if self.peek()? != b':' {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        Some(())
+    }
+
+    /// After a member's value: past the `,` before the next (true) or the closing `}`.
+    #[inline(always)]
+    fn more_members(&mut self) -> Option<bool> {
+        self.more(b'}')
+    }
+
     /// After an array's item: past the `,` before the next (true) or the closing `]`.
     #[inline(always)]
     fn more_items(&mut self) -> Option<bool> {
+        self.more(b']')
+    }
+
+    /// After a container's value: past the `,` before the next (true) or `close`.
+    #[inline(always)]
+    fn more(&mut self, close: u8) -> Option<bool> {
         self.ws();
         match self.peek()? {
             b',' => {
@@ -312,7 +329,7 @@ impl<'a> Parser<'a> {
                 self.ws();
                 Some(true)
             }
-            b']' => {
+            b if b == close => {
                 self.i += 1;
                 Some(false)
             }
@@ -707,38 +724,16 @@ impl<'a> Parser<'a> {
         match self.peek()? {
             b'"' => self.skip_string(),
             b'{' => {
-                self.depth += 1;
-                if self.depth > MAX_DEPTH {
-                    return None;
-                }
-                self.i += 1;
-                self.ws();
-                if self.peek()? == b'}' {
-                    self.i += 1;
-                } else {
+                if self.opens(b'}')? {
                     loop {
                         if self.peek()? != b'"' {
                             return None;
                         }
                         self.skip_string()?;
-                        self.ws();
-                        if self.peek()? != b':' {
-                            return None;
-                        }
-                        self.i += 1;
-                        self.ws();
+                        self.colon()?;
                         self.skip_value()?;
-                        self.ws();
-                        match self.peek()? {
-                            b',' => {
-                                self.i += 1;
-                                self.ws();
-                            }
-                            b'}' => {
-                                self.i += 1;
-                                break;
-                            }
-                            _ => return None,
+                        if !self.more_members()? {
+                            break;
                         }
                     }
                 }
