@@ -1045,3 +1045,115 @@ fn derive_lib_text(text: &str, dir: &std::path::Path) -> Vec<Value> {
     let (s, _) = run(text, None);
     derive_lib(&path, &s)
 }
+
+// ---------------------------------------------------------------------------------------
+// The light pass (`scan::light`) folds like the full pass
+// ---------------------------------------------------------------------------------------
+
+/// Every event the fold hands on, with its verdicts.
+struct Events(Vec<String>);
+
+impl scan::Observer for Events {
+    fn event(&mut self, info: &scan::EventInfo<'_, '_>, state: &scan::FoldState) {
+        let ev = info.event;
+        self.0.push(format!(
+            "{} {} {:?} {} {} turn {:?} step {:?} open {:?} surface {}",
+            ev.seq,
+            ev.ty,
+            info.class,
+            info.accepted,
+            info.speculative,
+            ev.turn(),
+            ev.step(),
+            state.lifecycle.open_turn(),
+            state.surface.len()
+        ));
+    }
+    fn unusable(&mut self, row: &scan::Unusable<'_>) {
+        self.0.push(format!(
+            "unusable {:?} {:?} {}",
+            row.pos, row.seq, row.speculative
+        ));
+    }
+    fn speculation_ended(&mut self, committed: bool) {
+        self.0.push(format!("ended {committed}"));
+    }
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
+}
+
+/// What a pass with `light` decided of `text`.
+fn light_outcome(text: &str, light: scan::FullLines, threads: usize) -> String {
+    let opts = ScanOptions {
+        record_replacements: true,
+        threads,
+        block_bytes: 700,
+        light: Some(light),
+        ..ScanOptions::default()
+    };
+    let mut findings = Vec::new();
+    let mut events = Events(Vec::new());
+    let s = scan(text.as_bytes(), None, &opts, &mut findings, &mut events).expect("in memory");
+    let surface = s.state.as_ref().map(|st| {
+        (
+            st.surface
+                .iter()
+                .map(|n| (n.seq, n.kind, n.op, n.tool_calls, n.result_shape))
+                .collect::<Vec<_>>(),
+            st.surface.replacements().unwrap(),
+            st.closers.open_turn(),
+        )
+    });
+    format!(
+        "{:?} {:?} events {} committed {} torn {:?} crash {:?}\n{surface:?}\n{findings:#?}\n{:#?}",
+        s.status(),
+        s.tally,
+        s.events(),
+        s.committed_bytes,
+        s.torn,
+        s.crash,
+        events.0
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 200, ..ProptestConfig::default() })]
+
+    /// Generated logs, damaged or not: the light pass (some lines whole, as `grep` asks for
+    /// its candidates, or none) decides what the full pass decides, event by event.
+    #[test]
+    fn the_light_pass_folds_generated_logs_like_the_full_pass(
+        v in 0usize..5,
+        items in prop::collection::vec(item(), 0..6),
+        damage in 0u8..4,
+        at in any::<u32>(),
+        whole in prop::collection::vec(any::<bool>(), 0..64),
+        threads in 1usize..3,
+    ) {
+        let b = Builder::build(v, &items);
+        let mut text = text_of(&b.lines);
+        let pick = at as usize % (text.len() + 1);
+        let line_start = text[..pick].rfind('\n').map_or(0, |i| i + 1);
+        let line_end = text[pick..].find('\n').map_or(text.len(), |i| pick + i);
+        match damage {
+            // Cut anywhere (a torn line, a crash tail).
+            1 => text.truncate(pick),
+            // A line corrupted in the middle of the log.
+            2 if line_start > b.lines[0].len() => text.replace_range(line_start..line_end, "{\"type\":"),
+            // A line dropped (a seq gap).
+            3 if line_start > b.lines[0].len() && line_end < text.len() => {
+                text.replace_range(line_start..=line_end, "");
+            }
+            _ => {}
+        }
+        let starts: Vec<u64> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i as u64 + 1))
+            .zip(whole.iter().cycle())
+            .filter_map(|(s, &w)| w.then_some(s))
+            .collect();
+        let full = light_outcome(&text, scan::FullLines::all(), threads);
+        prop_assert_eq!(&light_outcome(&text, scan::FullLines::default(), threads), &full, "{}", text);
+        prop_assert_eq!(&light_outcome(&text, scan::FullLines::new(starts, u64::MAX), threads), &full, "{}", text);
+    }
+}

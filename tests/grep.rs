@@ -1335,7 +1335,7 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                 // As `grep --chunks` runs it: lines whose text is searched joined are kept.
                 let markers =
                     dshs::log::grep::text::joined_stream_markers(&Extract { chunks: true });
-                let Some(f) = p.prefilter().map(|f| f.keeping(markers)) else {
+                let Some(f) = p.prefilter().map(|f| f.keeping(&markers)) else {
                     continue;
                 };
                 let f = &f;

@@ -81,6 +81,17 @@ pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result
     load_observed(file, session, want, env, None, &mut ())
 }
 
+/// [`load`] by the light pass (`dshs::log::scan::light`), for a command whose output
+/// depends on no check that pass leaves out (`surface`: none of them blocks the fold).
+pub fn load_light(
+    file: &str,
+    session: Option<&str>,
+    want: &Want,
+    env: &Env,
+) -> Result<Box<Folded>> {
+    load_with((file, session), want, env, None, &mut (), true)
+}
+
 /// Sends every finding to both: the refusals and the caller's sink.
 struct Both<'a, 'b> {
     refusals: &'a mut Refusals,
@@ -106,6 +117,18 @@ pub fn load_observed(
     sink: Option<&mut dyn Sink>,
     observer: &mut dyn dshs::log::scan::Observer,
 ) -> Result<Box<Folded>> {
+    load_with((file, session), want, env, sink, observer, false)
+}
+
+/// [`load_observed`] by the light pass or not; `input`: the file and the session in it.
+fn load_with(
+    (file, session): (&str, Option<&str>),
+    want: &Want,
+    env: &Env,
+    sink: Option<&mut dyn Sink>,
+    observer: &mut dyn dshs::log::scan::Observer,
+    light: bool,
+) -> Result<Box<Folded>> {
     let mut spool = None;
     let (mut opened, store) = super::open_input(file, session, env)?;
     if want.lines {
@@ -123,6 +146,7 @@ pub fn load_observed(
         stop_after: want.at,
         record_replacements: want.replacements,
         from_store: store.is_some(),
+        light: light.then(dshs::log::scan::FullLines::default),
         ..env.scan_options()
     };
     let mut refusals = Refusals::default();

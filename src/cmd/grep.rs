@@ -20,7 +20,7 @@ use dshs::log::grep::{
     confirm, prefilter, text,
 };
 use dshs::log::input::{self, Opened, Source};
-use dshs::log::scan::{Scan, ScanOptions, Status};
+use dshs::log::scan::{FullLines, Scan, ScanOptions, Status};
 
 use super::targets::{Target, targets};
 use crate::cli::{GrepArgs, GrepRole, ReportFormat};
@@ -302,7 +302,7 @@ fn search_target(
     let filter = query
         .pattern
         .prefilter()
-        .map(|f| f.keeping(text::joined_stream_markers(&query.extract)));
+        .map(|f| f.keeping(&text::joined_stream_markers(&query.extract)));
     let filter = filter.as_ref();
     let candidates = if filter.is_some() || !sessions.is_empty() {
         let mut reader = first.reader;
@@ -366,6 +366,16 @@ fn search_target(
             return Found::Unreadable(format!("cannot read {name}: {e}"), Outcome::of_read(&e));
         }
     };
+    // The light pass: only the candidate lines are read whole (their text is searched), or
+    // every line when a match's neighbours are shown.
+    let full = match (&candidates, query.context) {
+        (Candidates::Lines { offsets, end }, 0) => FullLines::new(offsets.clone(), *end),
+        _ => FullLines::all(),
+    };
+    let opts = &ScanOptions {
+        light: Some(full),
+        ..opts.clone()
+    };
     let mut search = Search::new(query, candidates);
     let mut first_error = FirstError::default();
     let scan = super::scan_source(opened, env, opts, &mut first_error, &mut search);
@@ -417,7 +427,17 @@ fn report_state(log: &Searched, at: Option<u64>, quiet: bool, summary: &mut Summ
     if log.scan.status() != Status::Valid {
         summary.not_valid += 1;
     }
-    super::note_status(&log.name, &log.scan, log.first_error.as_ref(), quiet);
+    let light = format!(
+        "checked for every rule but {}",
+        dshs::log::scan::light::unchecked_summary()
+    );
+    super::note_status_checked(
+        &log.name,
+        &log.scan,
+        log.first_error.as_ref(),
+        quiet,
+        Some(&light),
+    );
     if let Some(at) = at
         && log.scan.stop_not_reached
         && !log.scan.ended_early

@@ -12,6 +12,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use dshs::log::event::Kind;
 use dshs::log::finding::Discard;
 use dshs::log::input::{self, Source};
 use dshs::log::scan::{EventInfo, FoldState, Observer, Status};
@@ -96,7 +97,7 @@ impl Observer for Activity {
         false
     }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
-        if info.event.ty == "turn/start" {
+        if info.event.kind == Kind::TurnStart {
             self.turns += 1;
         }
         self.last_time = Some(info.event.time);
@@ -156,7 +157,9 @@ pub fn run(args: &LsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     super::in_parallel(
         &sessions,
         jobs,
-        |dir| row_of(dir, env),
+        // The table shows no warning count, the only thing the light pass may count
+        // differently (see `dshs::log::scan::light`).
+        |dir| row_of(dir, env, args.format == ReportFormat::Human),
         |row| {
             rows.push(row);
             Ok(())
@@ -285,7 +288,7 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
-fn row_of(dir: &Path, env: &Env) -> Row {
+fn row_of(dir: &Path, env: &Env, light: bool) -> Row {
     let mut row = Row {
         generations: input::generations(dir).map_or(0, |g| g.len()),
         ..Row::unread(dir.display().to_string())
@@ -309,7 +312,10 @@ fn row_of(dir: &Path, env: &Env) -> Row {
         opened.reader,
         opened.framing.as_ref(),
         opened.path.as_deref(),
-        &env.scan_options(),
+        &dshs::log::scan::ScanOptions {
+            light: light.then(dshs::log::scan::FullLines::default),
+            ..env.scan_options()
+        },
         &mut Discard,
         &mut activity,
     ) {

@@ -595,6 +595,18 @@ pub fn outcome_of_status(status: Status) -> Outcome {
 /// For inspection commands: say on stderr when the log is not valid (they print what they
 /// can and leave the findings to `validate`).
 pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet: bool) {
+    note_status_checked(name, scan, first_error, quiet, None);
+}
+
+/// [`note_status`] for a pass that made only some checks (the light pass): `checked` says
+/// which.
+pub fn note_status_checked(
+    name: &str,
+    scan: &Scan,
+    first_error: Option<&Finding>,
+    quiet: bool,
+    checked: Option<&str>,
+) {
     let status = scan.status();
     if quiet || status == Status::Valid {
         return;
@@ -607,8 +619,9 @@ pub fn note_status(name: &str, scan: &Scan, first_error: Option<&Finding>, quiet
             crate::render::escape(&dshs::log::text::clip(&f.message, 160))
         )
     });
+    let checked = checked.map_or_else(String::new, |c| format!("; {c}"));
     crate::render::diag!(
-        "dshs: {}: {} log ({} error{}, {} warning{}){first}; run `dshs validate` for every finding",
+        "dshs: {}: {} log ({} error{}, {} warning{}){first}{checked}; run `dshs validate` for every finding",
         crate::render::escape(name),
         status.as_str(),
         scan.tally.errors,

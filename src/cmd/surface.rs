@@ -43,7 +43,8 @@ pub fn run(args: &SurfaceArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome
         // The full history is only printed in JSON; the table needs live ranges only.
         replacements: args.format == SurfaceFormat::Json,
     };
-    let folded = fold::load(&args.file, args.session.as_deref(), &want, env)?;
+    // Previews are read from the lines themselves: the fold needs no more than envelopes.
+    let folded = fold::load_light(&args.file, args.session.as_deref(), &want, env)?;
     match args.format {
         SurfaceFormat::Json => write_json(&folded, out)?,
         SurfaceFormat::Table => write_table(&folded, env, out)?,

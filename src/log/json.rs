@@ -563,6 +563,13 @@ pub enum Shape {
     /// its range-encoded storage form (§5.3), which decodes to the same list. The careful
     /// path builds the whole tree and no tally.
     LeanPacked,
+    /// [`Shape::Lean`], but `data.stream` (a provider's chunk records) is passed over whole:
+    /// its strings, numbers and nesting are checked as JSON, no value of it is built, and it
+    /// holds an empty array (or object) in the tree. The objects passed over are not audited
+    /// for repeated keys. For the light pass ([`crate::log::scan::light`]) over formats 2 and
+    /// 3, where no rule but the records' own shape reads them. The careful path builds the
+    /// whole tree.
+    Envelope,
 }
 
 /// What a [`Shape::LeanPacked`] parse kept of the member arrays of a packed chunk row it left

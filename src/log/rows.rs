@@ -262,7 +262,7 @@ pub fn decode_in<'a>(
     let slots = envelope_slots(value.as_obj().unwrap_or_default());
     // The type is copied only for a bad row's report (not once per event).
     let ty = slots.values[0].and_then(Json::as_str);
-    let is_turn_end = ty == Some("turn/end");
+    let is_turn_end = ty == Some(Kind::TurnEnd.name());
     let owned_type = |v: &Json<'_>| v.get("type").and_then(Json::as_str).map(str::to_owned);
     let packed_tag = PACKED_TAGS.iter().copied().find(|t| ty == Some(*t));
     if let Some(tag) = packed_tag.filter(|_| !dialect.packed_by_seq0 || value.get("seq0").is_some())
@@ -593,7 +593,7 @@ impl<'a> Packed<'a> {
                     pos: self.pos,
                     seq,
                     time,
-                    ty: Cow::Borrowed("assistant/chunk"),
+                    ty: Cow::Borrowed(Kind::AssistantChunk.name()),
                     kind: Kind::AssistantChunk,
                     data: Json::Obj(data.into()),
                     surface_op: None,

@@ -30,7 +30,10 @@ use super::rows::{self, BadKind, Candidate, Event, Packed, Row};
 use super::surface::{self, SurfaceManager};
 use super::vocab::{KnownTypes, TypeClass, Vocabulary};
 
+pub mod light;
 mod pipeline;
+
+pub use light::FullLines;
 
 /// What a command wants from the pass.
 #[derive(Debug, Clone, Default)]
@@ -71,6 +74,10 @@ pub struct ScanOptions {
     /// Keep the latest replacement (for `show --follow`, which prints what a replacement
     /// shadowed when it folds; see [`SurfaceManager::keep_last_replacement`]).
     pub keep_last_replacement: bool,
+    /// The light pass ([`light`]): rows read as envelopes but these lines, which get the
+    /// whole tree; the observer reads beyond the envelope only in them. Its findings leave
+    /// out [`light::UNCHECKED`]. None: the full pass.
+    pub light: Option<FullLines>,
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -392,11 +399,13 @@ struct Counting<S> {
     tally: Tally,
     /// After a V4-draft refusal checking stops: later findings are dropped.
     muted: bool,
+    /// A light pass: the findings of [`light::UNCHECKED`] are dropped.
+    light: bool,
 }
 
 impl<S: Sink> Sink for Counting<S> {
     fn push(&mut self, f: Finding) {
-        if self.muted {
+        if self.muted || (self.light && light::unchecked(f.code)) {
             return;
         }
         self.tally.count(&f);
@@ -577,7 +586,7 @@ fn survives_rollback(f: &Finding) -> bool {
             | Code::RetiredToolResultBlock
             | Code::FormatV4Draft
     ) || (f.severity == Severity::Error
-        && f.event_type.as_deref() == Some("system/message")
+        && f.event_type.as_deref() == Some(Kind::SystemMessage.name())
         && f.code.info().area == Area::Messages)
 }
 
@@ -597,7 +606,19 @@ struct Ctx<O> {
     /// Lean trees when the log embeds streams (v2+) and the observer never reads inside
     /// `data.stream`'s records (the checks read only their `type` and `chunk`).
     shape: Shape,
+    /// A light pass: the lines that get the whole tree (every other gets `shape`).
+    full_lines: Option<FullLines>,
     observer: O,
+}
+
+impl<O> Ctx<O> {
+    /// The tree to build of the line starting at `byte`.
+    fn shape_at(&self, byte: u64) -> Shape {
+        match &self.full_lines {
+            Some(full) if full.contains(byte) => Shape::Full,
+            _ => self.shape,
+        }
+    }
 }
 
 /// Run the pass over `reader`. `path` (when the log is a file) enables the name and
@@ -627,6 +648,7 @@ pub fn scan_framed(
         inner: sink,
         tally: Tally::default(),
         muted: false,
+        light: opts.light.is_some(),
     };
     let mut result = Scan {
         header: None,
@@ -724,7 +746,15 @@ pub fn scan_framed(
         from_store: opts.from_store,
         draft: None,
         muted: false,
-        shape: tree_shape(dialect, &observer),
+        shape: tree_shape(dialect, &observer, opts.light.is_some()),
+        // Forced whole, a light pass reads every line as the full pass does.
+        full_lines: opts.light.clone().map(|f| {
+            if light::full_pass_forced() {
+                FullLines::all()
+            } else {
+                f
+            }
+        }),
         observer,
     };
     let mut pass = Pass {
@@ -789,7 +819,7 @@ pub fn scan_framed(
                 Some(&arena),
                 Some(&mut scratch),
                 utf8_ok,
-                pass.ctx.shape,
+                pass.ctx.shape_at(pos.byte),
             );
             let stop = pass.line(pos, end, line.bytes, utf8_ok, &mut row);
             drop(row);
@@ -967,6 +997,7 @@ impl<O, S> Pass<O, S> {
             inner: had,
             tally,
             muted,
+            light,
         } = out;
         let pass = Pass {
             ctx,
@@ -974,6 +1005,7 @@ impl<O, S> Pass<O, S> {
                 inner: sink,
                 tally,
                 muted,
+                light,
             },
             state,
             spec,
@@ -1123,7 +1155,7 @@ impl<O: Observer, S: Sink> Pass<O, S> {
                     Some(&arena),
                     None,
                     utf8_ok,
-                    self.ctx.shape,
+                    self.ctx.shape_at(pos.byte),
                 );
                 let expected = self.state.surface.next_seq();
                 let (bad, _) = classify_row(
@@ -1420,7 +1452,7 @@ fn classify_row(
         // Packed rows exist only in formats 0 and 1, which have no canonical envelope.
         Row::Packed(packed, _) => {
             let gap = seq_gap(Some(packed.seq0), expected, resync_pending, || {
-                Some("assistant/chunk".to_owned())
+                Some(Kind::AssistantChunk.name().to_owned())
             });
             return (gap, false);
         }
@@ -1494,8 +1526,10 @@ impl Sink for Counted<'_> {
 /// embedded stream have no stream to leave out; formats 0 and 1 have packed rows, whose
 /// members past the first a pass that does not want each event reads only where they do not
 /// follow cleanly (`fold_packed`).
-fn tree_shape(dialect: &Dialect, observer: &impl Observer) -> Shape {
-    if observer.reads_stream_records() {
+fn tree_shape(dialect: &Dialect, observer: &impl Observer, light: bool) -> Shape {
+    if light {
+        light::shape(dialect, observer.wants_each_event())
+    } else if observer.reads_stream_records() {
         Shape::Full
     } else if dialect.embedded_stream {
         Shape::Lean
@@ -1758,7 +1792,7 @@ fn finish(
     if state.closers.is_open() {
         let (pos, seq) = state.last_turn_start.unwrap_or_default();
         let pending = state.closers.closers().len().saturating_sub(1);
-        out.push(at(pos, Some(seq), Some("turn/start")).finding(
+        out.push(at(pos, Some(seq), Some(Kind::TurnStart.name())).finding(
             Code::OpenTurnAtEnd,
             format!(
                 "the log ends inside open turn {} ({} closer{} would be appended by repair); DSH closes it on resume",

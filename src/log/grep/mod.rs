@@ -466,7 +466,8 @@ impl<'q> Search<'q> {
         self.pool.retain(|h| {
             if h.speculative {
                 true
-            } else if h.kind == PartKind::SystemPrompt && h.event_type == "request/header" {
+            } else if h.kind == PartKind::SystemPrompt && h.event_type == Kind::RequestHeader.name()
+            {
                 Some(h.seq) == last_header
             } else {
                 h.surface && h.accepted && state.surface.contains(h.seq)
@@ -616,7 +617,7 @@ impl Marks {
     }
 
     fn of(&self, h: &Hit) -> Mark {
-        let header = h.kind == PartKind::SystemPrompt && h.event_type == "request/header";
+        let header = h.kind == PartKind::SystemPrompt && h.event_type == Kind::RequestHeader.name();
         self.mark(h.surface, h.accepted, h.speculative, h.epoch, h.seq, header)
     }
 }

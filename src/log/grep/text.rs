@@ -145,17 +145,13 @@ pub fn carries_text(kind: Kind, opts: &Extract) -> bool {
 /// cut-off deltas): an `assistant/attempt` (its stream is always searched), and with
 /// `--chunks` any embedded stream run or delta. A `\/` may stand for the slash; `\u`
 /// escapes are undone by the raw-line test before it looks.
-pub fn joined_stream_markers(opts: &Extract) -> &'static [&'static str] {
+pub fn joined_stream_markers(opts: &Extract) -> Vec<String> {
+    let attempt = Kind::AssistantAttempt.name();
+    let mut markers = vec![attempt.to_owned(), attempt.replace('/', "\\/")];
     if opts.chunks {
-        &[
-            "assistant/attempt",
-            "assistant\\/attempt",
-            "-chunks\"",
-            "-delta\"",
-        ]
-    } else {
-        &["assistant/attempt", "assistant\\/attempt"]
+        markers.extend(["-chunks\"".to_owned(), "-delta\"".to_owned()]);
     }
+    markers
 }
 
 /// The text of `ev`, in the order it appears, empty pieces left out.

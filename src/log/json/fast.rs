@@ -68,6 +68,7 @@ pub(super) fn parse_tallied<'a>(
         duplicate_in: u64::MAX,
         lean: shape != Shape::Full,
         packed: shape == Shape::LeanPacked,
+        envelope: shape == Shape::Envelope,
         path: Path::Outside,
         tally: None,
         summed_from: 0,
@@ -106,6 +107,8 @@ struct Parser<'a> {
     lean: bool,
     /// The lean tree leaves out a packed row's arrays, not those of `data.stream`.
     packed: bool,
+    /// The lean tree passes over `data.stream` whole ([`Shape::Envelope`]).
+    envelope: bool,
     /// For a lean tree, how far along `data.stream` (or a packed row's `data`) the value
     /// being parsed lies.
     path: Path,
@@ -211,12 +214,7 @@ impl<'a> Parser<'a> {
                     self.escaped_key()?;
                 }
                 let slot = self.members.len() - 1;
-                self.ws();
-                if self.peek()? != b':' {
-                    return None;
-                }
-                self.i += 1;
-                self.ws();
+                self.colon()?;
                 match self.peek()? {
                     b'"' => match self.plain_string() {
                         Some(text) => self.set_member(slot, Json::Str(JStr::from(text))),
@@ -231,17 +229,8 @@ impl<'a> Parser<'a> {
                     },
                     _ => self.member_other(slot)?,
                 }
-                self.ws();
-                match self.peek()? {
-                    b',' => {
-                        self.i += 1;
-                        self.ws();
-                    }
-                    b'}' => {
-                        self.i += 1;
-                        break;
-                    }
-                    _ => return None,
+                if !self.more_members()? {
+                    break;
                 }
             }
         }
@@ -286,22 +275,53 @@ impl<'a> Parser<'a> {
     /// the `]` of an empty array too).
     #[inline(always)]
     fn array_opens(&mut self) -> Option<bool> {
+        self.opens(b']')
+    }
+
+    /// At a container's opening bracket: one level deeper and past it; whether a value
+    /// follows (else past `close` too).
+    #[inline(always)]
+    fn opens(&mut self, close: u8) -> Option<bool> {
         self.depth += 1;
         if self.depth > MAX_DEPTH {
             return None;
         }
         self.i += 1;
         self.ws();
-        if self.peek()? == b']' {
+        if self.peek()? == close {
             self.i += 1;
             return Some(false);
         }
         Some(true)
     }
 
+    /// After a member's key: past the `:` and the whitespace around it.
+    #[inline(always)]
+    fn colon(&mut self) -> Option<()> {
+        self.ws();
+        if self.peek()? != b':' {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        Some(())
+    }
+
+    /// After a member's value: past the `,` before the next (true) or the closing `}`.
+    #[inline(always)]
+    fn more_members(&mut self) -> Option<bool> {
+        self.more(b'}')
+    }
+
     /// After an array's item: past the `,` before the next (true) or the closing `]`.
     #[inline(always)]
     fn more_items(&mut self) -> Option<bool> {
+        self.more(b']')
+    }
+
+    /// After a container's value: past the `,` before the next (true) or `close`.
+    #[inline(always)]
+    fn more(&mut self, close: u8) -> Option<bool> {
         self.ws();
         match self.peek()? {
             b',' => {
@@ -309,7 +329,7 @@ impl<'a> Parser<'a> {
                 self.ws();
                 Some(true)
             }
-            b']' => {
+            b if b == close => {
                 self.i += 1;
                 Some(false)
             }
@@ -420,6 +440,7 @@ impl<'a> Parser<'a> {
             {
                 Some(Path::Sources)
             }
+            (Path::Data, 2) if key == "stream" && self.envelope => Some(Path::Skipped),
             (Path::Data, 2) if key == "stream" => Some(Path::Stream),
             (Path::Record, 4) if self.peek() == Some(b'[') => Some(Path::Dropped),
             (Path::Packed, 2) if self.peek() == Some(b'[') => match key.as_ref() {
@@ -447,6 +468,7 @@ impl<'a> Parser<'a> {
         let was = std::mem::replace(&mut self.path, into);
         let done = match into {
             Path::Summed(which) => self.summed(which, put),
+            Path::Skipped => self.passed_over(put),
             Path::Sources => self.sources(put),
             _ => self.other(put),
         };
@@ -677,6 +699,67 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// A value passed over ([`Shape::Envelope`]): past it, checked as JSON as the full parse
+    /// checks it (strings, escapes, numbers, nesting), nothing of it built; a container
+    /// leaves an empty one of its kind in the tree, any other value stands as read.
+    #[inline(never)]
+    fn passed_over(&mut self, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        match self.peek()? {
+            b'[' => {
+                self.skip_value()?;
+                put(self, Json::Arr(List::Arena(&[])));
+            }
+            b'{' => {
+                self.skip_value()?;
+                put(self, Json::Obj(List::Arena(&[])));
+            }
+            _ => return self.other(put),
+        }
+        Some(())
+    }
+
+    /// Past one value, checked as JSON and not built (the objects in it are not audited for
+    /// repeated keys; its numbers are, for `-0` and overflow, as they are read).
+    fn skip_value(&mut self) -> Option<()> {
+        match self.peek()? {
+            b'"' => self.skip_string(),
+            b'{' => {
+                if self.opens(b'}')? {
+                    loop {
+                        if self.peek()? != b'"' {
+                            return None;
+                        }
+                        self.skip_string()?;
+                        self.colon()?;
+                        self.skip_value()?;
+                        if !self.more_members()? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Some(())
+            }
+            b'[' => {
+                if self.array_opens()? {
+                    loop {
+                        self.skip_value()?;
+                        if !self.more_items()? {
+                            break;
+                        }
+                    }
+                }
+                self.depth -= 1;
+                Some(())
+            }
+            b't' => self.literal(b"true").then_some(()),
+            b'f' => self.literal(b"false").then_some(()),
+            b'n' => self.literal(b"null").then_some(()),
+            b'-' | b'0'..=b'9' => self.number().map(drop),
+            _ => None,
+        }
+    }
+
     /// At the `[` of an array a lean tree leaves out: past it, read and audited as
     /// [`Self::array`] reads it, but its items are not built (an object among them is, and
     /// then dropped: its keys are compared for repeats).
@@ -857,6 +940,8 @@ enum Path {
     Summed(Summed),
     /// In the top-level `sourceEventSeqs` ([`Shape::LeanPacked`]).
     Sources,
+    /// `data.stream`, passed over whole ([`Shape::Envelope`]).
+    Skipped,
 }
 
 /// Which member array of a packed row is tallied.

@@ -213,6 +213,7 @@ impl<'a> Rows<'a> {
             dialect,
             vocab,
             shape,
+            full_lines,
         } = *how;
         let bytes = text.text();
         // The rest of the text checked at once (a line at a time, the check's set-up cost more
@@ -264,7 +265,10 @@ impl<'a> Rows<'a> {
                         Some(&text.arena),
                         Some(&mut self.scratch),
                         utf8,
-                        shape,
+                        match full_lines {
+                            Some(full) if full.contains(pos.byte) => Shape::Full,
+                            _ => shape,
+                        },
                     ),
                 }),
             });
@@ -304,6 +308,8 @@ struct Parse<'s> {
     dialect: &'s Dialect,
     vocab: &'s Vocabulary,
     shape: Shape,
+    /// A light pass: the lines that get the whole tree (see `Ctx::shape_at`).
+    full_lines: Option<&'s super::FullLines>,
 }
 
 /// Buffers, arenas of folded blocks, kept for the next ones (one thread's).
@@ -691,6 +697,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     let threads = threads.max(2);
     let dialect = pass.ctx.dialect;
     let shape = pass.ctx.shape;
+    let full_lines = &pass.ctx.full_lines.clone();
     // A copy the parsing threads share while the pass goes round (a few dozen entries).
     let vocab = &pass.ctx.vocab.clone();
     let first_no = lines.next_line_no();
@@ -719,6 +726,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
             dialect,
             vocab,
             shape,
+            full_lines: full_lines.as_ref(),
         },
         spin: threads <= thread::available_parallelism().map_or(1, |n| n.get()),
         done: (Mutex::new(false), Condvar::new()),
@@ -846,6 +854,7 @@ mod tests {
             dialect,
             vocab: &vocab,
             shape: Shape::Full,
+            full_lines: None,
         };
         for len in [0, 10, text.len() - 4, text.len()] {
             let mut whole = batch_of(text, len);
@@ -880,6 +889,7 @@ mod tests {
             dialect,
             vocab: &vocab,
             shape: Shape::Full,
+            full_lines: None,
         };
         let text = vec![b'\n'; 3 * ROWS_PER_STEP + 5];
         let mut batch = batch_of(&text, text.len());

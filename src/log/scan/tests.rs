@@ -697,7 +697,7 @@ fn lean_trees_change_nothing_the_checks_say_of_any_testdata_log() {
         let text = String::from_utf8_lossy(&bytes);
         // Where `()` asks for lean packed trees.
         let dialect = run(&text).0.dialect;
-        let lean_packed = dialect.is_some_and(|d| tree_shape(d, &()) == Shape::LeanPacked);
+        let lean_packed = dialect.is_some_and(|d| tree_shape(d, &(), false) == Shape::LeanPacked);
         encoded += usize::from(lean_packed && text.lines().any(encodes));
         for threads in [1, 2] {
             let opts = ScanOptions {
@@ -841,7 +841,7 @@ fn a_pass_leaves_out_packed_rows_arrays_only_where_it_folds_first_members_alone(
     };
     let (full, lean, packed) = (Shape::Full, Shape::Lean, Shape::LeanPacked);
     assert_eq!(
-        shapes(&|d| tree_shape(d, &())),
+        shapes(&|d| tree_shape(d, &(), false)),
         [packed, packed, lean, lean, lean]
     );
     // Every member folded: a packed row's arrays are read.
@@ -850,11 +850,11 @@ fn a_pass_leaves_out_packed_rows_arrays_only_where_it_folds_first_members_alone(
         lens: Vec::new(),
     };
     assert_eq!(
-        shapes(&|d| tree_shape(d, &each)),
+        shapes(&|d| tree_shape(d, &each, false)),
         [full, full, lean, lean, lean]
     );
-    assert_eq!(shapes(&|d| tree_shape(d, &WholeTrees)), [full; 5]);
-    assert_eq!(shapes(&|d| tree_shape(d, &EveryEvent)), [full; 5]);
+    assert_eq!(shapes(&|d| tree_shape(d, &WholeTrees, false)), [full; 5]);
+    assert_eq!(shapes(&|d| tree_shape(d, &EveryEvent, false)), [full; 5]);
 }
 
 #[test]
@@ -1755,5 +1755,323 @@ fn an_observer_that_is_done_ends_the_pass_with_no_end_of_log_checks() {
             assert_eq!(codes(&findings), want, "{findings:?}");
             assert!(s.total_bytes < text.len() as u64, "{}", s.total_bytes);
         }
+    }
+}
+
+/// Records every event, row and speculation an observer is told of, with what the fold
+/// decided of each (for comparing the light pass with the full one).
+struct EventList {
+    lines: Vec<String>,
+    each: bool,
+}
+
+impl Observer for EventList {
+    fn event(&mut self, info: &EventInfo<'_, '_>, state: &FoldState) {
+        let ev = info.event;
+        let role = ev
+            .message()
+            .and_then(|m| m.get("role"))
+            .and_then(Json::as_str);
+        self.lines.push(format!(
+            "event {} {} at {:?} time {} class {:?} accepted {} spec {} turn {:?} step {:?} role {role:?} op {:?} sources {:?} open {:?} events {}",
+            ev.seq,
+            ev.ty,
+            ev.pos,
+            ev.time,
+            info.class,
+            info.accepted,
+            info.speculative,
+            ev.turn(),
+            ev.step(),
+            ev.surface_op.as_ref().map(Json::to_js_string),
+            // Decoded: a lean packed tree keeps an increasing list range-encoded.
+            ev.source_seqs
+                .as_ref()
+                .map(|s| rows::decode_sources(s, Some(ev.seq)).map(|l| l.iter().collect::<Vec<_>>())),
+            state.lifecycle.open_turn(),
+            state.events,
+        ));
+    }
+    fn wants_each_event(&self) -> bool {
+        self.each
+    }
+    fn unusable(&mut self, row: &Unusable<'_>) {
+        self.lines.push(format!(
+            "unusable {:?} seq {:?} type {:?} why {} spec {}",
+            row.pos, row.seq, row.event_type, row.why, row.speculative
+        ));
+    }
+    fn speculation_started(&mut self) {
+        self.lines.push("started".into());
+    }
+    fn speculation_ended(&mut self, committed: bool) {
+        self.lines.push(format!("ended {committed}"));
+    }
+    fn reads_stream_records(&self) -> bool {
+        false
+    }
+}
+
+/// Everything a pass of `opts` over `text` decided: status, tally, committed prefix, torn
+/// line and crash tail, the surface node by node with its shadow marks (the replacements),
+/// the closers, every finding and the event list.
+fn decided(text: &[u8], opts: &ScanOptions, each: bool) -> String {
+    let mut findings = Vec::new();
+    let mut list = EventList {
+        lines: Vec::new(),
+        each,
+    };
+    let s = match scan(text, None, opts, &mut findings, &mut list) {
+        Ok(s) => s,
+        Err(e) => return format!("error {e}"),
+    };
+    let mut out = format!(
+        "{:?} errors {} warnings {} blocking {} events {} committed {} total {} torn {:?} crash {:?}\n",
+        s.status(),
+        s.tally.errors,
+        s.tally.warnings,
+        s.tally.blocking,
+        s.events(),
+        s.committed_bytes,
+        s.total_bytes,
+        s.torn,
+        s.crash,
+    );
+    if let Some(state) = &s.state {
+        for mut node in state.surface.iter() {
+            // Where the message is: the fold's hint, or where a reader finds it without one
+            // (a key repeated in a part the light pass passes over leaves the hint to it).
+            let line = text[node.pos.byte as usize..].split(|&b| b == b'\n').next();
+            let found = line.and_then(|l| crate::log::derive::message_span(l, node.kind).ok());
+            if node.message_at.is_none() && node.legacy_message().is_none() {
+                node.message_at = found.and_then(|s| u32::try_from(s.start).ok());
+            }
+            out += &format!("node {node:?}\n");
+        }
+        out += &format!(
+            "replacements {:?}\nclosers {:?} open {:?} next {}\n",
+            state.surface.replacements().unwrap(),
+            state.closers.closers(),
+            state.closers.open_turn(),
+            state.surface.next_seq()
+        );
+    }
+    for f in &findings {
+        out += &format!("{f:?}\n");
+    }
+    for l in &list.lines {
+        out += l;
+        out.push('\n');
+    }
+    out
+}
+
+/// `log` and damaged variants of it: the last line torn, cut short or doubled, a middle line
+/// corrupted, blanked or cut, a replacement marker pointing nowhere, a stream record of the
+/// wrong kind, a key repeated inside a stream, a `-0` in one.
+fn damaged_variants(log: &[u8]) -> Vec<(String, Vec<u8>)> {
+    let lines: Vec<&[u8]> = log.split_inclusive(|&b| b == b'\n').collect();
+    let mut out = vec![("as is".to_owned(), log.to_vec())];
+    if lines.len() < 3 {
+        return out;
+    }
+    let join = |ls: &[Vec<u8>]| ls.concat();
+    let owned: Vec<Vec<u8>> = lines.iter().map(|l| l.to_vec()).collect();
+    let last = owned.len() - 1;
+    let mid = owned.len() / 2;
+    let mut v = owned.clone();
+    v[last].pop_if(|b| *b == b'\n');
+    out.push(("last line torn".into(), join(&v)));
+    let mut v = owned.clone();
+    let half = v[last].len() / 2;
+    v[last].truncate(half);
+    v[last].push(b'\n');
+    out.push(("last line cut short".into(), join(&v)));
+    let mut v = owned.clone();
+    v.push(owned[last].clone());
+    out.push(("last line doubled".into(), join(&v)));
+    for (what, with) in [
+        (
+            "middle line corrupt",
+            b"{\"type\":\"tool/result\",\"seq\":\n".to_vec(),
+        ),
+        ("middle line blank", b"\n".to_vec()),
+        ("middle line not an object", b"[1,2]\n".to_vec()),
+    ] {
+        let mut v = owned.clone();
+        v[mid] = with;
+        out.push((what.into(), join(&v)));
+    }
+    let mut v = owned.clone();
+    let cut = v[mid].len() / 3;
+    v[mid].truncate(cut);
+    v[mid].push(b'\n');
+    out.push(("middle line cut".into(), join(&v)));
+    let edits: [(&str, &[u8], &[u8]); 5] = [
+        (
+            "bad replace marker",
+            br#""surfaceOp":"append""#,
+            br#""surfaceOp":{"op":"replace","start":999999,"end":999999}"#,
+        ),
+        (
+            "stream record of the wrong kind",
+            br#""stream":[{"#,
+            br#""stream":[7,{"#,
+        ),
+        (
+            "key repeated in a stream",
+            br#""stream":[{"#,
+            br#""stream":[{"type":"x","#,
+        ),
+        (
+            "negative zero in a stream",
+            br#""stream":["#,
+            br#""stream":[-0,"#,
+        ),
+        (
+            "stream not an array",
+            br#""stream":["#,
+            br#""stream":{"a":["#,
+        ),
+    ];
+    for (what, from, to) in edits {
+        for (i, line) in owned.iter().enumerate().skip(mid) {
+            if let Some(at) = memchr::memmem::find(line, from) {
+                let mut v = owned.clone();
+                let mut edited = line[..at].to_vec();
+                edited.extend_from_slice(to);
+                edited.extend_from_slice(&line[at + from.len()..]);
+                // Keep an object stream's brackets balanced: `{"a":[...]}` for `[...]`.
+                if what == "stream not an array"
+                    && let Some(end) = memchr::memmem::rfind(&edited, b"]},\"")
+                        .or_else(|| memchr::memmem::rfind(&edited, b"]}}"))
+                {
+                    edited.insert(end + 1, b'}');
+                }
+                v[i] = edited;
+                out.push((format!("{what} at line {}", i + 1), join(&v)));
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The light pass against the same pass forced whole (what `DSHS_FULL_PASS=1` does): the
+/// same decisions, findings and events on `text`, one line at a time and in parallel, for an
+/// observer that wants each event and one that does not.
+fn assert_light_folds_like_full(name: &str, text: &[u8]) {
+    // Each event wanted: one thread is enough (the packed rows are folded member by member).
+    for (threads, each) in [(1, false), (2, false), (1, true)] {
+        {
+            let light = ScanOptions {
+                threads,
+                block_bytes: 512,
+                record_replacements: true,
+                light: Some(FullLines::default()),
+                ..ScanOptions::default()
+            };
+            let whole = ScanOptions {
+                light: Some(FullLines::all()),
+                ..light.clone()
+            };
+            let (l, w) = (decided(text, &light, each), decided(text, &whole, each));
+            assert!(
+                l == w,
+                "{name}, {threads} threads, each event {each}: the light pass decided\n{}",
+                first_difference(&l, &w)
+            );
+        }
+    }
+}
+
+/// The first line where two outcomes differ, with both versions.
+fn first_difference(a: &str, b: &str) -> String {
+    let (mut la, mut lb) = (a.lines(), b.lines());
+    loop {
+        match (la.next(), lb.next()) {
+            (Some(x), Some(y)) if x == y => {}
+            (x, y) => return format!("light: {x:?}\nfull:  {y:?}"),
+        }
+    }
+}
+
+#[test]
+fn light_pass_folds_like_the_full_pass() {
+    let logs = testdata_logs();
+    assert!(logs.len() > 100, "{} logs", logs.len());
+    let (mut variants, mut skipped_streams) = (0, 0);
+    for log in &logs {
+        let bytes = std::fs::read(log).unwrap();
+        for (what, text) in damaged_variants(&bytes) {
+            variants += 1;
+            skipped_streams +=
+                usize::from(memchr::memmem::find(&text, br#""stream":[{"#).is_some());
+            assert_light_folds_like_full(&format!("{} ({what})", log.display()), &text);
+        }
+    }
+    assert!(variants > 5 * logs.len() / 2, "{variants} variants");
+    assert!(
+        skipped_streams > 100,
+        "{skipped_streams} logs with stream records"
+    );
+}
+
+#[test]
+fn the_light_pass_drops_exactly_the_findings_it_does_not_check() {
+    // A v3 log whose stream repeats a key and holds a record of no known kind: both findings
+    // from the full pass, neither from the light one (forced whole or not).
+    let text = log(
+        3,
+        &streamed_turn(
+            r#"[{"type":"text","text":"hi"}]"#,
+            r#"[{"type":"x","type":"y"}]"#,
+        ),
+    );
+    let full = decided(text.as_bytes(), &ScanOptions::default(), false);
+    assert!(
+        full.contains("DuplicateJsonKey") && full.contains("AssistantStreamMissing"),
+        "{full}"
+    );
+    for lines in [FullLines::default(), FullLines::all()] {
+        let opts = ScanOptions {
+            light: Some(lines),
+            ..ScanOptions::default()
+        };
+        let light = decided(text.as_bytes(), &opts, false);
+        assert!(
+            !light.contains("DuplicateJsonKey") && !light.contains("AssistantStreamMissing"),
+            "{light}"
+        );
+        assert!(light.starts_with("Valid errors 0 warnings 0"), "{light}");
+    }
+    // Every code of the list names a check some pass makes.
+    for (code, what) in light::UNCHECKED {
+        assert!(light::unchecked(*code) && !what.is_empty());
+    }
+}
+
+#[test]
+fn a_light_tree_passes_over_the_stream_only() {
+    // The stream is read as JSON all the same: a line broken inside it is unparsable.
+    let good = r#"{"type":"assistant/message","seq":0,"time":0,"data":{"turn":1,"stream":[{"type":"text-chunks","dt":[1,2],"texts":["a\n","b"]}],"usage":{"in":1}}}"#;
+    let (tree, _) =
+        crate::log::json::parse_audited_in(good, None, None, Shape::Envelope).expect("parsed");
+    assert_eq!(
+        tree.to_js_string(),
+        r#"{"type":"assistant/message","seq":0,"time":0,"data":{"turn":1,"stream":[],"usage":{"in":1}}}"#
+    );
+    for bad in [
+        r#"{"type":"a","data":{"stream":[{"type":"x",}]}}"#,
+        r#"{"type":"a","data":{"stream":[{"type":"x\q"}]}}"#,
+        r#"{"type":"a","data":{"stream":[01]}}"#,
+        r#"{"type":"a","data":{"stream":[tru]}}"#,
+        r#"{"type":"a","data":{"stream":[{"type" "x"}]}}"#,
+    ] {
+        assert!(
+            crate::log::json::parse_audited_in(bad, None, None, Shape::Envelope).is_err(),
+            "{bad}"
+        );
+        assert!(crate::log::json::parse_audited_in(bad, None, None, Shape::Full).is_err());
     }
 }
