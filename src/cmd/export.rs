@@ -28,6 +28,7 @@ use crate::cli::{ExportArgs, TurnRange};
 use crate::exit::{Failure, Outcome};
 use crate::render::escape;
 use crate::render::export::{self as page, Facts, Link};
+use crate::render::usage::TokenColumns;
 
 use super::Env;
 use super::fold::{self, Want};
@@ -717,12 +718,7 @@ fn call_tokens(call: &usage::Call, prices: &usage::PriceTable) -> page::Tokens {
     page::Tokens {
         calls: 1,
         calls_without_usage: 0,
-        input_tokens: t.input,
-        cache_read_tokens: t.cache_read,
-        cache_write_tokens: t.cache_write,
-        output_tokens: t.output,
-        reasoning_tokens: t.reasoning,
-        total_tokens: t.total(),
+        tokens: TokenColumns(t),
         cost_usd: cost,
         unpriced_tokens: if cost.is_some() { 0 } else { t.total() },
     }
@@ -731,12 +727,8 @@ fn call_tokens(call: &usage::Call, prices: &usage::PriceTable) -> page::Tokens {
 fn add_tokens(sum: &mut page::Tokens, t: &page::Tokens) {
     sum.calls += t.calls;
     sum.calls_without_usage += t.calls_without_usage;
-    sum.input_tokens = sum.input_tokens.saturating_add(t.input_tokens);
-    sum.cache_read_tokens = sum.cache_read_tokens.saturating_add(t.cache_read_tokens);
-    sum.cache_write_tokens = sum.cache_write_tokens.saturating_add(t.cache_write_tokens);
-    sum.output_tokens = sum.output_tokens.saturating_add(t.output_tokens);
-    sum.reasoning_tokens = sum.reasoning_tokens.saturating_add(t.reasoning_tokens);
-    sum.total_tokens = sum.total_tokens.saturating_add(t.total_tokens);
+    // The total of the sums is the sum of the totals (both saturate only past u64::MAX).
+    sum.tokens.0.add(&t.tokens.0);
     sum.unpriced_tokens = sum.unpriced_tokens.saturating_add(t.unpriced_tokens);
     sum.cost_usd = match (sum.cost_usd, t.cost_usd) {
         (Some(a), Some(b)) => Some(a + b),
@@ -1212,7 +1204,7 @@ fn index_page(
 
 /// Tokens and cost in an index cell.
 fn token_cell(t: &page::Tokens) -> String {
-    let mut s = format!("{} tokens", t.total_tokens);
+    let mut s = format!("{} tokens", t.tokens.0.total());
     if let Some(c) = t.cost_usd {
         s.push_str(&format!(", ${c:.4}"));
     }

@@ -17,6 +17,8 @@ use std::io::{self, Write};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::render::usage::TokenColumns;
+
 pub const HTML: &str = include_str!("../../assets/export/page.html");
 pub const CSS: &str = include_str!("../../assets/export/page.css");
 pub const JS: &str = include_str!("../../assets/export/page.js");
@@ -43,12 +45,8 @@ pub struct Node<'a> {
 pub struct Tokens {
     pub calls: u64,
     pub calls_without_usage: u64,
-    pub input_tokens: u64,
-    pub cache_read_tokens: u64,
-    pub cache_write_tokens: u64,
-    pub output_tokens: u64,
-    pub reasoning_tokens: u64,
-    pub total_tokens: u64,
+    #[serde(flatten)]
+    pub tokens: TokenColumns,
     /// The priced tokens' cost; None when no token is priced (never shown as 0).
     #[serde(rename = "costUSD")]
     pub cost_usd: Option<f64>,

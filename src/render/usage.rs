@@ -108,17 +108,33 @@ fn rounded(c: f64) -> f64 {
     (c * 1e9).round() / 1e9
 }
 
+/// Token buckets and their total under the names `usage --format json` and the export page
+/// both use (flattened into their records, so the two cannot drift apart).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TokenColumns(pub Tokens);
+
+impl Serialize for TokenColumns {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let t = &self.0;
+        let mut record = s.serialize_struct("TokenColumns", 6)?;
+        record.serialize_field("inputTokens", &t.input)?;
+        record.serialize_field("cacheReadTokens", &t.cache_read)?;
+        record.serialize_field("cacheWriteTokens", &t.cache_write)?;
+        record.serialize_field("outputTokens", &t.output)?;
+        record.serialize_field("reasoningTokens", &t.reasoning)?;
+        record.serialize_field("totalTokens", &t.total())?;
+        record.end()
+    }
+}
+
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Numbers {
     calls: u64,
     calls_without_usage: u64,
-    input_tokens: u64,
-    cache_read_tokens: u64,
-    cache_write_tokens: u64,
-    output_tokens: u64,
-    reasoning_tokens: u64,
-    total_tokens: u64,
+    #[serde(flatten)]
+    tokens: TokenColumns,
     #[serde(rename = "costUSD", skip_serializing_if = "Option::is_none")]
     cost_usd: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -127,16 +143,10 @@ struct Numbers {
 
 impl Numbers {
     fn of(s: &Sums, costs: bool) -> Numbers {
-        let t = &s.tokens;
         Numbers {
             calls: s.calls,
             calls_without_usage: s.calls_without_usage,
-            input_tokens: t.input,
-            cache_read_tokens: t.cache_read,
-            cache_write_tokens: t.cache_write,
-            output_tokens: t.output,
-            reasoning_tokens: t.reasoning,
-            total_tokens: t.total(),
+            tokens: TokenColumns(s.tokens),
             cost_usd: costs.then(|| s.cost_usd().map(rounded)),
             unpriced_tokens: costs.then_some(s.unpriced_tokens),
         }

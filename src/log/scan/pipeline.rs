@@ -840,6 +840,18 @@ mod tests {
         Batch::over(text, 1)
     }
 
+    /// Runs `f` with the whole-tree parse of a format-3 log, the one both block tests use.
+    fn with_format3_parse(f: impl FnOnce(&Parse<'_>)) {
+        let dialect = Dialect::for_version(3).expect("format 3");
+        let vocab = Vocabulary::new(dialect, &Default::default());
+        f(&Parse {
+            dialect,
+            vocab: &vocab,
+            shape: Shape::Full,
+            full_lines: None,
+        });
+    }
+
     #[test]
     fn a_block_parsed_in_steps_is_the_block_parsed_at_once() {
         let text = b"{\"type\":\"turn/start\",\"seq\":0,\"time\":1,\"data\":{\"turn\":1}}\n\
@@ -848,61 +860,49 @@ mod tests {
             \xff\xfe\n\
             {\"type\":\"user/message\",\"seq\":1,\"time\":2,\"data\":{\"a\":\"b\\nc\"}}\n\
             torn";
-        let dialect = Dialect::for_version(3).expect("format 3");
-        let vocab = Vocabulary::new(dialect, &Default::default());
-        let how = &Parse {
-            dialect,
-            vocab: &vocab,
-            shape: Shape::Full,
-            full_lines: None,
-        };
-        for len in [0, 10, text.len() - 4, text.len()] {
-            let mut whole = batch_of(text, len);
-            assert!(whole.parse(how, || false));
-            // Stopped after every line, then resumed.
-            let mut stepped = batch_of(text, len);
-            let mut steps = 0;
+        with_format3_parse(|how| {
+            for len in [0, 10, text.len() - 4, text.len()] {
+                let mut whole = batch_of(text, len);
+                assert!(whole.parse(how, || false));
+                // Stopped after every line, then resumed.
+                let mut stepped = batch_of(text, len);
+                let mut steps = 0;
+                while !stepped.parse(how, || true) {
+                    steps += 1;
+                    assert!(steps <= len, "each step parses a line");
+                }
+                assert_eq!(
+                    described(&mut stepped),
+                    described(&mut whole),
+                    "{len} bytes"
+                );
+            }
+            // The lines and the stops: one step per line, the torn piece included.
+            let mut stepped = batch_of(text, text.len());
+            let mut steps = 1;
             while !stepped.parse(how, || true) {
                 steps += 1;
-                assert!(steps <= len, "each step parses a line");
             }
-            assert_eq!(
-                described(&mut stepped),
-                described(&mut whole),
-                "{len} bytes"
-            );
-        }
-        // The lines and the stops: one step per line, the torn piece included.
-        let mut stepped = batch_of(text, text.len());
-        let mut steps = 1;
-        while !stepped.parse(how, || true) {
-            steps += 1;
-        }
-        assert_eq!(steps, 6);
+            assert_eq!(steps, 6);
+        });
     }
 
     #[test]
     fn a_block_of_many_short_lines_holds_a_bounded_number_of_rows_at_once() {
-        let dialect = Dialect::for_version(3).expect("format 3");
-        let vocab = Vocabulary::new(dialect, &Default::default());
-        let how = &Parse {
-            dialect,
-            vocab: &vocab,
-            shape: Shape::Full,
-            full_lines: None,
-        };
-        let text = vec![b'\n'; 3 * ROWS_PER_STEP + 5];
-        let mut batch = batch_of(&text, text.len());
-        let mut held = Vec::new();
-        loop {
-            let done = batch.parse(how, || false);
-            held.push(batch.held());
-            batch.with_dependent_mut(|_, rows| rows.lines.clear());
-            if done {
-                break;
+        with_format3_parse(|how| {
+            let text = vec![b'\n'; 3 * ROWS_PER_STEP + 5];
+            let mut batch = batch_of(&text, text.len());
+            let mut held = Vec::new();
+            loop {
+                let done = batch.parse(how, || false);
+                held.push(batch.held());
+                batch.with_dependent_mut(|_, rows| rows.lines.clear());
+                if done {
+                    break;
+                }
             }
-        }
-        assert_eq!(held, [ROWS_PER_STEP, ROWS_PER_STEP, ROWS_PER_STEP, 5]);
-        assert_eq!(batch.with_dependent(|_, rows| rows.no), text.len() as u64);
+            assert_eq!(held, [ROWS_PER_STEP, ROWS_PER_STEP, ROWS_PER_STEP, 5]);
+            assert_eq!(batch.with_dependent(|_, rows| rows.no), text.len() as u64);
+        });
     }
 }

@@ -272,86 +272,95 @@ fn kinds(v: usize) -> Vec<Bad> {
     k
 }
 
+impl Bad {
+    /// The seq a fatal finding names for this kind of row where `seq` is expected: the row's
+    /// own, when it states a usable one.
+    fn own_seq(self, seq: u64) -> Option<u64> {
+        match self {
+            Bad::Unparsable | Bad::EmptyLine | Bad::NotEvent => None,
+            Bad::Ranges | Bad::Packed | Bad::Canonical => Some(seq),
+            Bad::Gap => Some(seq + 6),
+        }
+    }
+}
+
+/// One log of [`each_bad_row`].
+struct BadCase<'a> {
+    /// The version and kind, as `v3 Gap`.
+    what: String,
+    /// Bytes of the header and the first `k` lines.
+    through: &'a dyn Fn(usize) -> u64,
+    /// The codes the bad row reports when it is committed.
+    committed: Vec<&'static str>,
+    /// The seq its fatal finding names.
+    own_seq: Option<u64>,
+}
+
+/// Scans, for every version and kind of bad row, a log of a completed turn 1, the bad row,
+/// a user message and turn 2 starting; `later_end` also ends turn 2, which commits the bad
+/// row.
+fn each_bad_row(later_end: bool, check: impl Fn(BadCase<'_>, Scan, Vec<Finding>)) {
+    for v in ALL {
+        for kind in kinds(v) {
+            let (bad, next, committed) = bad_row(v, kind, 3);
+            let mut lines = vec![
+                start(0, 1),
+                user(1),
+                end(2, 1),
+                bad,
+                user(next),
+                start(next + 1, 2),
+            ];
+            if later_end {
+                lines.push(end(next + 2, 2));
+            }
+            let (s, f) = run(&log(v, &lines));
+            let case = BadCase {
+                what: format!("v{v} {kind:?}"),
+                through: &|k| through(v, &lines, k),
+                committed,
+                own_seq: kind.own_seq(3),
+            };
+            check(case, s, f);
+        }
+    }
+}
+
 #[test]
 fn every_bad_row_kind_after_the_last_turn_end_is_a_dropped_crash_tail() {
-    for v in ALL {
-        for kind in kinds(v) {
-            let (bad, next, _) = bad_row(v, kind, 3);
-            let lines = vec![
-                start(0, 1),
-                user(1),
-                end(2, 1),
-                bad,
-                user(next),
-                start(next + 1, 2),
-            ];
-            let (s, f) = run(&log(v, &lines));
-            let what = format!("v{v} {kind:?}");
-            assert_eq!(codes(&f), ["crash-tail"], "{what}: {f:?}");
-            assert!(!f[0].is_error());
-            assert_eq!(s.status(), Status::Valid, "{what}");
-            // The tail's events are not counted and never reach the surface.
-            assert_eq!(s.events(), 3, "{what}");
-            assert_eq!(s.surface_nodes(), 1, "{what}");
-            assert!(!s.open_turn(), "{what}");
-            assert_eq!(s.committed_bytes, through(v, &lines, 3), "{what}");
-            let tail = s.crash.expect("crash tail");
-            assert_eq!((tail.line, tail.rows), (5, 3), "{what}");
-            assert_eq!(tail.byte, through(v, &lines, 3), "{what}");
-            assert_eq!(tail.end, through(v, &lines, 6), "{what}");
-            assert_eq!(f[0].pos.line, 5, "{what}");
-        }
-    }
+    each_bad_row(false, |BadCase { what, through, .. }, s, f| {
+        assert_eq!(codes(&f), ["crash-tail"], "{what}: {f:?}");
+        assert!(!f[0].is_error());
+        assert_eq!(s.status(), Status::Valid, "{what}");
+        // The tail's events are not counted and never reach the surface.
+        assert_eq!(s.events(), 3, "{what}");
+        assert_eq!(s.surface_nodes(), 1, "{what}");
+        assert!(!s.open_turn(), "{what}");
+        assert_eq!(s.committed_bytes, through(3), "{what}");
+        let tail = s.crash.expect("crash tail");
+        assert_eq!((tail.line, tail.rows), (5, 3), "{what}");
+        assert_eq!(tail.byte, through(3), "{what}");
+        assert_eq!(tail.end, through(6), "{what}");
+        assert_eq!(f[0].pos.line, 5, "{what}");
+    });
 }
 
 #[test]
-fn every_bad_row_kind_before_a_later_turn_end_is_fatal() {
-    for v in ALL {
-        for kind in kinds(v) {
-            let (bad, next, expected) = bad_row(v, kind, 3);
-            let lines = vec![
-                start(0, 1),
-                user(1),
-                end(2, 1),
-                bad,
-                user(next),
-                start(next + 1, 2),
-                end(next + 2, 2),
-            ];
-            let (s, f) = run(&log(v, &lines));
-            let what = format!("v{v} {kind:?}");
-            assert_eq!(codes(&f), expected, "{what}: {f:?}");
-            assert!(f.iter().all(|f| f.is_error() && f.pos.line == 5), "{what}");
-            assert_eq!(s.status(), Status::Invalid, "{what}");
-            assert!(s.crash.is_none(), "{what}");
-            assert_eq!(s.committed_bytes, through(v, &lines, 7), "{what}");
-        }
-    }
-}
-
-#[test]
-fn a_fatal_finding_carries_the_bad_row_own_seq_when_it_has_one() {
-    for v in ALL {
-        for (kind, seq) in [
-            (Bad::Unparsable, None),
-            (Bad::NotEvent, None),
-            (Bad::Ranges, Some(3)),
-            (Bad::Packed, Some(3)),
-            (Bad::Gap, Some(9)),
-        ] {
-            let (bad, next, _) = bad_row(v, kind, 3);
-            let lines = vec![
-                start(0, 1),
-                user(1),
-                end(2, 1),
-                bad,
-                start(next, 2),
-                end(next + 1, 2),
-            ];
-            let (_, f) = run(&log(v, &lines));
-            assert_eq!(f[0].seq, seq, "v{v} {kind:?}");
-        }
-    }
+fn every_bad_row_kind_before_a_later_turn_end_is_fatal_and_names_the_rows_own_seq() {
+    each_bad_row(true, |case, s, f| {
+        let BadCase {
+            what,
+            through,
+            committed,
+            own_seq,
+        } = case;
+        assert_eq!(codes(&f), committed, "{what}: {f:?}");
+        assert!(f.iter().all(|f| f.is_error() && f.pos.line == 5), "{what}");
+        assert_eq!(f[0].seq, own_seq, "{what}");
+        assert_eq!(s.status(), Status::Invalid, "{what}");
+        assert!(s.crash.is_none(), "{what}");
+        assert_eq!(s.committed_bytes, through(7), "{what}");
+    });
 }
 
 #[test]

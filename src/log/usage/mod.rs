@@ -237,7 +237,8 @@ fn chunk_may_matter(line: &[u8]) -> bool {
     USAGE.find(line).is_some() || FINISH.find(line).is_some()
 }
 
-/// A v0/v1 attempt being streamed or finished, not yet claimed by a message.
+/// A v0/v1 attempt being streamed or finished, not yet claimed by a message; also what any
+/// call has before it is counted (see `Counter::emit`).
 #[derive(Debug, Clone)]
 struct Attempt {
     usage: Option<Usage>,
@@ -551,18 +552,14 @@ impl Counter {
                 } else {
                     Rule::NoUsage
                 };
-                let turn = self.turn;
-                self.emit(
+                let summary = Attempt {
+                    usage,
                     seq,
                     time,
-                    turn,
-                    None,
                     provider,
                     model,
-                    usage,
-                    rule,
-                    Concluded::CompactionSummary,
-                );
+                };
+                self.emit(summary, self.turn, None, rule, Concluded::CompactionSummary);
             }
             _ => {}
         }
@@ -582,23 +579,14 @@ impl Counter {
             if self.chunks {
                 return;
             }
-            let rule = if e.stream.is_some() {
-                Rule::StreamUsage
-            } else {
-                Rule::NoUsage
-            };
-            let (p, m) = (self.provider.clone(), self.model.clone());
-            self.emit(
+            let attempt = Attempt {
+                usage: e.stream,
                 seq,
                 time,
-                turn,
-                step,
-                p,
-                m,
-                e.stream,
-                rule,
-                Concluded::AssistantAttempt,
-            );
+                provider: self.provider.clone(),
+                model: self.model.clone(),
+            };
+            self.emit_unclaimed(attempt, turn, step, Concluded::AssistantAttempt);
             return;
         }
         let provider = self.name(e.provider).or_else(|| self.provider.clone());
@@ -619,17 +607,14 @@ impl Counter {
             (None, Some(u)) => (Some(u), Rule::StreamUsage),
             (None, None) => (None, Rule::NoUsage),
         };
-        self.emit(
+        let message = Attempt {
+            usage,
             seq,
             time,
-            turn,
-            step,
             provider,
             model,
-            usage,
-            rule,
-            Concluded::AssistantMessage,
-        );
+        };
+        self.emit(message, turn, step, rule, Concluded::AssistantMessage);
     }
 
     /// A line of a walked type as the walk found it; `false`: parse it instead.
@@ -706,15 +691,9 @@ impl Counter {
         let finished = self.step.finished.take();
         let open = self.step.open.take();
         for (a, concluded) in [(finished, Concluded::Finish), (open, Concluded::Unfinished)] {
-            let Some(a) = a else { continue };
-            let rule = if a.usage.is_some() {
-                Rule::StreamUsage
-            } else {
-                Rule::NoUsage
-            };
-            self.emit(
-                a.seq, a.time, turn, step, a.provider, a.model, a.usage, rule, concluded,
-            );
+            if let Some(a) = a {
+                self.emit_unclaimed(a, turn, step, concluded);
+            }
         }
     }
 
@@ -768,38 +747,43 @@ impl Counter {
             provider: self.provider.clone(),
             model: self.model.clone(),
         })) {
-            let rule = if prev.usage.is_some() {
-                Rule::StreamUsage
-            } else {
-                Rule::NoUsage
-            };
-            self.emit(
-                prev.seq,
-                prev.time,
-                turn,
-                step,
-                prev.provider,
-                prev.model,
-                prev.usage,
-                rule,
-                Concluded::Finish,
-            );
+            self.emit_unclaimed(prev, turn, step, Concluded::Finish);
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn emit(
+    /// An attempt that no message claimed (or a v2+ `assistant/attempt`) is a call of its
+    /// own, counted by its stream's usage when it has one.
+    fn emit_unclaimed(
         &mut self,
-        seq: u64,
-        time: i64,
+        a: Attempt,
         turn: Option<u64>,
         step: Option<u64>,
-        provider: Option<Arc<str>>,
-        model: Option<Arc<str>>,
-        usage: Option<Usage>,
+        concluded: Concluded,
+    ) {
+        let rule = if a.usage.is_some() {
+            Rule::StreamUsage
+        } else {
+            Rule::NoUsage
+        };
+        self.emit(a, turn, step, rule, concluded);
+    }
+
+    /// The call `a` stands for (a message, summary or attempt), in `step` of `turn`.
+    fn emit(
+        &mut self,
+        a: Attempt,
+        turn: Option<u64>,
+        step: Option<u64>,
         rule: Rule,
         concluded: Concluded,
     ) {
+        let Attempt {
+            usage,
+            seq,
+            time,
+            provider,
+            model,
+        } = a;
         let tokens = match usage {
             None => None,
             Some(Usage::Invalid) => {

@@ -312,61 +312,41 @@ mod tests {
         parse_table(SHIPPED, "shipped").unwrap();
     }
 
+    /// What the shipped table charges for `tokens` of `model` (no provider) at the instant `time`.
+    fn shipped_cost(model: &str, time: &str, tokens: &Tokens) -> Option<f64> {
+        PriceTable::shipped().cost(model, None, ms(time), tokens)
+    }
+
     #[test]
     fn price_change_at_2026_04_26_1215_prices_each_side_by_its_own_time() {
-        let t = PriceTable::shipped();
         let m = million(0, 1_000_000, 0);
-        let before = t
-            .cost("deepseek-v4-flash", None, ms("2026-04-26T12:14:59Z"), &m)
-            .unwrap();
-        let after = t
-            .cost("deepseek-v4-flash", None, ms("2026-04-26T12:15:00Z"), &m)
-            .unwrap();
+        let at = |time| shipped_cost("deepseek-v4-flash", time, &m).unwrap();
+        let (before, after) = (at("2026-04-26T12:14:59Z"), at("2026-04-26T12:15:00Z"));
         assert!((before - 0.028).abs() < 1e-12, "{before}");
         assert!((after - 0.0028).abs() < 1e-12, "{after}");
     }
 
     #[test]
     fn off_peak_2025_hours_are_cheaper_and_end_with_september_2025() {
-        let t = PriceTable::shipped();
         let m = million(1_000_000, 0, 1_000_000);
-        let peak = t
-            .cost("deepseek-reasoner", None, ms("2025-03-01T12:00:00Z"), &m)
-            .unwrap();
-        let off = t
-            .cost("deepseek-reasoner", None, ms("2025-03-01T17:00:00Z"), &m)
-            .unwrap();
-        let off_wrapped = t
-            .cost("deepseek-reasoner", None, ms("2025-03-02T00:29:00Z"), &m)
-            .unwrap();
-        let after_wrap = t
-            .cost("deepseek-reasoner", None, ms("2025-03-02T00:30:00Z"), &m)
-            .unwrap();
+        let at = |time| shipped_cost("deepseek-reasoner", time, &m).unwrap();
+        let peak = at("2025-03-01T12:00:00Z");
+        let off = at("2025-03-01T17:00:00Z");
         assert!((peak - (0.55 + 2.19)).abs() < 1e-9);
         assert!((off - (0.135 + 0.55)).abs() < 1e-9);
-        assert!((off_wrapped - off).abs() < 1e-12);
-        assert!((after_wrap - peak).abs() < 1e-12);
-        let sept = t
-            .cost("deepseek-reasoner", None, ms("2025-09-10T17:00:00Z"), &m)
-            .unwrap();
-        assert!((sept - (0.56 + 1.68)).abs() < 1e-9);
+        // Off-peak runs past midnight, until 00:30.
+        assert!((at("2025-03-02T00:29:00Z") - off).abs() < 1e-12);
+        assert!((at("2025-03-02T00:30:00Z") - peak).abs() < 1e-12);
+        assert!((at("2025-09-10T17:00:00Z") - (0.56 + 1.68)).abs() < 1e-9);
     }
 
     #[test]
     fn unknown_model_is_unpriced_not_free() {
-        let t = PriceTable::shipped();
-        assert_eq!(
-            t.cost("gpt-x", None, ms("2026-05-01T00:00:00Z"), &million(1, 1, 1)),
-            None
-        );
+        let m = million(1, 1, 1);
+        assert_eq!(shipped_cost("gpt-x", "2026-05-01T00:00:00Z", &m), None);
         // v4-pro has no price before 2026-04-24.
         assert_eq!(
-            t.cost(
-                "deepseek-v4-pro",
-                None,
-                ms("2026-01-01T00:00:00Z"),
-                &million(1, 1, 1)
-            ),
+            shipped_cost("deepseek-v4-pro", "2026-01-01T00:00:00Z", &m),
             None
         );
     }

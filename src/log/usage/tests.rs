@@ -73,33 +73,24 @@ fn log(lines: &[String]) -> String {
 }
 
 #[test]
-fn v0_usage_in_chunk_and_message_is_one_call_with_the_message_usage() {
-    let text = log(&[
-        V0.into(),
-        usage_chunk(0, 1, 1, 10, 2),
-        finish(1, 1, 1),
-        message(2, 1, 1, Some((11, 3)), None),
-    ]);
-    let u = count(&text);
-    assert_eq!(u.calls.len(), 1, "{u:?}");
-    assert_eq!(u.calls[0].tokens, tokens(11, 3));
-    assert_eq!(u.calls[0].rule, Rule::MessageUsage);
-    assert_eq!((u.calls[0].seq, u.calls[0].time), (2, 20));
-    assert_eq!(u.calls[0].model.as_deref(), Some("deepseek-v4-flash"));
-}
-
-#[test]
-fn v0_message_without_usage_takes_its_attempts_stream_usage() {
-    let text = log(&[
-        V0.into(),
-        usage_chunk(0, 1, 1, 10, 2),
-        finish(1, 1, 1),
-        message(2, 1, 1, None, None),
-    ]);
-    let u = count(&text);
-    assert_eq!(u.calls.len(), 1);
-    assert_eq!(u.calls[0].tokens, tokens(10, 2));
-    assert_eq!(u.calls[0].rule, Rule::StreamUsage);
+fn v0_message_takes_its_own_usage_else_its_attempts_stream_usage() {
+    for (own, expected, rule) in [
+        (Some((11, 3)), tokens(11, 3), Rule::MessageUsage),
+        (None, tokens(10, 2), Rule::StreamUsage),
+    ] {
+        let text = log(&[
+            V0.into(),
+            usage_chunk(0, 1, 1, 10, 2),
+            finish(1, 1, 1),
+            message(2, 1, 1, own, None),
+        ]);
+        let u = count(&text);
+        assert_eq!(u.calls.len(), 1, "{u:?}");
+        let call = &u.calls[0];
+        assert_eq!((call.tokens, call.rule), (expected, rule));
+        assert_eq!((call.seq, call.time), (2, 20));
+        assert_eq!(call.model.as_deref(), Some("deepseek-v4-flash"));
+    }
 }
 
 #[test]
@@ -140,10 +131,9 @@ fn v0_message_without_attempt_is_its_own_call() {
 }
 
 #[test]
-fn v0_seed_length_leaves_inherited_calls_out() {
-    let header = r#"{"type":"session","version":0,"id":"c","createdAt":1,"delegationDepth":0,"seedLength":3}"#;
-    let text = log(&[
-        header.into(),
+fn inherited_calls_are_left_out_by_v0_seed_length_and_the_v2_inherited_marker() {
+    let v0 = log(&[
+        r#"{"type":"session","version":0,"id":"c","createdAt":1,"delegationDepth":0,"seedLength":3}"#.into(),
         usage_chunk(0, 1, 1, 10, 2),
         finish(1, 1, 1),
         message(2, 1, 1, Some((10, 2)), None),
@@ -151,10 +141,19 @@ fn v0_seed_length_leaves_inherited_calls_out() {
         finish(4, 2, 1),
         message(5, 2, 1, Some((1, 1)), None),
     ]);
-    let u = count(&text);
-    assert_eq!(u.calls.len(), 1);
-    assert_eq!(u.calls[0].tokens, tokens(1, 1));
-    assert_eq!((u.inherited_calls, u.inherited_events), (1, 3));
+    let v2 = log(&[
+        r#"{"type":"session","version":4,"id":"c","createdAt":1,"delegationDepth":0,"isSeeded":true}"#.into(),
+        message(0, 1, 1, Some((100, 100)), None),
+        r#"{"type":"session/end-seed","seq":1,"time":1,"data":{"inherited":true}}"#.into(),
+        message(2, 2, 1, Some((1, 2)), None),
+    ]);
+    // (calls inherited, events inherited): v0 names the events; v2 cuts after the marker.
+    for (text, own, inherited) in [(v0, tokens(1, 1), (1, 3)), (v2, tokens(1, 2), (1, 1))] {
+        let u = count(&text);
+        assert_eq!(u.calls.len(), 1, "{u:?}");
+        assert_eq!(u.calls[0].tokens, own);
+        assert_eq!((u.inherited_calls, u.inherited_events), inherited);
+    }
 }
 
 #[test]
@@ -222,21 +221,6 @@ fn a_summary_written_by_dshs_compact_is_no_call_and_one_without_usage_is() {
     ]));
     assert_eq!(u.calls.len(), 1);
     assert_eq!((u.calls[0].seq, u.calls[0].tokens), (1, None));
-}
-
-#[test]
-fn v2_inherited_marker_leaves_the_parents_calls_out() {
-    let header = r#"{"type":"session","version":4,"id":"c","createdAt":1,"delegationDepth":0,"isSeeded":true}"#;
-    let text = log(&[
-        header.into(),
-        message(0, 1, 1, Some((100, 100)), None),
-        r#"{"type":"session/end-seed","seq":1,"time":1,"data":{"inherited":true}}"#.into(),
-        message(2, 2, 1, Some((1, 2)), None),
-    ]);
-    let u = count(&text);
-    assert_eq!(u.calls.len(), 1);
-    assert_eq!(u.calls[0].tokens, tokens(1, 2));
-    assert_eq!((u.inherited_calls, u.inherited_events), (1, 1));
 }
 
 #[test]
