@@ -406,25 +406,21 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
-        let mut m = Masks16 {
-            quote: 0,
-            backslash: 0,
-            open: 0,
-            close: 0,
-        };
-        for (i, &x) in chunk.iter().enumerate() {
-            m.quote |= u16::from(x == b'"') << i;
-            m.backslash |= u16::from(x == b'\\') << i;
-            m.open |= u16::from(x == b'{' || x == b'[') << i;
-            m.close |= u16::from(x == b'}' || x == b']') << i;
+        // At most 16 bytes: the masks fit in the low 16 bits.
+        let m = masks_bytewise(chunk);
+        Masks16 {
+            quote: m.quote as u16,
+            backslash: m.backslash as u16,
+            open: m.open as u16,
+            close: m.close as u16,
         }
-        m
     }
 }
 
-/// [`masks`] a byte at a time (the tests' reference).
-#[cfg(test)]
-fn masks_bytewise(window: &[u8; 64]) -> Masks {
+/// [`Masks`] of up to 64 bytes, a byte at a time: the portable path, and the tests' reference
+/// for the SSE2 one.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn masks_bytewise(window: &[u8]) -> Masks {
     let mut m = Masks {
         quote: 0,
         backslash: 0,
@@ -509,57 +505,45 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     Some(f)
 }
 
+/// `provider` and `model` of the object under `inner` (`message.source`, `header.config`);
+/// a repeated key starts them over, as the last copy of a member is the one that counts.
+fn names_under<'a>(
+    c: &mut Cur<'a>,
+    inner: &[u8],
+    provider: &mut Option<&'a [u8]>,
+    model: &mut Option<&'a [u8]>,
+) -> Walk<()> {
+    *provider = None;
+    *model = None;
+    c.maybe_object(|key, c| {
+        if key == inner {
+            *provider = None;
+            *model = None;
+            c.maybe_object(|key, c| {
+                match key {
+                    b"provider" => *provider = c.name()?,
+                    b"model" => *model = c.name()?,
+                    _ => {
+                        c.skip()?;
+                    }
+                }
+                Ok(())
+            })?;
+        } else {
+            c.skip()?;
+        }
+        Ok(())
+    })?;
+    Ok(())
+}
+
 fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
     match key {
         b"turn" => d.turn = c.uint()?,
         b"step" => d.step = c.uint()?,
         b"usage" => d.usage = Some(c.skip()?),
-        b"message" => {
-            d.provider = None;
-            d.model = None;
-            c.maybe_object(|key, c| {
-                if key == b"source" {
-                    d.provider = None;
-                    d.model = None;
-                    c.maybe_object(|key, c| {
-                        match key {
-                            b"provider" => d.provider = c.name()?,
-                            b"model" => d.model = c.name()?,
-                            _ => {
-                                c.skip()?;
-                            }
-                        }
-                        Ok(())
-                    })?;
-                } else {
-                    c.skip()?;
-                }
-                Ok(())
-            })?;
-        }
-        b"header" => {
-            d.header_provider = None;
-            d.header_model = None;
-            c.maybe_object(|key, c| {
-                if key == b"config" {
-                    d.header_provider = None;
-                    d.header_model = None;
-                    c.maybe_object(|key, c| {
-                        match key {
-                            b"provider" => d.header_provider = c.name()?,
-                            b"model" => d.header_model = c.name()?,
-                            _ => {
-                                c.skip()?;
-                            }
-                        }
-                        Ok(())
-                    })?;
-                } else {
-                    c.skip()?;
-                }
-                Ok(())
-            })?;
-        }
+        b"message" => names_under(c, b"source", &mut d.provider, &mut d.model)?,
+        b"header" => names_under(c, b"config", &mut d.header_provider, &mut d.header_model)?,
         b"chunk" => {
             d.chunk_type = None;
             d.chunk_usage = None;
