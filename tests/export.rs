@@ -490,3 +490,82 @@ fn the_index_masks_what_the_pages_mask() {
         assert!(!text.contains(key));
     }
 }
+
+/// Exports racing to one `-o` file, and a reader watching it, many rounds: every read of the
+/// file is one whole page (never a mix or a prefix), the file ends as the page of an export
+/// that reported success, every success wrote its page whole, and no temporary file is left.
+#[test]
+fn racing_exports_to_one_file_leave_a_whole_page_of_a_reported_success() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let logs = [
+        testdata(FIXTURE),
+        testdata("sample/session.v4.jsonl"),
+        testdata("sample/warn.v2.jsonl"),
+    ];
+    let pages: Vec<String> = logs
+        .iter()
+        .map(|l| export(&[l.to_str().unwrap()]).1)
+        .collect();
+    assert!(
+        pages[0] != pages[1] && pages[1] != pages[2],
+        "distinct pages"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("page.html");
+    std::fs::write(&out, &pages[0]).unwrap();
+    let done = Arc::new(AtomicBool::new(false));
+    let reader = {
+        let (out, pages, done) = (out.clone(), pages.clone(), done.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0;
+            while !done.load(Ordering::Relaxed) {
+                let now = std::fs::read_to_string(&out).expect("the file is always there");
+                assert!(pages.contains(&now), "a read saw a partial or mixed page");
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for round in 0..16 {
+        let children: Vec<_> = logs
+            .iter()
+            .map(|l| {
+                std::process::Command::new(env!("CARGO_BIN_EXE_dshs"))
+                    .arg("export")
+                    .args(["-o", out.to_str().unwrap(), l.to_str().unwrap()])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::piped())
+                    .env_remove("DSHS_KNOWN_TYPES")
+                    .spawn()
+                    .expect("dshs starts")
+            })
+            .collect();
+        let mut succeeded = Vec::new();
+        for (i, child) in children.into_iter().enumerate() {
+            let o = child.wait_with_output().expect("dshs ends");
+            assert!(
+                o.status.success(),
+                "round {round}, export {i}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            );
+            succeeded.push(i);
+        }
+        let last = std::fs::read_to_string(&out).unwrap();
+        assert!(
+            succeeded.iter().any(|&i| pages[i] == last),
+            "round {round}: the file is no reported success's page"
+        );
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(
+            names,
+            ["page.html"],
+            "round {round}: a temporary file was left"
+        );
+    }
+    done.store(true, Ordering::Relaxed);
+    assert!(reader.join().expect("the reader saw only whole pages") > 0);
+}
