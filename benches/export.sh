@@ -20,15 +20,6 @@ out=${OUT:-/tmp/dshs-export-bench}
 mkdir -p "$out"
 bytes=$(stat -c %s "$log")
 
-# "WALL USER SYS KIB" of one command, its output discarded.
-timed() {
-  local report
-  report=$(mktemp)
-  /usr/bin/time -o "$report" -f '%e %U %S %M' "$@" >/dev/null 2>&1 || true
-  tail -n 1 "$report"
-  rm -f "$report"
-}
-
 row() {
   awk -v run="$1" -v what="$2" -v w="$3" -v u="$4" -v s="$5" -v k="$6" -v b="$bytes" 'BEGIN {
     printf "%-4s %-9s %7.2f %6.2f %6.2f %8.1f %9.0f %9.0f\n", run, what, w, u, s, k / 1024,
@@ -42,15 +33,15 @@ for run in $(seq "$runs"); do
     bin=$before
     [ "$build" = after ] && bin=$after
     settle "$log"
-    read -r w u s k < <(timed "$bin" export -o "$out/$build.html" "$log")
+    read -r w u s k < <(measure_cpu "$bin" export -o "$out/$build.html" "$log")
     row "$run" "$build" "$w" "$u" "$s" "$k"
   done
   cmp -s "$out/before.html" "$out/after.html" || echo "run $run: the pages differ"
   for floor in validate derive; do
     settle "$log"
     case $floor in
-      validate) read -r w u s k < <(timed "$after" validate -q "$log") ;;
-      derive) read -r w u s k < <(timed "$after" derive "$log") ;;
+      validate) read -r w u s k < <(measure_cpu "$after" validate -q "$log") ;;
+      derive) read -r w u s k < <(measure_cpu "$after" derive "$log") ;;
     esac
     row "$run" "$floor" "$w" "$u" "$s" "$k"
   done

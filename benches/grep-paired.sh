@@ -15,24 +15,15 @@ runs=${RUNS:-5}
 before=${BEFORE:?the build before}
 after=${AFTER:-target/release/dshs}
 z=(); case "$dir" in *zstd*) z=(-z) ;; esac
+# shellcheck source=benches/lib.sh
+source benches/lib.sh
+# "SECS CPU MB" of one command, right after a read of every file.
 timed() {
-  local report
-  report=$(mktemp)
-  find "$dir" -type f -exec cat {} + > /dev/null
-  /usr/bin/time -o "$report" -f '%e %U %S %M' "$@" > /dev/null 2>&1 || true
-  awk '{ printf "%s %.2f %.1f\n", $1, $2 + $3, $4 * 1024 / 1e6 }' < <(tail -n 1 "$report")
-  rm -f "$report"
+  settle_root "$dir"
+  awk '{ printf "%s %.2f %.1f\n", $1, $2 + $3, $4 * 1024 / 1e6 }' < <(measure_cpu "$@")
 }
-patterns=(
-  '-F|deadbeef'
-  '-F|compaction error fixed value config'
-  '-F -i|COMPACTION ERROR FIXED VALUE CONFIG'
-  '|harness \w+ seq turn step'
-  '-F|cargo naïve harness log'
-  '-F|src/main.rs cargo'
-)
 echo "machine: $(nproc) vCPU, load $(cut -d' ' -f1-3 /proc/loadavg); root $dir"
-for entry in "${patterns[@]}"; do
+for entry in "${grep_patterns[@]}"; do
   read -r -a flags <<< "${entry%%|*}"
   p=${entry#*|}
   same=$(cmp <("$before" grep "${flags[@]}" -c "$p" "$dir" 2>&1) <("$after" grep "${flags[@]}" -c "$p" "$dir" 2>&1) > /dev/null && echo same || echo DIFFERENT)

@@ -20,16 +20,6 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else
 
 echo "machine: $(nproc) vCPU, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *//'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "dshs: $($bin --version), rg: $(rg --version 2>/dev/null | head -n 1)"
-# Patterns over the generator's vocabulary, from absent to in every session, as "FLAGS|PATTERN"
-# (the same flags for rg and dshs; the counts are printed for each root).
-patterns=(
-  '-F|deadbeef'
-  '-F|compaction error fixed value config'
-  '-F -i|COMPACTION ERROR FIXED VALUE CONFIG'
-  '|harness \w+ seq turn step'
-  '-F|cargo naïve harness log'
-  '-F|src/main.rs cargo'
-)
 for sub in plain zstd; do
   [ "$sub" = zstd ] && [ "${ZSTD:-1}" = 0 ] && continue
   dir=$root/$sub
@@ -39,7 +29,7 @@ for sub in plain zstd; do
   z=(); [ "$sub" = zstd ] && z=(-z)
   echo
   echo "== $dir: $files logs, $bytes bytes stored"
-  for entry in "${patterns[@]}"; do
+  for entry in "${grep_patterns[@]}"; do
     read -r -a flags <<< "${entry%%|*}"
     p=${entry#*|}
     count() { awk -F: '{ n++; s += $NF } END { printf "%d logs, %d lines", n, s }'; }

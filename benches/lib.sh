@@ -9,6 +9,27 @@ measure() {
   rm -f "$report"
 }
 
+# "SECS USER SYS KIB" of one command (wall clock, CPU, peak RSS from GNU time), its output
+# discarded.
+measure_cpu() {
+  local report
+  report=$(mktemp)
+  /usr/bin/time -o "$report" -f '%e %U %S %M' "$@" >/dev/null 2>&1 || true
+  tail -n 1 "$report"
+  rm -f "$report"
+}
+
+# The grep benchmarks' patterns over the generator's vocabulary, from absent to in every
+# session, as "FLAGS|PATTERN" (the same flags for rg and dshs).
+grep_patterns=(
+  '-F|deadbeef'
+  '-F|compaction error fixed value config'
+  '-F -i|COMPACTION ERROR FIXED VALUE CONFIG'
+  '|harness \w+ seq turn step'
+  '-F|cargo naïve harness log'
+  '-F|src/main.rs cargo'
+)
+
 # Rewrite a log so its page-cache pages are fresh, then read it once. On the VM the README
 # figures come from, pages that sat idle for a while read ~5x slower (dd: 1.0 s per GiB against
 # 0.2 s after a rewrite; the host reclaims idle guest memory), which swamps what is measured.
