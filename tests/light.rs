@@ -43,19 +43,18 @@ fn variants(log: &[u8]) -> Vec<Vec<u8>> {
     let mut v = lines.clone();
     v[last].pop_if(|b| *b == b'\n');
     out.push(v.concat());
-    let mut v = lines.clone();
-    let half = v[last].len() / 2;
-    v[last].truncate(half);
-    v[last].push(b'\n');
-    out.push(v.concat());
+    // Line `i` cut to its first `keep` bytes, a newline kept after them.
+    let cut = |i: usize, keep: usize| {
+        let mut v = lines.clone();
+        v[i].truncate(keep);
+        v[i].push(b'\n');
+        v.concat()
+    };
+    out.push(cut(last, lines[last].len() / 2));
     let mut v = lines.clone();
     v[mid] = b"{\"type\":\"tool/result\",\"seq\":\n".to_vec();
     out.push(v.concat());
-    let mut v = lines.clone();
-    let third = v[mid].len() / 3;
-    v[mid].truncate(third);
-    v[mid].push(b'\n');
-    out.push(v.concat());
+    out.push(cut(mid, lines[mid].len() / 3));
     let edits: [(&[u8], &[u8]); 3] = [
         (
             br#""surfaceOp":"append""#,
