@@ -15,6 +15,8 @@ use crate::log::limits::{self, Guard, LimitHit};
 
 mod fast;
 
+pub(crate) use fast::escaped;
+
 pub(crate) use fast::escaped_char;
 
 /// Largest integer JavaScript represents exactly (`Number.MAX_SAFE_INTEGER`).

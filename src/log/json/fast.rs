@@ -993,17 +993,12 @@ enum Windows {
 /// method, with the carry of a run that crosses windows), and each escaped byte checked
 /// against the valid escapes.
 fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
     // Whether the first byte of the window is escaped by a backslash ending the last one.
     let mut carry = 0u64;
     while let Some(window) = s.get(j..j + 64) {
         let (quote, backslash, control) = masks64(window);
-        // Backslashes escaped by the run before them start nothing.
-        let backslash = backslash & !carry;
-        let follows = (backslash << 1) | carry;
-        let odd_starts = backslash & !EVEN & !follows;
-        let (runs, overflow) = odd_starts.overflowing_add(backslash);
-        let escaped = (EVEN ^ (runs << 1)) & follows;
+        // Sets `carry` for the next window: whether an odd run of backslashes ends this one.
+        let escaped = escaped(backslash, &mut carry);
         let ends = quote & !escaped;
         let before = if ends == 0 {
             u64::MAX
@@ -1031,14 +1026,26 @@ fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
         if ends != 0 {
             return Windows::End(j + ends.trailing_zeros() as usize);
         }
-        // A run of backslashes at the window's end escapes the next window's first byte
-        // when it is odd (computed from where the runs started).
-        carry = u64::from(overflow);
         j += 64;
     }
     // Fewer than 64 bytes left: from the escaping backslash, or from the next byte that
     // ends a plain run.
     Windows::Rest(if carry != 0 { j - 1 } else { scan(s, j) })
+}
+
+/// The bytes escaped by a backslash (the one after an odd run of them), given the window's
+/// backslashes; `carry` says the window's first byte is escaped, and is set for the next
+/// window (simdjson's branchless scan). Shared by this parser's string windows and
+/// `usage`'s walk.
+#[inline(always)]
+pub(crate) fn escaped(backslash: u64, carry: &mut u64) -> u64 {
+    const EVEN: u64 = 0x5555_5555_5555_5555;
+    let backslash = backslash & !*carry;
+    let follows = (backslash << 1) | *carry;
+    let odd_starts = backslash & !EVEN & !follows;
+    let (even_runs, overflow) = odd_starts.overflowing_add(backslash);
+    *carry = u64::from(overflow);
+    (EVEN ^ (even_runs << 1)) & follows
 }
 
 /// The bytes that may follow a backslash but `u`, as a bit set (bit `c % 64` of word

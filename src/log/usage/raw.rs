@@ -16,6 +16,7 @@
 //! still balanced) counts where the parse would call it unreadable.
 
 use super::json::MAX_SAFE;
+use crate::log::json::escaped;
 
 /// What a call needs of its line, as byte ranges of the line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -434,19 +435,6 @@ fn masks_bytewise(window: &[u8]) -> Masks {
         m.close |= u64::from(x == b'}' || x == b']') << i;
     }
     m
-}
-
-/// The bytes escaped by a backslash (the one after an odd run of them), given the window's
-/// backslashes; `carry` says the window's first byte is escaped, and is set for the next
-/// window (simdjson's branchless scan).
-fn escaped(backslash: u64, carry: &mut u64) -> u64 {
-    const EVEN: u64 = 0x5555_5555_5555_5555;
-    let backslash = backslash & !*carry;
-    let follows = (backslash << 1) | *carry;
-    let odd_starts = backslash & !EVEN & !follows;
-    let (even_runs, overflow) = odd_starts.overflowing_add(backslash);
-    *carry = u64::from(overflow);
-    (EVEN ^ (even_runs << 1)) & follows
 }
 
 /// Bit `i` is the XOR of bits `0..=i`: inside a string from its opening quote up to (not
