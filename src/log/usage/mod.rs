@@ -850,7 +850,11 @@ pub struct Feed {
 impl Feed {
     pub fn new() -> Feed {
         let mut feed = Feed::default();
-        feed.counter.out.calls = SPARE.with(|s| std::mem::take(&mut s.borrow_mut().calls));
+        SPARE.with(|s| {
+            let mut s = s.borrow_mut();
+            feed.counter.out.calls = std::mem::take(&mut s.calls);
+            feed.partial = std::mem::take(&mut s.partial);
+        });
         feed
     }
 
@@ -903,7 +907,8 @@ impl Feed {
             && classify(&self.partial) == Class::Skip
         {
             self.counter.out.bytes += self.partial.len() as u64;
-            self.partial = Vec::new();
+            // Kept, not freed: the next cut line would fault a new buffer in page by page.
+            self.partial.clear();
             self.skipping = true;
         }
     }
@@ -912,6 +917,11 @@ impl Feed {
     pub fn finish(mut self) -> SessionUsage {
         if !self.partial.is_empty() || self.skipping {
             self.counter.torn_line();
+        }
+        let mut partial = std::mem::take(&mut self.partial);
+        if partial.capacity() <= 4 * LONG {
+            partial.clear();
+            SPARE.with(|s| s.borrow_mut().partial = partial);
         }
         self.counter.finish()
     }
@@ -924,6 +934,7 @@ impl Feed {
 struct Spare {
     calls: Vec<Call>,
     block: Vec<u8>,
+    partial: Vec<u8>,
 }
 
 thread_local! {

@@ -572,3 +572,21 @@ fn a_recycled_call_list_holds_nothing_of_the_last_log() {
     assert_eq!(second.calls.len(), 1);
     assert_eq!(second.calls[0].tokens, tokens(3, 4));
 }
+
+/// The buffer of a cut line, kept for the next log, starts that log empty: a log that ended
+/// torn, or inside a long line passed over, leaves nothing the next one reads as its start.
+#[test]
+fn a_kept_line_buffer_holds_nothing_of_the_last_log() {
+    let next = log(&[V4.into(), message(0, 1, 1, Some((3, 4)), None)]);
+    let alone = count(&next);
+    let long = format!("{{\"type\":\"tool/result\",\"x\":\"{}", "y".repeat(LONG + 10));
+    for torn in [message(0, 1, 1, Some((1, 2)), None), long] {
+        let mut first = Feed::new();
+        first.bytes(log(&[V4.into()]).as_bytes());
+        first.bytes(&torn.as_bytes()[..torn.len() - 3]);
+        assert!(first.finish().torn_line);
+        let mut second = Feed::new();
+        second.bytes(next.as_bytes());
+        assert_eq!(second.finish(), alone);
+    }
+}
