@@ -56,17 +56,20 @@ struct Cur<'a> {
 const MAX_DEPTH: usize = 100;
 
 impl<'a> Cur<'a> {
+    #[inline(always)]
     fn ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
     }
 
+    #[inline(always)]
     fn peek(&mut self) -> Option<u8> {
         self.ws();
         self.b.get(self.i).copied()
     }
 
+    #[inline(always)]
     fn eat(&mut self, c: u8) -> Walk<()> {
         if self.peek() == Some(c) {
             self.i += 1;
@@ -82,16 +85,15 @@ impl<'a> Cur<'a> {
     }
 
     /// Past a string whose opening quote is at `i`; its body, and (if `escapes` is asked)
-    /// whether it holds a backslash. Past its first 16 bytes, quote to quote: a quote after
-    /// an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
-    #[inline]
+    /// whether it holds a backslash.
+    #[inline(always)]
     fn string_escapes(&mut self, escapes: bool) -> Walk<(&'a [u8], bool)> {
         self.eat(b'"')?;
         let start = self.i;
         let b = self.b;
         // Most strings walked are keys and names, a few bytes long: their first 16 bytes are
         // looked at as masks (no `memchr` call, no branch per byte); a longer string, or
-        // one with a backslash there, is searched quote to quote.
+        // one with a backslash there, takes the search below, out of line.
         if let Some(chunk) = b.get(start..start + 16).and_then(|c| c.try_into().ok()) {
             let m = masks16(chunk);
             if m.quote != 0 {
@@ -105,6 +107,14 @@ impl<'a> Cur<'a> {
                 self.i = start + 16;
             }
         }
+        self.string_rest(start, escapes)
+    }
+
+    /// The rest of a string from `i` whose body starts at `start`, quote to quote: a quote
+    /// after an odd run of backslashes is escaped (so the many `\n` of a text cost nothing).
+    #[inline(never)]
+    fn string_rest(&mut self, start: usize, escapes: bool) -> Walk<(&'a [u8], bool)> {
+        let b = self.b;
         loop {
             let Some(k) = memchr::memchr(b'"', &b[self.i..]) else {
                 return Err(Unusual);
@@ -137,31 +147,38 @@ impl<'a> Cur<'a> {
     }
 
     /// A plain integer (`-`? digits, no fraction, no exponent) of at most 2^53 − 1.
+    #[inline]
     fn int(&mut self) -> Walk<i64> {
         self.ws();
-        let start = self.i;
-        if self.b.get(self.i) == Some(&b'-') {
-            self.i += 1;
+        let b = self.b;
+        let mut i = self.i;
+        let negative = b.get(i) == Some(&b'-');
+        i += usize::from(negative);
+        let digits = i;
+        // Summed as read, at most 16 digits: the sum cannot overflow, no string is made.
+        let mut magnitude = 0u64;
+        while let Some(&c) = b.get(i) {
+            let d = c.wrapping_sub(b'0');
+            if d > 9 {
+                break;
+            }
+            if i - digits == 16 {
+                return Err(Unusual);
+            }
+            magnitude = magnitude * 10 + u64::from(d);
+            i += 1;
         }
-        let digits = self.i;
-        while self.b.get(self.i).is_some_and(u8::is_ascii_digit) {
-            self.i += 1;
-        }
-        let n = self.i - digits;
-        if n == 0 || n > 16 || (n > 1 && self.b[digits] == b'0') {
+        let n = i - digits;
+        if n == 0 || (n > 1 && b[digits] == b'0') {
             return Err(Unusual);
         }
-        if matches!(self.b.get(self.i), Some(b'.' | b'e' | b'E')) {
+        if matches!(b.get(i), Some(b'.' | b'e' | b'E')) {
             return Err(Unusual);
         }
-        // At most 16 digits: the sum cannot overflow, and no string is made to parse.
-        let magnitude = self.b[digits..self.i]
-            .iter()
-            .fold(0u64, |n, &d| n * 10 + u64::from(d - b'0'));
-        let negative = digits > start;
         if magnitude > MAX_SAFE || (negative && magnitude == 0) {
             return Err(Unusual);
         }
+        self.i = i;
         let v = magnitude as i64;
         Ok(if negative { -v } else { v })
     }
