@@ -1366,6 +1366,7 @@ fn the_raw_line_test_never_rejects_a_line_whose_text_matches() {
                             true
                         },
                         &mut kept,
+                        prefilter::OnEnough::Stop,
                         |_| false,
                     )
                     .unwrap()

@@ -312,13 +312,17 @@ fn search_target(
             version.set(h.as_ref().and_then(|h| h.get("version")?.as_u64()));
             sessions.is_empty() || h.is_some_and(|h| session_wanted(&h, sessions))
         };
-        // When the first match ends the search, so does the first candidate line that holds
-        // one: the fold reads no further than that unless it must (lines after it are all
-        // candidates). Each kept line is confirmed here once, not again below.
-        let ends_early = query.ends_at_first_match();
+        // Each kept line is confirmed as the pass keeps it, once: when the first match ends
+        // the search, the first candidate line that holds one ends the pass (the fold reads
+        // no further than that unless it must: lines after it are all candidates); else the
+        // pass reads on for the candidates but keeps no more lines.
+        let on_enough = match query.ends_at_first_match() {
+            true => prefilter::OnEnough::Stop,
+            false => prefilter::OnEnough::StopKeeping,
+        };
         let confirmed = std::cell::Cell::new(false);
         let enough = |lines: &[(u64, Vec<u8>)]| {
-            let found = ends_early && confirm(query, version.get(), lines);
+            let found = confirm(query, version.get(), lines);
             confirmed.set(confirmed.get() || found);
             found
         };
@@ -329,18 +333,15 @@ fn search_target(
             MAX_CANDIDATES,
             wanted,
             &mut kept,
+            on_enough,
             enough,
         );
-        // Under an early end each kept line was confirmed as the pass kept it.
-        let any_match = || match ends_early {
-            true => confirmed.get(),
-            false => confirm(query, version.get(), &kept.lines),
-        };
         match raw {
             Ok(None) => return Found::NotWanted,
             Ok(Some(Candidates::None)) => return Found::Nothing,
-            // Candidate lines, but none whose decoded text matches: nothing to fold for.
-            Ok(Some(c @ Candidates::Lines { .. })) if !kept.overflowed && !any_match() => {
+            // Candidate lines, every one kept and confirmed, and none whose decoded text
+            // matches: nothing to fold for.
+            Ok(Some(c @ Candidates::Lines { .. })) if !kept.overflowed && !confirmed.get() => {
                 drop(c);
                 return Found::Nothing;
             }

@@ -428,7 +428,8 @@ pub fn candidate_lines(
     cap: usize,
     header: impl FnMut(&[u8]) -> bool,
 ) -> io::Result<Option<Candidates>> {
-    raw_pass(reader, filter, cap, header, &mut Kept::none(), |_| false)
+    let none = &mut Kept::none();
+    raw_pass(reader, filter, cap, header, none, OnEnough::Stop, |_| false)
 }
 
 /// The candidate lines' bytes, kept by [`raw_pass`] up to a budget, for [`crate::log::grep::confirm`].
@@ -439,6 +440,18 @@ pub struct Kept {
     budget: usize,
     /// The budget ran out: `lines` is not all of them.
     pub overflowed: bool,
+    /// A kept line was found enough ([`OnEnough::StopKeeping`]): no more lines are kept.
+    pub settled: bool,
+}
+
+/// What [`raw_pass`] does once `enough` says yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnEnough {
+    /// Stop reading: one match is all that is asked (`-l`, `-q`).
+    Stop,
+    /// Read on for the candidate lines, keeping none any more: each copy would only be
+    /// confirmed again for an answer already known.
+    StopKeeping,
 }
 
 impl Kept {
@@ -459,7 +472,7 @@ impl Kept {
 
     fn keep(&mut self, base: u64, block: &[u8], offsets: &[u64]) {
         for &o in offsets {
-            if self.overflowed {
+            if self.overflowed || self.settled {
                 return;
             }
             let start = (o - base) as usize;
@@ -476,15 +489,17 @@ impl Kept {
 }
 
 /// [`candidate_lines`], also keeping the candidate lines in `kept` (while its budget lasts).
-/// `enough` is shown the lines kept from each block, each line once while the budget lasts:
-/// when it says yes, the pass stops after that block, and the lines after it count as
-/// candidates (`-l` needs one match only).
+/// `enough` is shown the lines kept from each block, each line once while the budget lasts.
+/// When it says yes, [`OnEnough::Stop`] stops the pass after that block, and the lines after
+/// it count as candidates (`-l` needs one match only); [`OnEnough::StopKeeping`] reads on,
+/// keeping no more lines.
 pub fn raw_pass(
     reader: &mut dyn Read,
     filter: Option<&LinePrefilter>,
     cap: usize,
     mut header: impl FnMut(&[u8]) -> bool,
     kept: &mut Kept,
+    on_enough: OnEnough,
     mut enough: impl FnMut(&[(u64, Vec<u8>)]) -> bool,
 ) -> io::Result<Option<Candidates>> {
     let mut buf: Vec<u8> = vec![0; BLOCK];
@@ -537,11 +552,19 @@ pub fn raw_pass(
                 }
                 let held = kept.lines.len();
                 kept.keep(base, &buf[..usable], &offsets[first..]);
-                if !kept.overflowed && kept.lines.len() > held && enough(&kept.lines[held..]) {
-                    return Ok(Some(Candidates::Lines {
-                        offsets,
-                        end: base + usable as u64,
-                    }));
+                if !kept.overflowed
+                    && !kept.settled
+                    && kept.lines.len() > held
+                    && enough(&kept.lines[held..])
+                {
+                    if on_enough == OnEnough::Stop {
+                        return Ok(Some(Candidates::Lines {
+                            offsets,
+                            end: base + usable as u64,
+                        }));
+                    }
+                    kept.settled = true;
+                    kept.lines = Vec::new();
                 }
             }
         }
@@ -588,7 +611,15 @@ mod tests {
         log.extend_from_slice(b"needle two\n");
         type Enough<'e> = &'e mut dyn FnMut(&[(u64, Vec<u8>)]) -> bool;
         let pass = |kept: &mut Kept, enough: Enough<'_>| {
-            raw_pass(&mut &log[..], Some(&f), 100, |_| true, kept, enough)
+            raw_pass(
+                &mut &log[..],
+                Some(&f),
+                100,
+                |_| true,
+                kept,
+                OnEnough::Stop,
+                enough,
+            )
         };
         let all = pass(&mut Kept::with_budget(1 << 20), &mut |_| false);
         let Ok(Some(Candidates::Lines { offsets, end })) = all else {
@@ -621,6 +652,58 @@ mod tests {
             }
             .contains(far, &mut 0)
         );
+    }
+
+    /// A match known, the pass reads on for every candidate but copies no more lines.
+    #[test]
+    fn the_raw_pass_keeps_no_more_lines_once_enough_is_found() {
+        let f = filter("needle").unwrap();
+        let mut log = b"{\"type\":\"session\"}\nneedle one\n".to_vec();
+        let filler = "x".repeat(99) + "\n";
+        while log.len() < 3 * BLOCK {
+            log.extend_from_slice(filler.as_bytes());
+        }
+        let far = log.len() as u64;
+        log.extend_from_slice(b"needle two\n");
+        let mut shown = Vec::new();
+        let mut kept = Kept::with_budget(1 << 20);
+        let on = OnEnough::StopKeeping;
+        let got = raw_pass(
+            &mut &log[..],
+            Some(&f),
+            100,
+            |_| true,
+            &mut kept,
+            on,
+            |lines| {
+                shown.extend(lines.iter().map(|(o, _)| *o));
+                true
+            },
+        );
+        let Ok(Some(Candidates::Lines { offsets, end })) = got else {
+            panic!("{got:?}")
+        };
+        assert_eq!((offsets, end), (vec![19, far], log.len() as u64));
+        assert_eq!(shown, [19]);
+        assert!(kept.settled && !kept.overflowed && kept.lines.is_empty());
+        // Told no, it keeps and shows every candidate line.
+        let mut kept = Kept::with_budget(1 << 20);
+        shown.clear();
+        raw_pass(
+            &mut &log[..],
+            Some(&f),
+            100,
+            |_| true,
+            &mut kept,
+            on,
+            |lines| {
+                shown.extend(lines.iter().map(|(o, _)| *o));
+                false
+            },
+        )
+        .unwrap();
+        assert_eq!(shown, [19, far]);
+        assert!(!kept.settled && kept.lines.len() == 2);
     }
 
     #[test]
