@@ -15,6 +15,10 @@
 //! values' grammar is not checked, so a line damaged inside one (its brackets and quotes
 //! still balanced) counts where the parse would call it unreadable.
 
+use std::sync::LazyLock;
+
+use memchr::memmem;
+
 use super::json::MAX_SAFE;
 use crate::log::json::escaped;
 
@@ -569,7 +573,14 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                 c.skip()?;
                 return Ok(());
             }
-            c.i += 1;
+            // Most streams hold no usage record: crossed at the masks' speed, not record
+            // by record.
+            let start = c.i;
+            c.skip_container()?;
+            if !may_hold_usage(&c.b[start..c.i]) {
+                return Ok(());
+            }
+            c.i = start + 1;
             if c.peek() == Some(b']') {
                 c.i += 1;
                 return Ok(());
@@ -593,6 +604,18 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
         }
     }
     Ok(())
+}
+
+/// Whether a stream's bytes may hold a usage chunk: its `chunk.type` is the string `usage`,
+/// spelled as it is (`"usage"`) or with a `\u` escape, the only escape that can spell a
+/// letter.
+fn may_hold_usage(stream: &[u8]) -> bool {
+    // Built once: a searcher per stream would cost more than the search.
+    static USAGE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\"usage\""));
+    static ESCAPE: LazyLock<memmem::Finder<'static>> =
+        LazyLock::new(|| memmem::Finder::new(b"\\u"));
+    USAGE.find(stream).is_some() || ESCAPE.find(stream).is_some()
 }
 
 /// One stream record: `Some(usage)` when it is a usage chunk.
@@ -696,6 +719,30 @@ mod tests {
             f.stream_usage,
             Some(Some(&br#"{"inputTokens":1,"outputTokens":1}"#[..]))
         );
+    }
+
+    /// A stream is crossed whole unless it may hold a usage chunk: one whose type is spelled
+    /// with an escape is still looked at (and left to the parser), one with none is not.
+    #[test]
+    fn a_stream_without_a_usage_chunk_is_crossed_whole() {
+        let line = |chunk: &str| {
+            format!(
+                r#"{{"type":"assistant/message","seq":1,"time":1,"data":{{"stream":[{{"type":"chunk","chunk":{chunk}}}]}}}}"#
+            )
+        };
+        let walked = |chunk: &str| {
+            let text = line(chunk);
+            walk(text.as_bytes()).map(|f| f.stream_usage.map(|u| u.map(<[u8]>::to_vec)))
+        };
+        let usage = r#"{"type":"usage","usage":{"inputTokens":1}}"#;
+        assert_eq!(
+            walked(usage),
+            Some(Some(Some(br#"{"inputTokens":1}"#.to_vec())))
+        );
+        // A usage chunk with no usage: a record the count must see, spelled plainly or not.
+        assert_eq!(walked(r#"{"type":"usage"}"#), Some(Some(None)));
+        assert_eq!(walked(r#"{"type":"\u0075sage"}"#), None);
+        assert_eq!(walked(r#"{"type":"finish"}"#), Some(None));
     }
 
     #[test]
