@@ -16,6 +16,7 @@ use crate::log::limits::{self, Guard, LimitHit};
 mod fast;
 
 pub(crate) use fast::escaped;
+pub(crate) use fast::scan as string_plain_end;
 
 pub(crate) use fast::escaped_char;
 

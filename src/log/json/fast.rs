@@ -1225,9 +1225,9 @@ fn hex4(s: &[u8], at: usize) -> Option<u32> {
 }
 
 /// The index of the first byte at or after `j` that is `"`, `\` or a control character
-/// (`s.len()` when there is none).
+/// (`s.len()` when there is none): the bytes of a string that need no attention.
 #[inline]
-fn scan(s: &[u8], mut j: usize) -> usize {
+pub(crate) fn scan(s: &[u8], mut j: usize) -> usize {
     #[cfg(target_arch = "x86_64")]
     {
         // SSE2 is part of x86_64: sixteen bytes per step.

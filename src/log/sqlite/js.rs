@@ -230,7 +230,7 @@ impl<'a> Checker<'a> {
         let mut i = start;
         let b = self.b;
         loop {
-            i = skip_plain(b, i);
+            i = crate::log::json::string_plain_end(b, i);
             let Some(&c) = b.get(i) else {
                 return Err(err("unterminated string", start - 1));
             };
@@ -454,31 +454,6 @@ impl Checker<'_> {
             }
         }
     }
-}
-
-/// Skip string bytes that need no attention (not `"`, `\\`, or a control character), eight
-/// at a time.
-#[inline]
-fn skip_plain(b: &[u8], mut i: usize) -> usize {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    while let Some(chunk) = b.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8]));
-        let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
-        // Bytes below 0x20 (a byte ≥ 0x80 never counts: its high bit is set).
-        let control = w.wrapping_sub(ONES * 0x20) & !w & HIGHS;
-        if zero(w ^ (ONES * u64::from(b'"'))) | zero(w ^ (ONES * u64::from(b'\\'))) | control != 0 {
-            break;
-        }
-        i += 8;
-    }
-    while let Some(&c) = b.get(i) {
-        if c == b'"' || c == b'\\' || c < 0x20 {
-            break;
-        }
-        i += 1;
-    }
-    i
 }
 
 /// The end of a JSON number starting at `i`, if the grammar matches.
