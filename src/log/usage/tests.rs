@@ -579,7 +579,10 @@ fn a_recycled_call_list_holds_nothing_of_the_last_log() {
 fn a_kept_line_buffer_holds_nothing_of_the_last_log() {
     let next = log(&[V4.into(), message(0, 1, 1, Some((3, 4)), None)]);
     let alone = count(&next);
-    let long = format!("{{\"type\":\"tool/result\",\"x\":\"{}", "y".repeat(LONG + 10));
+    let long = format!(
+        "{{\"type\":\"tool/result\",\"x\":\"{}",
+        "y".repeat(LONG + 10)
+    );
     for torn in [message(0, 1, 1, Some((1, 2)), None), long] {
         let mut first = Feed::new();
         first.bytes(log(&[V4.into()]).as_bytes());
