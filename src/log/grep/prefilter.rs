@@ -597,11 +597,9 @@ mod tests {
         LinePrefilter::new(&hir)
     }
 
-    #[test]
-    fn the_raw_pass_stops_after_the_block_where_enough_is_found() {
-        let f = filter("needle").unwrap();
-        // A header, a candidate in the first block, then more than a block of lines with
-        // another candidate far on.
+    /// A header, a candidate (`needle`) in the first block, then more than a block of lines
+    /// with another candidate far on (at the offset returned).
+    fn two_needles() -> (Vec<u8>, u64) {
         let mut log = b"{\"type\":\"session\"}\nneedle one\n".to_vec();
         let filler = "x".repeat(99) + "\n";
         while log.len() < 3 * BLOCK {
@@ -609,6 +607,13 @@ mod tests {
         }
         let far = log.len() as u64;
         log.extend_from_slice(b"needle two\n");
+        (log, far)
+    }
+
+    #[test]
+    fn the_raw_pass_stops_after_the_block_where_enough_is_found() {
+        let f = filter("needle").unwrap();
+        let (log, far) = two_needles();
         type Enough<'e> = &'e mut dyn FnMut(&[(u64, Vec<u8>)]) -> bool;
         let pass = |kept: &mut Kept, enough: Enough<'_>| {
             raw_pass(
@@ -658,28 +663,26 @@ mod tests {
     #[test]
     fn the_raw_pass_keeps_no_more_lines_once_enough_is_found() {
         let f = filter("needle").unwrap();
-        let mut log = b"{\"type\":\"session\"}\nneedle one\n".to_vec();
-        let filler = "x".repeat(99) + "\n";
-        while log.len() < 3 * BLOCK {
-            log.extend_from_slice(filler.as_bytes());
-        }
-        let far = log.len() as u64;
-        log.extend_from_slice(b"needle two\n");
-        let mut shown = Vec::new();
-        let mut kept = Kept::with_budget(1 << 20);
-        let on = OnEnough::StopKeeping;
-        let got = raw_pass(
-            &mut &log[..],
-            Some(&f),
-            100,
-            |_| true,
-            &mut kept,
-            on,
-            |lines| {
-                shown.extend(lines.iter().map(|(o, _)| *o));
-                true
-            },
-        );
+        let (log, far) = two_needles();
+        // The pass with `enough` always answering `answer`: its result, the lines shown, kept.
+        let pass = |answer: bool| {
+            let (mut shown, mut kept) = (Vec::new(), Kept::with_budget(1 << 20));
+            let on = OnEnough::StopKeeping;
+            let got = raw_pass(
+                &mut &log[..],
+                Some(&f),
+                100,
+                |_| true,
+                &mut kept,
+                on,
+                |lines| {
+                    shown.extend(lines.iter().map(|(o, _)| *o));
+                    answer
+                },
+            );
+            (got, shown, kept)
+        };
+        let (got, shown, kept) = pass(true);
         let Ok(Some(Candidates::Lines { offsets, end })) = got else {
             panic!("{got:?}")
         };
@@ -687,21 +690,8 @@ mod tests {
         assert_eq!(shown, [19]);
         assert!(kept.settled && !kept.overflowed && kept.lines.is_empty());
         // Told no, it keeps and shows every candidate line.
-        let mut kept = Kept::with_budget(1 << 20);
-        shown.clear();
-        raw_pass(
-            &mut &log[..],
-            Some(&f),
-            100,
-            |_| true,
-            &mut kept,
-            on,
-            |lines| {
-                shown.extend(lines.iter().map(|(o, _)| *o));
-                false
-            },
-        )
-        .unwrap();
+        let (got, shown, kept) = pass(false);
+        assert!(matches!(got, Ok(Some(Candidates::Lines { .. }))), "{got:?}");
         assert_eq!(shown, [19, far]);
         assert!(!kept.settled && kept.lines.len() == 2);
     }

@@ -9,9 +9,7 @@
 //! what it reads, see `stats`); [`read`] runs it over a reader.
 
 use std::io::{self, BufRead, Read};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
-
-use memchr::memmem;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::event::Kind;
 use super::json::{self, Json, Shape};
@@ -229,12 +227,7 @@ fn classify(line: &[u8]) -> Class {
 
 /// A chunk line can matter only if it names a usage or finish chunk somewhere.
 fn chunk_may_matter(line: &[u8]) -> bool {
-    // Built once: a searcher per line cost more than the search of a short chunk line.
-    static USAGE: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\"usage\""));
-    static FINISH: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\"finish\""));
-    USAGE.find(line).is_some() || FINISH.find(line).is_some()
+    raw::holds(line, raw::Needle::Usage) || raw::holds(line, raw::Needle::Finish)
 }
 
 /// A v0/v1 attempt being streamed or finished, not yet claimed by a message; also what any

@@ -610,12 +610,26 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
 /// spelled as it is (`"usage"`) or with a `\u` escape, the only escape that can spell a
 /// letter.
 fn may_hold_usage(stream: &[u8]) -> bool {
-    // Built once: a searcher per stream would cost more than the search.
-    static USAGE: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\"usage\""));
-    static ESCAPE: LazyLock<memmem::Finder<'static>> =
-        LazyLock::new(|| memmem::Finder::new(b"\\u"));
-    USAGE.find(stream).is_some() || ESCAPE.find(stream).is_some()
+    holds(stream, Needle::Usage) || holds(stream, Needle::Escape)
+}
+
+/// The byte strings looked for before a line or a stream is walked.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Needle {
+    /// `"usage"`
+    Usage,
+    /// `"finish"`
+    Finish,
+    /// `\u`
+    Escape,
+}
+
+/// Whether `b` holds `needle`.
+pub(super) fn holds(b: &[u8], needle: Needle) -> bool {
+    // Built once: a searcher per line cost more than the search of a short line.
+    static FINDERS: LazyLock<[memmem::Finder<'static>; 3]> =
+        LazyLock::new(|| [&b"\"usage\""[..], b"\"finish\"", b"\\u"].map(memmem::Finder::new));
+    FINDERS[needle as usize].find(b).is_some()
 }
 
 /// One stream record: `Some(usage)` when it is a usage chunk.
