@@ -230,6 +230,13 @@ fn chunk_may_matter(line: &[u8]) -> bool {
     raw::holds(line, raw::Needle::Usage) || raw::holds(line, raw::Needle::Finish)
 }
 
+/// `part`, bytes of `whole`, as the `str` it is there (`None` if it is not inside `whole` or
+/// does not start and end on characters): no second UTF-8 check of a checked line.
+fn piece<'a>(whole: &'a str, part: &[u8]) -> Option<&'a str> {
+    let at = (part.as_ptr() as usize).checked_sub(whole.as_ptr() as usize)?;
+    whole.get(at..at.checked_add(part.len())?)
+}
+
 /// A v0/v1 attempt being streamed or finished, not yet claimed by a message; also what any
 /// call has before it is counted (see `Counter::emit`).
 #[derive(Debug, Clone)]
@@ -423,9 +430,9 @@ impl Counter {
         #[cfg(test)]
         let class = if self.parse_only { Class::Read } else { class };
         if matches!(class, Class::Call | Class::Chunk)
-            && text.is_some()
+            && let Some(text) = text
             && let Some(found) = raw::walk(line)
-            && self.walked(found)
+            && self.walked(found, text)
         {
             return;
         }
@@ -610,12 +617,12 @@ impl Counter {
         self.emit(message, turn, step, rule, Concluded::AssistantMessage);
     }
 
-    /// A line of a walked type as the walk found it; `false`: parse it instead.
-    fn walked(&mut self, f: raw::Found<'_>) -> bool {
-        // The walk took only escape-free names: they are the bytes themselves.
-        fn text(b: Option<&[u8]>) -> Option<&str> {
-            b.and_then(|b| std::str::from_utf8(b).ok())
-        }
+    /// A line of a walked type as the walk found it (`line`: the same bytes, checked as
+    /// UTF-8); `false`: parse it instead.
+    fn walked(&mut self, f: raw::Found<'_>, line: &str) -> bool {
+        // The walk took only escape-free names: they are the bytes themselves, pieces of a
+        // line already checked, cut between two quotes (so on characters).
+        let text = |b: Option<&[u8]>| b.and_then(|b| piece(line, b));
         let kind = f.ty.and_then(read_kind).map(|(k, _)| k);
         let message = match kind {
             Some(Kind::AssistantMessage) => true,

@@ -593,3 +593,16 @@ fn a_kept_line_buffer_holds_nothing_of_the_last_log() {
         assert_eq!(second.finish(), alone);
     }
 }
+
+/// A walked name is the piece of the checked line it was cut from, and nothing else.
+#[test]
+fn a_piece_is_the_str_it_is_in_the_line() {
+    let line = r#"{"model":"日本","x":"y"}"#;
+    let at = line.find("日本").unwrap();
+    let b = line.as_bytes();
+    assert_eq!(piece(line, &b[at..at + 6]), Some("日本"));
+    // Cut inside a character, or not from the line at all.
+    assert_eq!(piece(line, &b[at..at + 4]), None);
+    let elsewhere = String::from("y");
+    assert_eq!(piece(line, elsewhere.as_bytes()), None);
+}
