@@ -489,18 +489,13 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
             }
             b"data" => {
                 // A repeated `data` replaces the first whole.
-                let mut d = Found::default();
-                c.maybe_object(|key, c| data_member(key, c, &mut d))?;
-                f.turn = d.turn;
-                f.step = d.step;
-                f.usage = d.usage;
-                f.provider = d.provider;
-                f.model = d.model;
-                f.stream_usage = d.stream_usage;
-                f.header_provider = d.header_provider;
-                f.header_model = d.header_model;
-                f.chunk_type = d.chunk_type;
-                f.chunk_usage = d.chunk_usage;
+                f = Found {
+                    ty: f.ty,
+                    seq: f.seq,
+                    time: f.time,
+                    ..Found::default()
+                };
+                c.maybe_object(|key, c| data_member(key, c, &mut f))?;
             }
             _ => {
                 c.skip()?;
@@ -802,6 +797,15 @@ mod tests {
         assert_eq!(f.seq, Some(2));
         assert_eq!(f.usage, Some(&br#"{"b":2}"#[..]));
         assert_eq!(f.turn, Some(3));
+        // A repeated `data` replaces the first whole; the envelope stays.
+        let line =
+            br#"{"type":"x","seq":1,"time":1,"data":{"turn":3,"usage":{"a":1}},"data":{"step":4}}"#;
+        let f = walk(line).unwrap();
+        assert_eq!(
+            (f.seq, f.time, f.turn, f.step),
+            (Some(1), Some(1), None, Some(4))
+        );
+        assert_eq!((f.ty, f.usage), (Some(&b"x"[..]), None));
     }
 
     /// The container skip a byte at a time (the walk before the masks, a backslash outside

@@ -606,3 +606,21 @@ fn a_piece_is_the_str_it_is_in_the_line() {
     let elsewhere = String::from("y");
     assert_eq!(piece(line, elsewhere.as_bytes()), None);
 }
+
+/// Every type the count reads is found by its name; others are not.
+#[test]
+fn every_read_type_is_found_by_its_name() {
+    for (kind, class) in READ {
+        assert_eq!(read_kind(kind.name().as_bytes()), Some((kind, class)));
+        assert_eq!(class_of_type(kind.name().as_bytes()), class);
+    }
+    for other in [
+        Kind::ToolResult,
+        Kind::StepStart,
+        Kind::StepEnd,
+        Kind::UserMessage,
+    ] {
+        assert_eq!(read_kind(other.name().as_bytes()), None, "{other:?}");
+    }
+    assert_eq!(read_kind(&[b'a'; 100]), None);
+}
