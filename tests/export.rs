@@ -109,6 +109,16 @@ fn golden_page_of_a_real_fixture() {
     assert_eq!(html, again);
 }
 
+/// The names of the files in `dir`, sorted.
+fn names_in(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    names
+}
+
 fn logs(dir: &Path, out: &mut Vec<PathBuf>) {
     let mut entries: Vec<_> = std::fs::read_dir(dir)
         .expect("testdata is readable")
@@ -280,15 +290,7 @@ fn output_file_is_the_page_and_leaves_nothing_else() {
     assert!(stdout.is_empty());
     let (_, page, _) = export(&[testdata(FIXTURE).to_str().unwrap()]);
     assert_eq!(std::fs::read_to_string(&out).unwrap(), page);
-    let names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .collect();
-    assert_eq!(
-        names,
-        vec![std::ffi::OsString::from("page.html")],
-        "a temporary file left"
-    );
+    assert_eq!(names_in(dir.path()), ["page.html"], "a temporary file left");
     // The page is readable as a file made by the user would be, not private like a
     // temporary file; a page it replaces keeps its mode.
     use std::os::unix::fs::PermissionsExt;
@@ -336,12 +338,10 @@ fn output_through_a_link_or_to_a_device_keeps_them() {
     assert_eq!(code, 2, "{err}");
     assert!(err.contains("a link to nothing"), "{err}");
     assert!(dangling.is_symlink());
-    let mut names: Vec<_> = std::fs::read_dir(dir.path())
-        .unwrap()
-        .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .collect();
-    names.sort();
-    assert_eq!(names, ["dangling.html", "link.html", "null", "target.html"]);
+    assert_eq!(
+        names_in(dir.path()),
+        ["dangling.html", "link.html", "null", "target.html"]
+    );
 }
 
 /// A log that is a FIFO is read by the fold alone: nothing else opens it first (which would
@@ -556,12 +556,8 @@ fn racing_exports_to_one_file_leave_a_whole_page_of_a_reported_success() {
             succeeded.iter().any(|&i| pages[i] == last),
             "round {round}: the file is no reported success's page"
         );
-        let names: Vec<_> = std::fs::read_dir(dir.path())
-            .unwrap()
-            .map(|e| e.unwrap().file_name())
-            .collect();
         assert_eq!(
-            names,
+            names_in(dir.path()),
             ["page.html"],
             "round {round}: a temporary file was left"
         );
