@@ -568,14 +568,13 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                 c.skip()?;
                 return Ok(());
             }
-            // Most streams hold no usage record: crossed at the masks' speed, not record
-            // by record.
-            let start = c.i;
-            c.skip_container()?;
-            if !may_hold_usage(&c.b[start..c.i]) {
-                return Ok(());
+            // Most streams hold no usage record: when the rest of the line spells none,
+            // the stream is crossed at the masks' speed, not record by record (and a
+            // stream that holds one is walked once, not skipped first).
+            if !may_hold_usage(&c.b[c.i..]) {
+                return c.skip_container();
             }
-            c.i = start + 1;
+            c.i += 1;
             if c.peek() == Some(b']') {
                 c.i += 1;
                 return Ok(());
@@ -601,11 +600,11 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
     Ok(())
 }
 
-/// Whether a stream's bytes may hold a usage chunk: its `chunk.type` is the string `usage`,
-/// spelled as it is (`"usage"`) or with a `\u` escape, the only escape that can spell a
-/// letter.
-fn may_hold_usage(stream: &[u8]) -> bool {
-    holds(stream, Needle::Usage) || holds(stream, Needle::Escape)
+/// Whether bytes from a stream's start may hold a usage chunk: its `chunk.type` is the
+/// string `usage`, spelled as it is (`"usage"`) or with a `\u` escape, the only escape that
+/// can spell a letter.
+fn may_hold_usage(from_stream: &[u8]) -> bool {
+    holds(from_stream, Needle::Usage) || holds(from_stream, Needle::Escape)
 }
 
 /// The byte strings looked for before a line or a stream is walked.
