@@ -832,7 +832,7 @@ impl Counter {
 /// Bytes read at a time.
 const BLOCK: usize = 256 * 1024;
 
-/// A line no rule reads is held at most this far, then passed over to its end.
+/// A cut line's buffer is kept for the next one up to this size.
 const LONG: usize = 256 * 1024;
 
 /// Splits bytes, as they come, into the lines a [`Counter`] takes: the complete lines of a
@@ -843,7 +843,7 @@ pub struct Feed {
     counter: Counter,
     /// The start of a line not yet ended.
     partial: Vec<u8>,
-    /// Passing over the rest of a long line no rule reads.
+    /// Passing over the rest of a cut line no rule reads.
     skipping: bool,
 }
 
@@ -887,7 +887,7 @@ impl Feed {
                 }
                 None => {
                     self.partial.extend_from_slice(b);
-                    self.pass_over_long_line();
+                    self.pass_over_unread_line();
                     return;
                 }
             }
@@ -898,14 +898,13 @@ impl Feed {
             at = i + 1;
         }
         self.partial.extend_from_slice(&b[at..]);
-        self.pass_over_long_line();
+        self.pass_over_unread_line();
     }
 
-    fn pass_over_long_line(&mut self) {
-        if self.partial.len() >= LONG
-            && self.counter.started
-            && classify(&self.partial) == Class::Skip
-        {
+    /// A cut line is held only until its type is read: one no rule reads is passed over
+    /// from there (most cut lines are long tool results, not worth a copy).
+    fn pass_over_unread_line(&mut self) {
+        if self.counter.started && classify(&self.partial) == Class::Skip {
             self.counter.out.bytes += self.partial.len() as u64;
             // Kept, not freed: the next cut line would fault a new buffer in page by page.
             self.partial.clear();
