@@ -5,8 +5,10 @@
 //! the last usage record of `data.stream`, `data.chunk.{type,usage}`,
 //! `data.header.config.{provider,model}`); every other value (the message's text, the
 //! stream's chunks: most of the bytes of a log) is skipped 64 bytes at a time by masks of
-//! its quotes, backslashes and brackets, without building anything. A usage object of plain
-//! integers is read here too ([`buckets`]); any other is parsed by the real parser.
+//! its quotes, backslashes and brackets (AVX2 and carry-less multiplication where the CPU
+//! has them, SSE2 otherwise), without building anything; a stream record is walked only if
+//! a string in it starts with `u` or `\u`, as a usage chunk's type must. A usage object of
+//! plain integers is read here too ([`buckets`]); any other is parsed by the real parser.
 //!
 //! Anything unusual (an escape in a key or in a model name, a number that is not a plain
 //! integer, a structure that does not close) gives up, and the caller parses the line whole.
@@ -46,7 +48,17 @@ pub(super) struct Found<'a> {
 }
 
 /// Gave up: parse the line instead.
+#[derive(Debug)]
 struct Unusual;
+
+/// How [`Cur::skip_container_noting`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Skipped {
+    /// Past the container.
+    Past,
+    /// At a string that may spell `usage`: not moved.
+    Noted,
+}
 
 type Walk<T> = Result<T, Unusual>;
 
@@ -228,21 +240,50 @@ impl<'a> Cur<'a> {
     /// unescaped quotes (simdjson's way), so only the brackets outside strings are visited,
     /// not every string (a stream's `texts` hold a string every few bytes).
     fn skip_container(&mut self) -> Walk<()> {
+        self.skip_container_noting::<false>().map(|_| ())
+    }
+
+    /// [`Cur::skip_container`]; with `NOTE`, it stops at the first string that starts
+    /// with `u` or `\u` (where a usage chunk's type would be), leaving `i` as it was.
+    fn skip_container_noting<const NOTE: bool>(&mut self) -> Walk<Skipped> {
+        #[cfg(target_arch = "x86_64")]
+        if Avx2::available() {
+            // SAFETY: the CPU has AVX2 and PCLMULQDQ, checked just above.
+            return unsafe { Avx2::skip::<NOTE>(self) };
+        }
+        // SAFETY: these lanes run on any CPU.
+        unsafe { Sse2::skip::<NOTE>(self) }
+    }
+
+    #[inline(always)]
+    fn skip_container_with<L: Lanes, const NOTE: bool>(&mut self) -> Walk<Skipped> {
         let b = self.b;
         let mut j = self.i;
         // Carried from window to window: the next window's first byte is escaped; the
         // window starts inside a string (all ones).
         let mut carry_escape = 0u64;
         let mut in_string = 0u64;
+        // The last window ended with an unescaped quote.
+        let mut carry_quote = 0u64;
         // Bit `d`: the container at depth `d` is an object (so `}` closes it).
         let mut objects: u128 = 0;
         let mut depth = 0usize;
         while j < b.len() {
             let mut padded = [b' '; 64];
             let window = window_at(b, j, &mut padded);
-            let m = masks(window);
-            let quotes = m.quote & !escaped(m.backslash, &mut carry_escape);
-            let strings = prefix_xor(quotes) ^ in_string;
+            // SAFETY: `L` was chosen for this CPU by the caller.
+            let m = unsafe { L::masks(window) };
+            let escaped = escaped(m.backslash, &mut carry_escape);
+            let quotes = m.quote & !escaped;
+            // A `u` that follows a quote or is escaped (`\u`): see `skip_container_noting`.
+            let noted = if NOTE {
+                m.u & (escaped | quotes << 1 | carry_quote)
+            } else {
+                0
+            };
+            carry_quote = quotes >> 63;
+            // SAFETY: as above.
+            let strings = unsafe { L::prefix_xor(quotes) } ^ in_string;
             in_string = 0u64.wrapping_sub(strings >> 63);
             // A backslash outside a string is not JSON: the parse decides.
             let stray = m.backslash & !strings;
@@ -280,12 +321,18 @@ impl<'a> Cur<'a> {
                     return Err(Unusual);
                 }
                 if depth == 0 {
+                    if noted & ((1u64 << p) - 1) != 0 {
+                        return Ok(Skipped::Noted);
+                    }
                     self.i = j + p as usize + 1;
-                    return Ok(());
+                    return Ok(Skipped::Past);
                 }
             }
             if stray != 0 {
                 return Err(Unusual);
+            }
+            if noted != 0 {
+                return Ok(Skipped::Noted);
             }
             j += 64;
         }
@@ -366,22 +413,19 @@ fn window_at<'w>(b: &'w [u8], j: usize, padded: &'w mut [u8; 64]) -> &'w [u8; 64
     }
 }
 
-/// A 64-byte window's quotes, backslashes, `{`/`[` and `}`/`]` (bit `i`: byte `i`).
+/// A 64-byte window's quotes, backslashes, `{`/`[`, `}`/`]` and `u`s (bit `i`: byte `i`).
+#[derive(Default)]
 struct Masks {
     quote: u64,
     backslash: u64,
     open: u64,
     close: u64,
+    u: u64,
 }
 
 #[inline]
 fn masks(window: &[u8; 64]) -> Masks {
-    let mut m = Masks {
-        quote: 0,
-        backslash: 0,
-        open: 0,
-        close: 0,
-    };
+    let mut m = Masks::default();
     for (k, chunk) in window.chunks_exact(16).enumerate() {
         let Ok(chunk) = chunk.try_into() else { break };
         let s = masks16(chunk);
@@ -390,6 +434,7 @@ fn masks(window: &[u8; 64]) -> Masks {
         m.backslash |= u64::from(s.backslash) << shift;
         m.open |= u64::from(s.open) << shift;
         m.close |= u64::from(s.close) << shift;
+        m.u |= u64::from(s.u) << shift;
     }
     m
 }
@@ -400,6 +445,7 @@ struct Masks16 {
     backslash: u16,
     open: u16,
     close: u16,
+    u: u16,
 }
 
 #[inline]
@@ -423,6 +469,7 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
                 backslash: bits(v, b'\\'),
                 open: bits(folded, b'{'),
                 close: bits(folded, b'}'),
+                u: bits(v, b'u'),
             }
         }
     }
@@ -435,6 +482,7 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
             backslash: m.backslash as u16,
             open: m.open as u16,
             close: m.close as u16,
+            u: m.u as u16,
         }
     }
 }
@@ -443,17 +491,13 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
 /// for the SSE2 one.
 #[cfg(any(test, not(target_arch = "x86_64")))]
 fn masks_bytewise(window: &[u8]) -> Masks {
-    let mut m = Masks {
-        quote: 0,
-        backslash: 0,
-        open: 0,
-        close: 0,
-    };
+    let mut m = Masks::default();
     for (i, &x) in window.iter().enumerate() {
         m.quote |= u64::from(x == b'"') << i;
         m.backslash |= u64::from(x == b'\\') << i;
         m.open |= u64::from(x == b'{' || x == b'[') << i;
         m.close |= u64::from(x == b'}' || x == b']') << i;
+        m.u |= u64::from(x == b'u') << i;
     }
     m
 }
@@ -468,6 +512,107 @@ fn prefix_xor(mut x: u64) -> u64 {
     x ^= x << 16;
     x ^= x << 32;
     x
+}
+
+/// How a window's masks and a prefix XOR are computed: [`Sse2`] on any x86_64 (and
+/// portably elsewhere), [`Avx2`] where the CPU has AVX2 and carry-less multiplication.
+trait Lanes {
+    /// # Safety
+    /// The CPU has the features the implementation names.
+    unsafe fn masks(window: &[u8; 64]) -> Masks;
+    /// # Safety
+    /// As for `masks`.
+    unsafe fn prefix_xor(x: u64) -> u64;
+    /// [`Cur::skip_container_noting`] in these lanes.
+    /// # Safety
+    /// As for `masks`.
+    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped>;
+}
+
+struct Sse2;
+
+impl Lanes for Sse2 {
+    #[inline(always)]
+    unsafe fn masks(window: &[u8; 64]) -> Masks {
+        masks(window)
+    }
+    #[inline(always)]
+    unsafe fn prefix_xor(x: u64) -> u64 {
+        prefix_xor(x)
+    }
+    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
+        c.skip_container_with::<Sse2, NOTE>()
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+struct Avx2;
+
+#[cfg(target_arch = "x86_64")]
+impl Avx2 {
+    fn available() -> bool {
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    }
+
+    /// The skip compiled for these lanes' features, so that their masks are inlined.
+    #[target_feature(enable = "avx2,pclmulqdq")]
+    fn skip_compiled<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
+        c.skip_container_with::<Avx2, NOTE>()
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+impl Lanes for Avx2 {
+    #[inline(always)]
+    unsafe fn masks(window: &[u8; 64]) -> Masks {
+        use std::arch::x86_64::{
+            __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
+            _mm256_set1_epi8,
+        };
+        // SAFETY: the caller's CPU has AVX2; the loads read the two halves of `window`
+        // (64 bytes), unaligned loads are allowed.
+        unsafe {
+            let lo = _mm256_loadu_si256(window.as_ptr().cast::<__m256i>());
+            let hi = _mm256_loadu_si256(window.as_ptr().add(32).cast::<__m256i>());
+            #[inline(always)]
+            unsafe fn eq(lo: __m256i, hi: __m256i, c: u8) -> u64 {
+                // SAFETY: the caller's CPU has AVX2.
+                unsafe {
+                    let c = _mm256_set1_epi8(c as i8);
+                    let l = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, c)) as u32;
+                    let h = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, c)) as u32;
+                    u64::from(l) | u64::from(h) << 32
+                }
+            }
+            // `{` and `[` differ only in bit 0x20, as do `}` and `]`.
+            let fold = _mm256_set1_epi8(0x20);
+            let (flo, fhi) = (_mm256_or_si256(lo, fold), _mm256_or_si256(hi, fold));
+            Masks {
+                quote: eq(lo, hi, b'"'),
+                backslash: eq(lo, hi, b'\\'),
+                open: eq(flo, fhi, b'{'),
+                close: eq(flo, fhi, b'}'),
+                u: eq(lo, hi, b'u'),
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn prefix_xor(x: u64) -> u64 {
+        use std::arch::x86_64::{_mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_set_epi64x};
+        // SAFETY: the caller's CPU has PCLMULQDQ; a carry-less product with all ones is the
+        // prefix XOR (simdjson's way).
+        unsafe {
+            let p = _mm_clmulepi64_si128(_mm_set_epi64x(0, x as i64), _mm_set_epi64x(0, -1), 0);
+            _mm_cvtsi128_si64(p) as u64
+        }
+    }
+
+    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
+        // SAFETY: the caller's CPU has AVX2 and PCLMULQDQ.
+        unsafe { Avx2::skip_compiled::<NOTE>(c) }
+    }
 }
 
 /// Walk an event line for what a call needs; `None`: parse it instead.
@@ -568,19 +713,17 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
                 c.skip()?;
                 return Ok(());
             }
-            // Most streams hold no usage record: when the rest of the line spells none,
-            // the stream is crossed at the masks' speed, not record by record (and a
-            // stream that holds one is walked once, not skipped first).
-            if !may_hold_usage(&c.b[c.i..]) {
-                return c.skip_container();
-            }
             c.i += 1;
             if c.peek() == Some(b']') {
                 c.i += 1;
                 return Ok(());
             }
             loop {
-                if let Some(u) = record_usage(c)? {
+                // A record that spells no string starting with `u` (nor a `\u`) is no usage
+                // chunk: crossed by the masks; any other is walked.
+                let walk =
+                    c.peek() != Some(b'{') || c.skip_container_noting::<true>()? == Skipped::Noted;
+                if walk && let Some(u) = record_usage(c)? {
                     d.stream_usage = Some(u);
                 }
                 match c.peek() {
@@ -600,29 +743,20 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
     Ok(())
 }
 
-/// Whether bytes from a stream's start may hold a usage chunk: its `chunk.type` is the
-/// string `usage`, spelled as it is (`"usage"`) or with a `\u` escape, the only escape that
-/// can spell a letter.
-fn may_hold_usage(from_stream: &[u8]) -> bool {
-    holds(from_stream, Needle::Usage) || holds(from_stream, Needle::Escape)
-}
-
-/// The byte strings looked for before a line or a stream is walked.
+/// The byte strings looked for before a chunk line is walked.
 #[derive(Debug, Clone, Copy)]
 pub(super) enum Needle {
     /// `"usage"`
     Usage,
     /// `"finish"`
     Finish,
-    /// `\u`
-    Escape,
 }
 
 /// Whether `b` holds `needle`.
 pub(super) fn holds(b: &[u8], needle: Needle) -> bool {
     // Built once: a searcher per line cost more than the search of a short line.
-    static FINDERS: LazyLock<[memmem::Finder<'static>; 3]> =
-        LazyLock::new(|| [&b"\"usage\""[..], b"\"finish\"", b"\\u"].map(memmem::Finder::new));
+    static FINDERS: LazyLock<[memmem::Finder<'static>; 2]> =
+        LazyLock::new(|| [&b"\"usage\""[..], b"\"finish\""].map(memmem::Finder::new));
     FINDERS[needle as usize].find(b).is_some()
 }
 
@@ -711,6 +845,21 @@ pub(super) fn buckets(raw: &[u8]) -> Option<Buckets> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Runs `$body` once per [`Lanes`] this CPU has, with `$l` naming it.
+    macro_rules! for_each_lanes {
+        (|$l:ident| $body:block) => {{
+            {
+                type $l = Sse2;
+                $body
+            }
+            #[cfg(target_arch = "x86_64")]
+            if Avx2::available() {
+                type $l = Avx2;
+                $body
+            }
+        }};
+    }
 
     #[test]
     fn finds_what_a_call_needs_and_skips_the_rest() {
@@ -862,12 +1011,14 @@ mod tests {
     }
 
     /// The masked skip ends every container where the byte-at-a-time one does (or both give
-    /// up), on random text of brackets, quotes and backslash runs across window edges.
+    /// up), on random text of brackets, quotes and backslash runs across window edges, in
+    /// every lane this CPU has; noting, it stops instead where a `u` follows a quote or a
+    /// backslash (a string that may be `usage`) inside the container.
     #[test]
     fn the_masked_skip_ends_where_the_bytewise_one_does() {
         let mut next = rng(0x2545_f491_4f6c_dd1d);
-        let alphabet = b"{}[]\"\\\\ a,:";
-        let mut ended = 0;
+        let alphabet = b"{}[]\"\\\\ a,:u";
+        let (mut ended, mut noted) = (0, 0);
         for round in 0..rounds(20_000) {
             let len = 1 + next(300);
             let mut text = vec![if next(2) == 0 { b'{' } else { b'[' }];
@@ -894,36 +1045,123 @@ mod tests {
                 if c == b'\\' && in_string {
                     text.push(alphabet[next(alphabet.len())]);
                 }
+                // Now and then a string that starts with `u`.
+                if c == b'"' && in_string && next(2) == 0 {
+                    text.push(b'u');
+                }
             }
-            let mut c = Cur { b: &text, i: 0 };
-            let fast = c.skip_container().ok().map(|()| c.i);
-            assert_eq!(
-                fast,
-                skip_bytewise(&text),
-                "round {round}: {}",
-                String::from_utf8_lossy(&text)
-            );
-            ended += usize::from(fast.is_some());
+            let want = skip_bytewise(&text);
+            let note = want.map(|end| noted_bytewise(&text[..end]));
+            for_each_lanes!(|L| {
+                let mut c = Cur { b: &text, i: 0 };
+                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
+                let fast = unsafe { L::skip::<false>(&mut c) };
+                assert_eq!(
+                    fast.ok().map(|_| c.i),
+                    want,
+                    "round {round}: {}",
+                    String::from_utf8_lossy(&text)
+                );
+                let mut c = Cur { b: &text, i: 0 };
+                // SAFETY: as above.
+                match (unsafe { L::skip::<true>(&mut c) }, note) {
+                    (Ok(Skipped::Past), Some(false)) => assert_eq!(Some(c.i), want),
+                    (Ok(Skipped::Noted), Some(true)) => assert_eq!(c.i, 0),
+                    // Text that is no container may be noted before it fails.
+                    (Ok(Skipped::Noted) | Err(Unusual), None) => {}
+                    (got, want) => panic!(
+                        "round {round}: {got:?}, want noted {want:?}: {}",
+                        String::from_utf8_lossy(&text)
+                    ),
+                }
+            });
+            ended += usize::from(want.is_some());
+            noted += usize::from(note == Some(true));
         }
         assert!(ended > rounds(20_000) / 10, "{ended}");
+        assert!(
+            noted > ended / 10 && noted < ended * 9 / 10,
+            "{noted} of {ended}"
+        );
+    }
+
+    /// A quote or backslash that ends a window notes the `u` that starts the next one.
+    #[test]
+    fn a_u_across_a_window_edge_is_noted() {
+        let quote = format!("[{}\"usage\"]", " ".repeat(62));
+        let escape = format!("[\"{}\\u0075\"]", "a".repeat(61));
+        let neither = format!("[{}\"xusage\"]", " ".repeat(62));
+        for (text, noted) in [(quote, true), (escape, true), (neither, false)] {
+            assert_eq!(noted_bytewise(text.as_bytes()), noted, "{text}");
+            for_each_lanes!(|L| {
+                let mut c = Cur {
+                    b: text.as_bytes(),
+                    i: 0,
+                };
+                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
+                let got = unsafe { L::skip::<true>(&mut c) }.ok();
+                let want = if noted { Skipped::Noted } else { Skipped::Past };
+                assert_eq!(got, Some(want), "{text}");
+            });
+        }
+    }
+
+    /// Whether a `u` of `b` follows a quote or is escaped, a byte at a time (quotes and
+    /// escapes read as the masks read them, whether inside a string or not).
+    fn noted_bytewise(b: &[u8]) -> bool {
+        let mut escaped = false;
+        let mut after_quote = false;
+        for &c in b {
+            if c == b'u' && (escaped || after_quote) {
+                return true;
+            }
+            after_quote = c == b'"' && !escaped;
+            escaped = c == b'\\' && !escaped;
+        }
+        false
     }
 
     #[test]
     fn the_masks_are_the_bytes() {
+        // Built with AVX2 and PCLMULQDQ (as CI's second Miri run is), those lanes run too.
+        #[cfg(target_arch = "x86_64")]
+        assert!(
+            Avx2::available() || !cfg!(all(target_feature = "avx2", target_feature = "pclmulqdq"))
+        );
         let mut next = rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds(2_000) {
             let mut w = [0u8; 64];
             for b in &mut w {
                 *b = match next(4) {
-                    0 => b"{}[]\"\\"[next(6)],
+                    0 => b"{}[]\"\\u"[next(7)],
                     _ => next(256) as u8,
                 };
             }
-            let (m, r) = (masks(&w), masks_bytewise(&w));
-            assert_eq!(
-                (m.quote, m.backslash, m.open, m.close),
-                (r.quote, r.backslash, r.open, r.close)
-            );
+            let r = masks_bytewise(&w);
+            for_each_lanes!(|L| {
+                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
+                let m = unsafe { L::masks(&w) };
+                assert_eq!(
+                    (m.quote, m.backslash, m.open, m.close, m.u),
+                    (r.quote, r.backslash, r.open, r.close, r.u)
+                );
+            });
+        }
+    }
+
+    /// The prefix XOR by carry-less multiplication is the one by shifts.
+    #[test]
+    fn the_prefix_xors_agree() {
+        let mut next = rng(0xdead_beef);
+        for _ in 0..rounds(2_000) {
+            let x = (next(1 << 32) as u64) << 32 | next(1 << 32) as u64;
+            let want = (0..64).fold(0u64, |m, i| {
+                m | u64::from((x & (u64::MAX >> (63 - i))).count_ones() % 2 == 1) << i
+            });
+            for_each_lanes!(|L| {
+                // SAFETY: as above.
+                assert_eq!(unsafe { L::prefix_xor(x) }, want, "{x:#x}");
+            });
         }
     }
 
