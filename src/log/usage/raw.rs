@@ -7,8 +7,9 @@
 //! stream's chunks: most of the bytes of a log) is skipped 64 bytes at a time by masks of
 //! its quotes, backslashes and brackets (AVX2 and carry-less multiplication where the CPU
 //! has them, SSE2 otherwise), without building anything; a stream record is walked only if
-//! a string in it starts with `u` or `\u`, as a usage chunk's type must. A usage object of
-//! plain integers is read here too ([`buckets`]); any other is parsed by the real parser.
+//! a string in it starts with `u` or holds a `\u` escape, as a usage chunk's type must. A
+//! usage object of plain integers is read here too ([`buckets`]); any other is parsed by the
+//! real parser.
 //!
 //! Anything unusual (an escape in a key or in a model name, a number that is not a plain
 //! integer, a structure that does not close) gives up, and the caller parses the line whole.
@@ -243,8 +244,9 @@ impl<'a> Cur<'a> {
         self.skip_container_noting::<false>().map(|_| ())
     }
 
-    /// [`Cur::skip_container`]; with `NOTE`, it stops at the first string that starts
-    /// with `u` or `\u` (where a usage chunk's type would be), leaving `i` as it was.
+    /// [`Cur::skip_container`]; with `NOTE`, it stops (leaving `i` as it was) at the first
+    /// `u` after a quote or a backslash: a string that starts with `u`, or a `\u` escape, one
+    /// of which a usage chunk's type must hold.
     fn skip_container_noting<const NOTE: bool>(&mut self) -> Walk<Skipped> {
         #[cfg(target_arch = "x86_64")]
         if Avx2::available() {
