@@ -342,12 +342,17 @@ impl<'a> Cur<'a> {
     }
 
     /// The members of an object: `member(key, cur)` reads or skips each value.
-    fn object(&mut self, mut member: impl FnMut(&[u8], &mut Cur<'a>) -> Walk<()>) -> Walk<()> {
+    fn object(&mut self, member: impl FnMut(&[u8], &mut Cur<'a>) -> Walk<()>) -> Walk<()> {
         self.eat(b'{')?;
         if self.peek() == Some(b'}') {
             self.i += 1;
             return Ok(());
         }
+        self.members(member)
+    }
+
+    /// The members of an object from a key on, to its `}`.
+    fn members(&mut self, mut member: impl FnMut(&[u8], &mut Cur<'a>) -> Walk<()>) -> Walk<()> {
         loop {
             let key = self.plain_string()?;
             self.eat(b':')?;
@@ -621,39 +626,84 @@ impl Lanes for Avx2 {
 pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     let mut c = Cur { b: line, i: 0 };
     let mut f = Found::default();
-    let top = c.object(|key, c| {
-        match key {
-            b"type" => f.ty = c.name()?,
-            b"seq" => f.seq = c.uint()?,
-            b"time" => {
-                f.time = match c.peek() {
-                    Some(b'-' | b'0'..=b'9') => Some(c.int()?),
-                    _ => {
-                        c.skip()?;
-                        None
-                    }
-                }
-            }
-            b"data" => {
-                // A repeated `data` replaces the first whole.
-                f = Found {
-                    ty: f.ty,
-                    seq: f.seq,
-                    time: f.time,
-                    ..Found::default()
-                };
-                c.maybe_object(|key, c| data_member(key, c, &mut f))?;
-            }
-            _ => {
-                c.skip()?;
-            }
+    let top = match envelope(line, &mut f) {
+        Some(next) => {
+            c.i = next;
+            c.members(|key, c| top_member(key, c, &mut f))
         }
-        Ok(())
-    });
+        None => c.object(|key, c| top_member(key, c, &mut f)),
+    };
     if top.is_err() || c.peek().is_some() {
         return None;
     }
     Some(f)
+}
+
+/// `{"type":"T","seq":N,"time":N,`, the way DSH starts every line: its type, seq and time
+/// read where they stand (as [`top_member`] reads them), and where the next key starts.
+/// `None` (nothing set): the line starts otherwise, walk it member by member.
+fn envelope<'a>(line: &'a [u8], f: &mut Found<'a>) -> Option<usize> {
+    const TYPE: &[u8] = b"{\"type\":\"";
+    let body = line.strip_prefix(TYPE)?;
+    let end = string_end(body)?;
+    let mut c = Cur {
+        b: line,
+        i: TYPE.len() + end + 1,
+    };
+    let expect = |c: &mut Cur<'a>, lit: &[u8]| {
+        let found = line.get(c.i..)?.starts_with(lit);
+        c.i += lit.len();
+        found.then_some(())
+    };
+    expect(&mut c, b",\"seq\":")?;
+    let digits = |c: &Cur<'a>| matches!(line.get(c.i), Some(b'-' | b'0'..=b'9'));
+    let seq = if digits(&c) {
+        c.uint().ok()?
+    } else {
+        return None;
+    };
+    expect(&mut c, b",\"time\":")?;
+    let time = if digits(&c) {
+        c.int().ok()?
+    } else {
+        return None;
+    };
+    expect(&mut c, b",")?;
+    f.ty = Some(&body[..end]);
+    f.seq = seq;
+    f.time = Some(time);
+    Some(c.i)
+}
+
+/// A member of the event: `type`, `seq`, `time` and `data` are read, the rest skipped.
+fn top_member<'a>(key: &[u8], c: &mut Cur<'a>, f: &mut Found<'a>) -> Walk<()> {
+    match key {
+        b"type" => f.ty = c.name()?,
+        b"seq" => f.seq = c.uint()?,
+        b"time" => {
+            f.time = match c.peek() {
+                Some(b'-' | b'0'..=b'9') => Some(c.int()?),
+                _ => {
+                    c.skip()?;
+                    None
+                }
+            }
+        }
+        b"data" => {
+            // A repeated `data` replaces the first whole.
+            *f = Found {
+                ty: f.ty,
+                seq: f.seq,
+                time: f.time,
+                ..Found::default()
+            };
+            c.maybe_object(|key, c| data_member(key, c, f))?;
+        }
+        _ => {
+            c.skip()?;
+        }
+    }
+    Ok(())
 }
 
 /// `provider` and `model` of the object under `inner` (`message.source`, `header.config`);
@@ -902,6 +952,43 @@ mod tests {
         assert_eq!(walked(r#"{"type":"usage"}"#), Some(Some(None)));
         assert_eq!(walked(r#"{"type":"\u0075sage"}"#), None);
         assert_eq!(walked(r#"{"type":"finish"}"#), Some(None));
+    }
+
+    /// The envelope read where DSH writes it gives what the member walk gives, and any
+    /// other start is walked member by member.
+    #[test]
+    fn the_envelope_read_in_place_is_the_member_walk() {
+        fn generic(line: &[u8]) -> Option<Found<'_>> {
+            let mut c = Cur { b: line, i: 0 };
+            let mut f = Found::default();
+            let top = c.object(|key, c| top_member(key, c, &mut f));
+            (top.is_ok() && c.peek().is_none()).then_some(f)
+        }
+        let rest = r#""data":{"turn":2},"surfaceOp":"append"}"#;
+        let mut in_place = 0;
+        for head in [
+            r#"{"type":"turn/start","seq":3,"time":4,"#,
+            r#"{"type":"turn/start","seq":-3,"time":-4,"#,
+            r#"{"type":"turn/start","seq":3.5,"time":4,"#,
+            r#"{"type":"turn/start","seq":9007199254740992,"time":4,"#,
+            r#"{"type":"turn/start","seq":"3","time":4,"#,
+            r#"{"type":"turn/start","seq":3,"time":null,"#,
+            r#"{"type":"turn/start","seq":3,"time":4 ,"#,
+            r#"{"type":"turn/start", "seq":3,"time":4,"#,
+            r#"{"type":"turn\/start","seq":3,"time":4,"#,
+            r#"{"type":"turn/start","seq":3,"time":4,"seq":5,"type":"x","#,
+            r#"{"type":"turn/start","time":4,"seq":3,"#,
+            r#"{ "type":"turn/start","seq":3,"time":4,"#,
+        ] {
+            let line = format!("{head}{rest}");
+            let line = line.as_bytes();
+            assert_eq!(walk(line), generic(line), "{head}");
+            in_place += usize::from(envelope(line, &mut Found::default()).is_some());
+        }
+        // And a line that ends after its time.
+        let line = br#"{"type":"turn/start","seq":3,"time":4}"#;
+        assert_eq!(walk(line), generic(line));
+        assert_eq!(in_place, 3);
     }
 
     #[test]
