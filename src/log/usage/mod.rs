@@ -893,10 +893,10 @@ impl Feed {
             }
         }
         let mut at = 0;
-        for i in memchr::memchr_iter(b'\n', b) {
+        raw::each_newline(b, |i| {
             self.counter.line(&b[at..i]);
             at = i + 1;
-        }
+        });
         self.partial.extend_from_slice(&b[at..]);
         self.pass_over_unread_line();
     }

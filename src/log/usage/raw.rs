@@ -420,6 +420,62 @@ fn window_at<'w>(b: &'w [u8], j: usize, padded: &'w mut [u8; 64]) -> &'w [u8; 64
     }
 }
 
+/// Calls `each` with the index of every `\n` of `b`, in order. Most lines of a log are
+/// short: a 64-byte window's newlines are found as one mask, with no call per line; a
+/// window without one is inside a long line, whose end `memchr` finds faster.
+pub(super) fn each_newline(b: &[u8], mut each: impl FnMut(usize)) {
+    let mut j = 0;
+    while let Some(window) = b.get(j..j + 64).and_then(|w| <&[u8; 64]>::try_from(w).ok()) {
+        let mut m = newlines64(window);
+        if m == 0 {
+            let Some(k) = memchr::memchr(b'\n', &b[j + 64..]) else {
+                return;
+            };
+            let at = j + 64 + k;
+            each(at);
+            j = at + 1;
+            continue;
+        }
+        while m != 0 {
+            each(j + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+        j += 64;
+    }
+    for k in memchr::memchr_iter(b'\n', &b[j..]) {
+        each(j + k);
+    }
+}
+
+/// The newlines of a 64-byte window (bit `i`: byte `i`).
+#[inline]
+fn newlines64(window: &[u8; 64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        let mut m = 0u64;
+        for (k, chunk) in window.chunks_exact(16).enumerate() {
+            // SAFETY: SSE2 is always available on x86_64; the load reads the 16 bytes of
+            // `chunk` (`chunks_exact` gives exactly 16), unaligned loads are allowed.
+            let bits = unsafe {
+                let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
+                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16
+            };
+            m |= u64::from(bits) << (16 * k);
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        window
+            .iter()
+            .enumerate()
+            .fold(0, |m, (i, &c)| m | u64::from(c == b'\n') << i)
+    }
+}
+
 /// A 64-byte window's quotes, backslashes, `{`/`[`, `}`/`]` and `u`s (bit `i`: byte `i`).
 #[derive(Default)]
 struct Masks {
@@ -1251,6 +1307,25 @@ mod tests {
                 // SAFETY: as above.
                 assert_eq!(unsafe { L::prefix_xor(x) }, want, "{x:#x}");
             });
+        }
+    }
+
+    /// Every newline is found, in order, whatever the lines' lengths (short ones found by
+    /// masks, long ones by `memchr`, a tail shorter than a window).
+    #[test]
+    fn each_newline_is_every_newline() {
+        let mut next = rng(0x51ed_270b);
+        for _ in 0..rounds(3_000) {
+            let len = next(700);
+            // Short lines, long ones, or none.
+            let every = [3, 40, 200, 1_000][next(4)];
+            let b: Vec<u8> = (0..len)
+                .map(|_| if next(every) == 0 { b'\n' } else { b'a' })
+                .collect();
+            let mut got = Vec::new();
+            each_newline(&b, |i| got.push(i));
+            let want: Vec<usize> = memchr::memchr_iter(b'\n', &b).collect();
+            assert_eq!(got, want, "{}", String::from_utf8_lossy(&b));
         }
     }
 
