@@ -249,16 +249,14 @@ impl<'a> Cur<'a> {
     /// of which a usage chunk's type must hold.
     fn skip_container_noting<const NOTE: bool>(&mut self) -> Walk<Skipped> {
         #[cfg(target_arch = "x86_64")]
-        if Avx2::available() {
-            // SAFETY: the CPU has AVX2 and PCLMULQDQ, checked just above.
-            return unsafe { Avx2::skip::<NOTE>(self) };
+        if let Some(avx2) = Avx2::new() {
+            return avx2.skip::<NOTE>(self);
         }
-        // SAFETY: these lanes run on any CPU.
-        unsafe { Sse2::skip::<NOTE>(self) }
+        Sse2.skip::<NOTE>(self)
     }
 
     #[inline(always)]
-    fn skip_container_with<L: Lanes, const NOTE: bool>(&mut self) -> Walk<Skipped> {
+    fn skip_container_with<L: Lanes, const NOTE: bool>(&mut self, lanes: L) -> Walk<Skipped> {
         let b = self.b;
         let mut j = self.i;
         // Carried from window to window: the next window's first byte is escaped; the
@@ -273,8 +271,7 @@ impl<'a> Cur<'a> {
         while j < b.len() {
             let mut padded = [b' '; 64];
             let window = window_at(b, j, &mut padded);
-            // SAFETY: `L` was chosen for this CPU by the caller.
-            let m = unsafe { L::masks(window) };
+            let m = lanes.masks(window);
             let escaped = escaped(m.backslash, &mut carry_escape);
             let quotes = m.quote & !escaped;
             // A `u` that follows a quote or is escaped (`\u`): see `skip_container_noting`.
@@ -284,8 +281,7 @@ impl<'a> Cur<'a> {
                 0
             };
             carry_quote = quotes >> 63;
-            // SAFETY: as above.
-            let strings = unsafe { L::prefix_xor(quotes) } ^ in_string;
+            let strings = lanes.prefix_xor(quotes) ^ in_string;
             in_string = 0u64.wrapping_sub(strings >> 63);
             // A backslash outside a string is not JSON: the parse decides.
             let stray = m.backslash & !strings;
@@ -578,76 +574,73 @@ fn prefix_xor(mut x: u64) -> u64 {
 }
 
 /// How a window's masks and a prefix XOR are computed: [`Sse2`] on any x86_64 (and
-/// portably elsewhere), [`Avx2`] where the CPU has AVX2 and carry-less multiplication.
-trait Lanes {
-    /// # Safety
-    /// The CPU has the features the implementation names.
-    unsafe fn masks(window: &[u8; 64]) -> Masks;
-    /// # Safety
-    /// As for `masks`.
-    unsafe fn prefix_xor(x: u64) -> u64;
+/// portably elsewhere), [`Avx2`] where the CPU has AVX2 and carry-less multiplication. A
+/// value of a lanes type exists only where its instructions run, so its methods are safe.
+trait Lanes: Copy {
+    fn masks(self, window: &[u8; 64]) -> Masks;
+    fn prefix_xor(self, x: u64) -> u64;
     /// [`Cur::skip_container_noting`] in these lanes.
-    /// # Safety
-    /// As for `masks`.
-    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped>;
+    fn skip<const NOTE: bool>(self, c: &mut Cur<'_>) -> Walk<Skipped>;
 }
 
+#[derive(Clone, Copy)]
 struct Sse2;
 
 impl Lanes for Sse2 {
     #[inline(always)]
-    unsafe fn masks(window: &[u8; 64]) -> Masks {
+    fn masks(self, window: &[u8; 64]) -> Masks {
         masks(window)
     }
     #[inline(always)]
-    unsafe fn prefix_xor(x: u64) -> u64 {
+    fn prefix_xor(self, x: u64) -> u64 {
         prefix_xor(x)
     }
-    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
-        c.skip_container_with::<Sse2, NOTE>()
+    fn skip<const NOTE: bool>(self, c: &mut Cur<'_>) -> Walk<Skipped> {
+        c.skip_container_with::<Sse2, NOTE>(self)
     }
 }
 
+/// Proof that the CPU has AVX2 and PCLMULQDQ: made only by [`Avx2::new`], which checks.
 #[cfg(target_arch = "x86_64")]
-struct Avx2;
+#[derive(Clone, Copy)]
+struct Avx2 {
+    _checked: (),
+}
 
 #[cfg(target_arch = "x86_64")]
 impl Avx2 {
-    fn available() -> bool {
-        std::arch::is_x86_feature_detected!("avx2")
-            && std::arch::is_x86_feature_detected!("pclmulqdq")
+    fn new() -> Option<Avx2> {
+        (std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("pclmulqdq"))
+        .then_some(Avx2 { _checked: () })
     }
 
     /// The skip compiled for these lanes' features, so that their masks are inlined.
     #[target_feature(enable = "avx2,pclmulqdq")]
-    fn skip_compiled<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
-        c.skip_container_with::<Avx2, NOTE>()
+    fn skip_compiled<const NOTE: bool>(self, c: &mut Cur<'_>) -> Walk<Skipped> {
+        c.skip_container_with::<Avx2, NOTE>(self)
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 impl Lanes for Avx2 {
     #[inline(always)]
-    unsafe fn masks(window: &[u8; 64]) -> Masks {
+    fn masks(self, window: &[u8; 64]) -> Masks {
         use std::arch::x86_64::{
             __m256i, _mm256_cmpeq_epi8, _mm256_loadu_si256, _mm256_movemask_epi8, _mm256_or_si256,
             _mm256_set1_epi8,
         };
-        // SAFETY: the caller's CPU has AVX2; the loads read the two halves of `window`
-        // (64 bytes), unaligned loads are allowed.
+        // SAFETY: `self` exists only where the CPU has AVX2 (`Avx2::new`); the loads read
+        // the two halves of `window` (64 bytes), unaligned loads are allowed.
         unsafe {
             let lo = _mm256_loadu_si256(window.as_ptr().cast::<__m256i>());
             let hi = _mm256_loadu_si256(window.as_ptr().add(32).cast::<__m256i>());
-            #[inline(always)]
-            unsafe fn eq(lo: __m256i, hi: __m256i, c: u8) -> u64 {
-                // SAFETY: the caller's CPU has AVX2.
-                unsafe {
-                    let c = _mm256_set1_epi8(c as i8);
-                    let l = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, c)) as u32;
-                    let h = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, c)) as u32;
-                    u64::from(l) | u64::from(h) << 32
-                }
-            }
+            let eq = |lo, hi, c: u8| {
+                let c = _mm256_set1_epi8(c as i8);
+                let l = _mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, c)) as u32;
+                let h = _mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, c)) as u32;
+                u64::from(l) | u64::from(h) << 32
+            };
             // `{` and `[` differ only in bit 0x20, as do `}` and `]`.
             let fold = _mm256_set1_epi8(0x20);
             let (flo, fhi) = (_mm256_or_si256(lo, fold), _mm256_or_si256(hi, fold));
@@ -662,19 +655,19 @@ impl Lanes for Avx2 {
     }
 
     #[inline(always)]
-    unsafe fn prefix_xor(x: u64) -> u64 {
+    fn prefix_xor(self, x: u64) -> u64 {
         use std::arch::x86_64::{_mm_clmulepi64_si128, _mm_cvtsi128_si64, _mm_set_epi64x};
-        // SAFETY: the caller's CPU has PCLMULQDQ; a carry-less product with all ones is the
-        // prefix XOR (simdjson's way).
+        // SAFETY: `self` exists only where the CPU has PCLMULQDQ; a carry-less product with
+        // all ones is the prefix XOR (simdjson's way).
         unsafe {
             let p = _mm_clmulepi64_si128(_mm_set_epi64x(0, x as i64), _mm_set_epi64x(0, -1), 0);
             _mm_cvtsi128_si64(p) as u64
         }
     }
 
-    unsafe fn skip<const NOTE: bool>(c: &mut Cur<'_>) -> Walk<Skipped> {
-        // SAFETY: the caller's CPU has AVX2 and PCLMULQDQ.
-        unsafe { Avx2::skip_compiled::<NOTE>(c) }
+    fn skip<const NOTE: bool>(self, c: &mut Cur<'_>) -> Walk<Skipped> {
+        // SAFETY: `self` exists only where the CPU has AVX2 and PCLMULQDQ.
+        unsafe { self.skip_compiled::<NOTE>(c) }
     }
 }
 
@@ -954,16 +947,15 @@ pub(super) fn buckets(raw: &[u8]) -> Option<Buckets> {
 mod tests {
     use super::*;
 
-    /// Runs `$body` once per [`Lanes`] this CPU has, with `$l` naming it.
+    /// Runs `$body` once per [`Lanes`] this CPU has, with `$l` the lanes.
     macro_rules! for_each_lanes {
         (|$l:ident| $body:block) => {{
             {
-                type $l = Sse2;
+                let $l = Sse2;
                 $body
             }
             #[cfg(target_arch = "x86_64")]
-            if Avx2::available() {
-                type $l = Avx2;
+            if let Some($l) = Avx2::new() {
                 $body
             }
         }};
@@ -1197,10 +1189,9 @@ mod tests {
             }
             let want = skip_bytewise(&text);
             let note = want.map(|end| noted_bytewise(&text[..end]));
-            for_each_lanes!(|L| {
+            for_each_lanes!(|lanes| {
                 let mut c = Cur { b: &text, i: 0 };
-                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
-                let fast = unsafe { L::skip::<false>(&mut c) };
+                let fast = lanes.skip::<false>(&mut c);
                 assert_eq!(
                     fast.ok().map(|_| c.i),
                     want,
@@ -1208,8 +1199,7 @@ mod tests {
                     String::from_utf8_lossy(&text)
                 );
                 let mut c = Cur { b: &text, i: 0 };
-                // SAFETY: as above.
-                match (unsafe { L::skip::<true>(&mut c) }, note) {
+                match (lanes.skip::<true>(&mut c), note) {
                     (Ok(Skipped::Past), Some(false)) => assert_eq!(Some(c.i), want),
                     (Ok(Skipped::Noted), Some(true)) => assert_eq!(c.i, 0),
                     // Text that is no container may be noted before it fails.
@@ -1238,13 +1228,12 @@ mod tests {
         let neither = format!("[{}\"xusage\"]", " ".repeat(62));
         for (text, noted) in [(quote, true), (escape, true), (neither, false)] {
             assert_eq!(noted_bytewise(text.as_bytes()), noted, "{text}");
-            for_each_lanes!(|L| {
+            for_each_lanes!(|lanes| {
                 let mut c = Cur {
                     b: text.as_bytes(),
                     i: 0,
                 };
-                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
-                let got = unsafe { L::skip::<true>(&mut c) }.ok();
+                let got = lanes.skip::<true>(&mut c).ok();
                 let want = if noted { Skipped::Noted } else { Skipped::Past };
                 assert_eq!(got, Some(want), "{text}");
             });
@@ -1271,7 +1260,8 @@ mod tests {
         // Built with AVX2 and PCLMULQDQ (as CI's second Miri run is), those lanes run too.
         #[cfg(target_arch = "x86_64")]
         assert!(
-            Avx2::available() || !cfg!(all(target_feature = "avx2", target_feature = "pclmulqdq"))
+            Avx2::new().is_some()
+                || !cfg!(all(target_feature = "avx2", target_feature = "pclmulqdq"))
         );
         let mut next = rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds(2_000) {
@@ -1283,9 +1273,8 @@ mod tests {
                 };
             }
             let r = masks_bytewise(&w);
-            for_each_lanes!(|L| {
-                // SAFETY: `for_each_lanes!` runs only the lanes this CPU has.
-                let m = unsafe { L::masks(&w) };
+            for_each_lanes!(|lanes| {
+                let m = lanes.masks(&w);
                 assert_eq!(
                     (m.quote, m.backslash, m.open, m.close, m.u),
                     (r.quote, r.backslash, r.open, r.close, r.u)
@@ -1303,9 +1292,8 @@ mod tests {
             let want = (0..64).fold(0u64, |m, i| {
                 m | u64::from((x & (u64::MAX >> (63 - i))).count_ones() % 2 == 1) << i
             });
-            for_each_lanes!(|L| {
-                // SAFETY: as above.
-                assert_eq!(unsafe { L::prefix_xor(x) }, want, "{x:#x}");
+            for_each_lanes!(|lanes| {
+                assert_eq!(lanes.prefix_xor(x), want, "{x:#x}");
             });
         }
     }
