@@ -446,30 +446,12 @@ pub(super) fn each_newline(b: &[u8], mut each: impl FnMut(usize)) {
 /// The newlines of a 64-byte window (bit `i`: byte `i`).
 #[inline]
 fn newlines64(window: &[u8; 64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-        };
-        let mut m = 0u64;
-        for (k, chunk) in window.chunks_exact(16).enumerate() {
-            // SAFETY: SSE2 is always available on x86_64; the load reads the 16 bytes of
-            // `chunk` (`chunks_exact` gives exactly 16), unaligned loads are allowed.
-            let bits = unsafe {
-                let v = _mm_loadu_si128(chunk.as_ptr().cast::<__m128i>());
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8))) as u16
-            };
-            m |= u64::from(bits) << (16 * k);
-        }
-        m
+    let mut m = 0u64;
+    for (k, chunk) in window.chunks_exact(16).enumerate() {
+        let Ok(chunk) = chunk.try_into() else { break };
+        m |= u64::from(masks16(chunk).newline) << (16 * k);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        window
-            .iter()
-            .enumerate()
-            .fold(0, |m, (i, &c)| m | u64::from(c == b'\n') << i)
-    }
+    m
 }
 
 /// A 64-byte window's quotes, backslashes, `{`/`[`, `}`/`]` and `u`s (bit `i`: byte `i`).
@@ -498,13 +480,14 @@ fn masks(window: &[u8; 64]) -> Masks {
     m
 }
 
-/// [`Masks`] of 16 bytes.
+/// [`Masks`] of 16 bytes, and their newlines.
 struct Masks16 {
     quote: u16,
     backslash: u16,
     open: u16,
     close: u16,
     u: u16,
+    newline: u16,
 }
 
 #[inline]
@@ -529,6 +512,7 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
                 open: bits(folded, b'{'),
                 close: bits(folded, b'}'),
                 u: bits(v, b'u'),
+                newline: bits(v, b'\n'),
             }
         }
     }
@@ -542,6 +526,10 @@ fn masks16(chunk: &[u8; 16]) -> Masks16 {
             open: m.open as u16,
             close: m.close as u16,
             u: m.u as u16,
+            newline: chunk
+                .iter()
+                .enumerate()
+                .fold(0, |n, (i, &c)| n | u16::from(c == b'\n') << i),
         }
     }
 }
