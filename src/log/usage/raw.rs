@@ -23,6 +23,7 @@ use std::sync::LazyLock;
 use memchr::memmem;
 
 use super::json::MAX_SAFE;
+use crate::log::event::Kind;
 use crate::log::json::escaped;
 
 /// What a call needs of its line, as byte ranges of the line.
@@ -46,6 +47,9 @@ pub(super) struct Found<'a> {
     /// `data.chunk.type` and `data.chunk.usage` (a v0/v1 `assistant/chunk`).
     pub chunk_type: Option<&'a [u8]>,
     pub chunk_usage: Option<&'a [u8]>,
+    /// A `data.stream` was crossed unread: it followed the message's own `usage`, which a
+    /// message counts before its stream's (U2).
+    pub stream_unread: bool,
 }
 
 /// Gave up: parse the line instead.
@@ -673,6 +677,10 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     if top.is_err() || c.peek().is_some() {
         return None;
     }
+    // A later `type` made it another event (an attempt counts its stream): parse it.
+    if f.stream_unread && f.ty != Some(MESSAGE) {
+        return None;
+    }
     Some(f)
 }
 
@@ -775,6 +783,9 @@ fn names_under<'a>(
     Ok(())
 }
 
+/// The type whose stream its own usage makes unread.
+const MESSAGE: &[u8] = Kind::AssistantMessage.name().as_bytes();
+
 fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
     match key {
         b"turn" => d.turn = c.uint()?,
@@ -798,6 +809,11 @@ fn data_member<'a>(key: &[u8], c: &mut Cur<'a>, d: &mut Found<'a>) -> Walk<()> {
         }
         b"stream" => {
             d.stream_usage = None;
+            if d.usage.is_some() && d.ty == Some(MESSAGE) {
+                d.stream_unread = true;
+                c.skip()?;
+                return Ok(());
+            }
             if c.peek() != Some(b'[') {
                 c.skip()?;
                 return Ok(());
@@ -960,10 +976,32 @@ mod tests {
         );
         assert_eq!(f.usage, Some(&br#"{"inputTokens":3,"outputTokens":4}"#[..]));
         assert_eq!((f.provider, f.model), (Some(&b"p"[..]), Some(&b"m1"[..])));
+        // The message's own usage came first: its stream, which could not count, is unread.
+        assert_eq!((f.stream_usage, f.stream_unread), (None, true));
+        // A stream before the usage is read.
+        let own = r#","usage":{"inputTokens":3,"outputTokens":4}"#;
+        let text = std::str::from_utf8(line).unwrap().replacen(own, "", 1);
+        let text = text.replacen(r#"]},"surfaceOp""#, &format!(r#"]{own}}},"surfaceOp""#), 1);
+        let f = walk(text.as_bytes()).unwrap();
+        assert_eq!(f.usage, Some(&br#"{"inputTokens":3,"outputTokens":4}"#[..]));
         assert_eq!(
-            f.stream_usage,
-            Some(Some(&br#"{"inputTokens":1,"outputTokens":1}"#[..]))
+            (f.stream_usage, f.stream_unread),
+            (
+                Some(Some(&br#"{"inputTokens":1,"outputTokens":1}"#[..])),
+                false
+            )
         );
+    }
+
+    /// A stream left unread for a message's own usage is read after all when a later `type`
+    /// key makes the line an attempt (which counts its stream): the parser reads that line.
+    #[test]
+    fn a_stream_left_unread_is_read_if_the_line_turns_out_an_attempt() {
+        let line = r#"{"type":"assistant/message","seq":1,"time":1,"data":{"usage":{"inputTokens":1,"outputTokens":1},"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":2,"outputTokens":2}}}]}}"#;
+        assert!(walk(line.as_bytes()).is_some_and(|f| f.stream_unread));
+        let retyped = line.replacen(r#"}}]}}"#, r#"}}]},"type":"assistant/attempt"}"#, 1);
+        assert!(retyped.ends_with(r#""assistant/attempt"}"#));
+        assert_eq!(walk(retyped.as_bytes()), None);
     }
 
     /// A stream is crossed whole unless it may hold a usage chunk: one whose type is spelled

@@ -466,6 +466,8 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
     let pool: Vec<String> = vec![
         message(0, 1, 1, Some((1, 2)), None),
         message(0, 1, 2, None, Some(&stream_with_usage(3, 4))),
+        message(0, 1, 2, Some((5, 6)), Some(&stream_with_usage(3, 4))),
+        r#"{"type":"assistant/message","seq":0,"time":1,"data":{"turn":1,"step":1,"usage":{"inputTokens":1,"outputTokens":2},"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":3,"outputTokens":3}}}]},"type":"assistant/attempt"}"#.into(),
         r#"{"type":"assistant/attempt","seq":0,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","chunk":{"type":"usage","usage":{"inputTokens":2,"outputTokens":2}}}]}}"#.into(),
         r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"a","model":"m1"}}}}"#.into(),
         r#"{ "type" : "request/header" , "seq" : 0 , "time" : 1 , "data" : { "header" : { "config" : { "model" : "m2" } } } }"#.into(),
