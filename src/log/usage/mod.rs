@@ -186,6 +186,12 @@ enum Class {
     Chunk,
 }
 
+/// How DSH starts every line: the type comes first.
+const LEAD: &[u8] = b"{\"type\":\"";
+
+/// The type of the lines that name the model of the requests after them.
+const HEADER: &[u8] = Kind::RequestHeader.name().as_bytes();
+
 /// The kinds whose lines are read, and how.
 const READ: [(Kind, Class); 9] = [
     (Kind::AssistantMessage, Class::Call),
@@ -215,7 +221,6 @@ fn class_of_type(ty: &[u8]) -> Class {
 /// names the event; any other start (whitespace, another key order, an escape in the type)
 /// is parsed to be sure.
 fn classify(line: &[u8]) -> Class {
-    const LEAD: &[u8] = b"{\"type\":\"";
     let Some(rest) = line.strip_prefix(LEAD) else {
         return Class::Read;
     };
@@ -379,6 +384,9 @@ pub struct Counter {
     step: Step,
     /// Model and provider names seen, shared by the calls.
     names: Vec<Arc<str>>,
+    /// The bytes after the envelope of `request/header` lines the walk placed that set
+    /// `provider` and `model` to what they hold now (see `header_repeated`).
+    header_tails: Vec<Vec<u8>>,
     /// Tests: parse every line (the walk's reference).
     #[cfg(test)]
     parse_only: bool,
@@ -426,9 +434,12 @@ impl Counter {
             _ => {}
         }
         let no = self.out.lines;
-        let text = simdutf8::basic::from_utf8(line).ok();
         #[cfg(test)]
         let class = if self.parse_only { Class::Read } else { class };
+        if class == Class::Call && self.header_repeated(line) {
+            return;
+        }
+        let text = simdutf8::basic::from_utf8(line).ok();
         if matches!(class, Class::Call | Class::Chunk)
             && let Some(text) = text
             && let Some(found) = raw::walk(line)
@@ -444,6 +455,40 @@ impl Counter {
                 self.out.unreadable_lines += 1;
                 self.out.first_unreadable_line.get_or_insert(no);
             }
+        }
+    }
+
+    /// DSH writes one of a few `request/header` lines before every request. One whose bytes
+    /// after the envelope are those of a header that set the provider and model they hold now
+    /// would set them again, or (not placed) leave them: nothing to do. Its envelope, read in
+    /// place, is ASCII, and the rest was checked with that header.
+    fn header_repeated(&self, line: &[u8]) -> bool {
+        !self.header_tails.is_empty()
+            && line
+                .get(LEAD.len()..)
+                .is_some_and(|t| t.starts_with(HEADER))
+            && raw::envelope(line).is_some_and(|e| {
+                e.ty == HEADER
+                    && self
+                        .header_tails
+                        .iter()
+                        .any(|t| line.get(e.next..) == Some(t))
+            })
+    }
+
+    /// A `request/header` the walk placed names the model of the requests after it; its bytes
+    /// after the envelope are kept for `header_repeated` (a few: DSH alternates a few).
+    fn header_placed(&mut self, line: &[u8], provider: Option<Arc<str>>, model: Option<Arc<str>>) {
+        if (&provider, &model) != (&self.provider, &self.model) {
+            self.header_tails.clear();
+        }
+        (self.provider, self.model) = (provider, model);
+        if let Some(e) = raw::envelope(line)
+            && e.ty == HEADER
+            && let Some(tail) = line.get(e.next..)
+            && self.header_tails.len() < 4
+        {
+            self.header_tails.push(tail.to_vec());
         }
     }
 
@@ -511,6 +556,7 @@ impl Counter {
                 let (p, m) = (field("provider"), field("model"));
                 self.provider = self.name(p);
                 self.model = self.name(m);
+                self.header_tails.clear();
             }
             Kind::SessionTitle => {
                 if let Some(t) = d.get("title").and_then(Json::as_str) {
@@ -646,8 +692,9 @@ impl Counter {
                         Some(Kind::TurnStart) => self.turn = f.turn,
                         Some(Kind::TurnEnd) => self.turn = None,
                         _ => {
-                            self.provider = self.name(text(f.header_provider));
-                            self.model = self.name(text(f.header_model));
+                            let provider = self.name(text(f.header_provider));
+                            let model = self.name(text(f.header_model));
+                            self.header_placed(line.as_bytes(), provider, model);
                         }
                     }
                 }

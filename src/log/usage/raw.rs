@@ -22,6 +22,7 @@ use std::sync::LazyLock;
 
 use memchr::memmem;
 
+use super::LEAD;
 use super::json::MAX_SAFE;
 use crate::log::event::Kind;
 use crate::log::json::escaped;
@@ -667,9 +668,10 @@ impl Lanes for Avx2 {
 pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     let mut c = Cur { b: line, i: 0 };
     let mut f = Found::default();
-    let top = match envelope(line, &mut f) {
-        Some(next) => {
-            c.i = next;
+    let top = match envelope(line) {
+        Some(e) => {
+            (f.ty, f.seq, f.time) = (Some(e.ty), e.seq, Some(e.time));
+            c.i = e.next;
             c.members(|key, c| top_member(key, c, &mut f))
         }
         None => c.object(|key, c| top_member(key, c, &mut f)),
@@ -684,24 +686,31 @@ pub(super) fn walk(line: &[u8]) -> Option<Found<'_>> {
     Some(f)
 }
 
-/// `{"type":"T","seq":N,"time":N,`, the way DSH starts every line: its type, seq and time
-/// read where they stand (as [`top_member`] reads them), and where the next key starts.
-/// `None` (nothing set): the line starts otherwise, walk it member by member.
-fn envelope<'a>(line: &'a [u8], f: &mut Found<'a>) -> Option<usize> {
-    const TYPE: &[u8] = b"{\"type\":\"";
-    let body = line.strip_prefix(TYPE)?;
+/// The start DSH writes on every line, `{"type":"T","seq":N,"time":N,`, read in place.
+pub(super) struct Envelope<'a> {
+    pub ty: &'a [u8],
+    /// As [`top_member`] reads it: `None` if negative.
+    pub seq: Option<u64>,
+    pub time: i64,
+    /// Where the next key starts.
+    pub next: usize,
+}
+
+/// A line's [`Envelope`]; `None`: the line starts otherwise, walk it member by member.
+pub(super) fn envelope(line: &[u8]) -> Option<Envelope<'_>> {
+    let body = line.strip_prefix(LEAD)?;
     let end = string_end(body)?;
     let mut c = Cur {
         b: line,
-        i: TYPE.len() + end + 1,
+        i: LEAD.len() + end + 1,
     };
-    let expect = |c: &mut Cur<'a>, lit: &[u8]| {
+    let expect = |c: &mut Cur<'_>, lit: &[u8]| {
         let found = line.get(c.i..)?.starts_with(lit);
         c.i += lit.len();
         found.then_some(())
     };
     expect(&mut c, b",\"seq\":")?;
-    let digits = |c: &Cur<'a>| matches!(line.get(c.i), Some(b'-' | b'0'..=b'9'));
+    let digits = |c: &Cur<'_>| matches!(line.get(c.i), Some(b'-' | b'0'..=b'9'));
     let seq = if digits(&c) {
         c.uint().ok()?
     } else {
@@ -714,10 +723,12 @@ fn envelope<'a>(line: &'a [u8], f: &mut Found<'a>) -> Option<usize> {
         return None;
     };
     expect(&mut c, b",")?;
-    f.ty = Some(&body[..end]);
-    f.seq = seq;
-    f.time = Some(time);
-    Some(c.i)
+    Some(Envelope {
+        ty: &body[..end],
+        seq,
+        time,
+        next: c.i,
+    })
 }
 
 /// A member of the event: `type`, `seq`, `time` and `data` are read, the rest skipped.
@@ -1057,7 +1068,7 @@ mod tests {
             let line = format!("{head}{rest}");
             let line = line.as_bytes();
             assert_eq!(walk(line), generic(line), "{head}");
-            in_place += usize::from(envelope(line, &mut Found::default()).is_some());
+            in_place += usize::from(envelope(line).is_some());
         }
         // And a line that ends after its time.
         let line = br#"{"type":"turn/start","seq":3,"time":4}"#;

@@ -408,6 +408,78 @@ fn the_walk_counts_exactly_as_the_parse() {
     both(odd.as_bytes(), "odd spellings");
 }
 
+/// A header whose bytes after the envelope repeat an earlier header's is passed over only
+/// while the provider and model are still what that header set: a header between them that
+/// names another model, parsed (escaped), walked member by member (time before seq) or
+/// read in place, makes the repeat count again.
+#[test]
+fn a_repeated_header_is_passed_over_only_while_it_still_holds() {
+    let header = |seq: i64, config: &str| {
+        format!(
+            r#"{{"type":"request/header","seq":{seq},"time":1,"data":{{"header":{{"config":{config}}},"reason":"initial"}}}}"#
+        )
+    };
+    let attempt = |seq: u64| {
+        format!(
+            r#"{{"type":"assistant/attempt","seq":{seq},"time":1,"data":{{"turn":1,"step":1}}}}"#
+        )
+    };
+    let m1 = r#"{"provider":"p","model":"m1"}"#;
+    let text = log(&[
+        V4.into(),
+        header(1, m1),
+        attempt(2),
+        header(3, m1),
+        attempt(4),
+        // Parsed: its escape is not a plain name.
+        header(5, r#"{"provider":"p","model":"m\u0032"}"#),
+        attempt(6),
+        header(7, m1),
+        attempt(8),
+        // Walked member by member: its time comes before its seq.
+        header(9, m1)
+            .replacen(r#""seq":9,"time":1"#, r#""time":1,"seq":9"#, 1)
+            .replace("m1", "m3"),
+        attempt(10),
+        header(11, m1),
+        attempt(12),
+        // Not placed (a negative seq): the model stays.
+        header(-1, r#"{"provider":"p","model":"m4"}"#),
+        attempt(13),
+        header(-1, m1),
+        attempt(14),
+        // Another header naming the same model joins the repeats; one naming another model
+        // leaves it the only one.
+        header(15, m1).replace("initial", "series"),
+        attempt(16),
+        header(17, m1),
+        attempt(18),
+        header(19, r#"{"provider":"p","model":"m5"}"#),
+        attempt(20),
+        header(21, m1).replace("initial", "series"),
+        attempt(22),
+    ]);
+    let mut walked = Feed::new();
+    walked.bytes(text.as_bytes());
+    let mut parsed = Feed::new();
+    parsed.counter.parse_only = true;
+    parsed.bytes(text.as_bytes());
+    let (w, p) = (walked.finish(), parsed.finish());
+    assert_eq!(w, p);
+    let models: Vec<_> = w
+        .calls
+        .iter()
+        .map(|c| c.model.as_deref().unwrap_or("-"))
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "m1", "m1", "m2", "m1", "m3", "m1", "m1", "m1", "m1", "m1", "m5", "m1"
+        ],
+        "{text}"
+    );
+}
+
 #[test]
 fn generated_logs_count_the_same_walked_and_parsed() {
     #[path = "../../../benches/gen/mod.rs"]
@@ -475,6 +547,9 @@ fn random_interleavings_count_the_same_walked_and_parsed() {
         r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"model":"m4"},"config":{}}}}"#.into(),
         r#"{"seq":0,"time":1,"type":"request/header","data":{"header":{"config":{"model":"m5"}}}}"#.into(),
         r#"{"type":"request/header","seq":0,"data":{"header":{"config":{"model":"m6"}}}}"#.into(),
+        r#"{"type":"request/header","seq":-1,"time":1,"data":{"header":{"config":{"provider":"a","model":"m1"}}}}"#.into(),
+        r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"model":"m8"}}},"seq":-1}"#.into(),
+        r#"{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"model":"m9"}}},"type":"turn/start"}"#.into(),
         "{\"type\":\"request/header\",\"seq\":0,\"time\":1,\"data\":{\"header\":{\"config\":{\"model\":\"m7\"}}}}\r".into(),
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":2}}"#.into(),
         r#"{"type":"turn/start","seq":0,"time":1,"data":{"turn":-2}}"#.into(),
