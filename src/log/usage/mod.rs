@@ -443,7 +443,7 @@ impl Counter {
         if matches!(class, Class::Call | Class::Chunk)
             && let Some(text) = text
             && let Some(found) = raw::walk(line)
-            && self.walked(found, text)
+            && self.walked(&found, text)
         {
             return;
         }
@@ -665,7 +665,7 @@ impl Counter {
 
     /// A line of a walked type as the walk found it (`line`: the same bytes, checked as
     /// UTF-8); `false`: parse it instead.
-    fn walked(&mut self, f: raw::Found<'_>, line: &str) -> bool {
+    fn walked(&mut self, f: &raw::Found<'_>, line: &str) -> bool {
         // The walk took only escape-free names: they are the bytes themselves, pieces of a
         // line already checked, cut between two quotes (so on characters).
         let text = |b: Option<&[u8]>| b.and_then(|b| piece(line, b));
