@@ -192,6 +192,9 @@ const LEAD: &[u8] = b"{\"type\":\"";
 /// The type of the lines that name the model of the requests after them.
 const HEADER: &[u8] = Kind::RequestHeader.name().as_bytes();
 
+/// The longest header rest kept by `Counter::header_placed`.
+const HEADER_KEPT: usize = 64 * 1024;
+
 /// The kinds whose lines are read, and how.
 const READ: [(Kind, Class); 9] = [
     (Kind::AssistantMessage, Class::Call),
@@ -477,7 +480,8 @@ impl Counter {
     }
 
     /// A `request/header` the walk placed names the model of the requests after it; its bytes
-    /// after the envelope are kept for `header_repeated` (a few: DSH alternates a few).
+    /// after the envelope are kept for `header_repeated` (a few, as DSH alternates a few, and
+    /// not a long one: a header holding a huge system prompt is walked each time instead).
     fn header_placed(&mut self, line: &[u8], provider: Option<Arc<str>>, model: Option<Arc<str>>) {
         if (&provider, &model) != (&self.provider, &self.model) {
             self.header_tails.clear();
@@ -486,6 +490,7 @@ impl Counter {
         if let Some(e) = raw::envelope(line)
             && e.ty == HEADER
             && let Some(tail) = line.get(e.next..)
+            && tail.len() <= HEADER_KEPT
             && self.header_tails.len() < 4
         {
             self.header_tails.push(tail.to_vec());
