@@ -13,10 +13,7 @@ mod generator;
 
 use std::time::{Duration, Instant};
 
-use dshs::log::usage::{self, Feed};
-
-/// The command's read size (`usage::read`).
-const BLOCK: usize = 256 * 1024;
+use dshs::log::usage::{self, BLOCK, Feed};
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name)

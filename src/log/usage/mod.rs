@@ -881,8 +881,8 @@ impl Counter {
     }
 }
 
-/// Bytes read at a time.
-const BLOCK: usize = 256 * 1024;
+/// Bytes read at a time (by [`read`], and so fed to a [`Feed`] at a time).
+pub const BLOCK: usize = 256 * 1024;
 
 /// A cut line's buffer is kept for the next one up to this size.
 const LONG: usize = 256 * 1024;
