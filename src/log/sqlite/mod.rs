@@ -1225,10 +1225,12 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     self.expected += d.members;
                     self.events += d.members;
                     self.last_time = Some(d.last_time);
-                    drop(rows);
-                    drop(stmt);
-                    self.write_pending();
-                    return Ok(());
+                    // With room left once they are written, the rows go on from the same
+                    // statement; otherwise the next fill writes the rest first.
+                    if !write_pending(&mut self.pending, &mut self.buf, &mut self.spans) {
+                        return Ok(());
+                    }
+                    None
                 }
                 Ok(d) => {
                     let mut at = start;
@@ -1281,23 +1283,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// Write the pending member lines of a packed row until the buffer holds
     /// [`FILL_TARGET`] bytes; whether none is left.
     fn write_pending(&mut self) -> bool {
-        let Some((e, row_seq)) = &mut self.pending else {
-            return true;
-        };
-        while self.buf.len() < FILL_TARGET {
-            let (start, member) = (self.buf.len(), e.next_member() as u32);
-            if !e.write_next(&mut self.buf) {
-                self.pending = None;
-                return true;
-            }
-            self.spans.push(Span {
-                row_seq: Some(*row_seq),
-                member,
-                start,
-                end: self.buf.len() - 1,
-            });
-        }
-        false
+        write_pending(&mut self.pending, &mut self.buf, &mut self.spans)
     }
 
     /// The error of a row past a guard of dshs's own.
@@ -1547,6 +1533,32 @@ enum Resync {
 
 /// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
 /// narrows the range (`" AND seq <= ?3"`).
+/// [`SessionReader::write_pending`], on the fields it writes (so a fill can call it while its
+/// statement still borrows the connection).
+fn write_pending(
+    pending: &mut Option<(decode::Expansion, u64)>,
+    buf: &mut Vec<u8>,
+    spans: &mut Vec<Span>,
+) -> bool {
+    let Some((e, row_seq)) = pending else {
+        return true;
+    };
+    while buf.len() < FILL_TARGET {
+        let (start, member) = (buf.len(), e.next_member() as u32);
+        if !e.write_next(buf) {
+            *pending = None;
+            return true;
+        }
+        spans.push(Span {
+            row_seq: Some(*row_seq),
+            member,
+            start,
+            end: buf.len() - 1,
+        });
+    }
+    false
+}
+
 fn select_events_from<'c>(
     conn: &'c Connection,
     and: &str,
