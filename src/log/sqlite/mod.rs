@@ -1531,8 +1531,6 @@ enum Resync {
     At(i64),
 }
 
-/// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
-/// narrows the range (`" AND seq <= ?3"`).
 /// [`SessionReader::write_pending`], on the fields it writes (so a fill can call it while its
 /// statement still borrows the connection).
 fn write_pending(
@@ -1559,6 +1557,8 @@ fn write_pending(
     false
 }
 
+/// The rows of session ?1 from seq ?2 on, in seq order, as [`raw_row`] reads them; `and`
+/// narrows the range (`" AND seq <= ?3"`).
 fn select_events_from<'c>(
     conn: &'c Connection,
     and: &str,
