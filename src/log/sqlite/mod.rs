@@ -1161,7 +1161,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let Phase::Rows(from) = self.phase else {
             return Ok(());
         };
-        if !self.write_pending() {
+        if !write_pending(&mut self.pending, &mut self.buf, &mut self.spans) {
             return Ok(());
         }
         let shown = self.session.shown.clone();
@@ -1278,12 +1278,6 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 return Ok(());
             }
         }
-    }
-
-    /// Write the pending member lines of a packed row until the buffer holds
-    /// [`FILL_TARGET`] bytes; whether none is left.
-    fn write_pending(&mut self) -> bool {
-        write_pending(&mut self.pending, &mut self.buf, &mut self.spans)
     }
 
     /// The error of a row past a guard of dshs's own.
@@ -1531,8 +1525,9 @@ enum Resync {
     At(i64),
 }
 
-/// [`SessionReader::write_pending`], on the fields it writes (so a fill can call it while its
-/// statement still borrows the connection).
+/// Write the pending member lines of a packed row until the buffer holds [`FILL_TARGET`]
+/// bytes; whether none is left. A function of the reader's fields, not a method, so that a
+/// fill can call it while its statement still borrows the connection.
 fn write_pending(
     pending: &mut Option<(decode::Expansion, u64)>,
     buf: &mut Vec<u8>,
