@@ -15,8 +15,8 @@ use crate::log::limits::{self, Guard, LimitHit};
 
 mod fast;
 
-pub(crate) use fast::escaped;
 pub(crate) use fast::scan as string_plain_end;
+pub(crate) use fast::{escaped, prefix_xor};
 
 pub(crate) use fast::escaped_char;
 

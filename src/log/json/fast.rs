@@ -22,6 +22,8 @@ use super::{
 };
 use crate::log::rows::PACKED_TAGS;
 
+mod flat;
+
 /// Deeper lines go to the careful path, which checks them against the depth guard
 /// ([`crate::log::limits`]) without recursion first: this parser's recursion stays shallow.
 const MAX_DEPTH: u32 = 100;
@@ -742,6 +744,11 @@ impl<'a> Parser<'a> {
             }
             b'[' => {
                 if self.array_opens()? {
+                    if let Some(end) = flat::array_end(self.s, self.i) {
+                        self.i = end;
+                        self.depth -= 1;
+                        return Some(());
+                    }
                     loop {
                         self.skip_value()?;
                         if !self.more_items()? {
@@ -766,6 +773,12 @@ impl<'a> Parser<'a> {
     #[inline(never)]
     fn skip_array(&mut self) -> Option<()> {
         if self.array_opens()? {
+            // Flat arrays (a stream's `dt` and text pieces) are checked a window at a time.
+            if let Some(end) = flat::array_end(self.s, self.i) {
+                self.i = end;
+                self.depth -= 1;
+                return Some(());
+            }
             loop {
                 match self.peek()? {
                     // A plain string is passed inline (the common case), others out of line.
@@ -1046,6 +1059,18 @@ pub(crate) fn escaped(backslash: u64, carry: &mut u64) -> u64 {
     let (even_runs, overflow) = odd_starts.overflowing_add(backslash);
     *carry = u64::from(overflow);
     (EVEN ^ (even_runs << 1)) & follows
+}
+
+/// Bit `i` is the XOR of bits `0..=i`: inside a string from its opening quote up to (not
+/// including) its closing one.
+pub(crate) fn prefix_xor(mut x: u64) -> u64 {
+    x ^= x << 1;
+    x ^= x << 2;
+    x ^= x << 4;
+    x ^= x << 8;
+    x ^= x << 16;
+    x ^= x << 32;
+    x
 }
 
 /// The bytes that may follow a backslash but `u`, as a bit set (bit `c % 64` of word

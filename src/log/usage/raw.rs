@@ -25,7 +25,7 @@ use memchr::memmem;
 use super::LEAD;
 use super::json::MAX_SAFE;
 use crate::log::event::Kind;
-use crate::log::json::escaped;
+use crate::log::json::{escaped, prefix_xor};
 
 /// What a call needs of its line, as byte ranges of the line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -552,18 +552,6 @@ fn masks_bytewise(window: &[u8]) -> Masks {
         m.u |= u64::from(x == b'u') << i;
     }
     m
-}
-
-/// Bit `i` is the XOR of bits `0..=i`: inside a string from its opening quote up to (not
-/// including) its closing one.
-fn prefix_xor(mut x: u64) -> u64 {
-    x ^= x << 1;
-    x ^= x << 2;
-    x ^= x << 4;
-    x ^= x << 8;
-    x ^= x << 16;
-    x ^= x << 32;
-    x
 }
 
 /// How a window's masks and a prefix XOR are computed: [`Sse2`] on any x86_64 (and
