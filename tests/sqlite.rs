@@ -1287,6 +1287,80 @@ fn is_seeded_is_derived_only_when_asked_and_warned() {
     );
 }
 
+/// The storage-class pass gathers the markers in the same scan (schema 17): a session that
+/// breaks the rules is refused before any marker counts, a marker row that breaks them is
+/// not read as a marker, and without the pass (schema 15) the markers are found alone.
+#[test]
+fn is_seeded_is_derived_from_the_class_pass_scan_and_never_for_a_refused_session() {
+    let derived = |d: &mut Db| {
+        d.conn.take();
+        let mut s = Store::open(&d.path).expect("open");
+        let mut r = s.read("s").expect("read");
+        let seeded = r.derive_is_seeded().expect("derive");
+        (seeded, r.finish().expect("finish"))
+    };
+    // Two rows break the rules after an inherited marker: refused, nothing derived.
+    let mut d = db(17);
+    d.sql("UPDATE sessions SET version = 3");
+    d.ev(0, "session/end-seed", "{\"inherited\":true}");
+    for seq in [1, 2] {
+        d.raw(
+            seq,
+            "x/y",
+            2,
+            rusqlite::types::Value::Integer(7),
+            NULL,
+            None,
+            None,
+        );
+    }
+    let (seeded, end) = derived(&mut d);
+    assert_eq!(seeded, None);
+    assert!(end.refused);
+    assert_eq!(codes(&end.findings), ["sqlite-storage-class"]);
+    let says = &end.findings[0].message;
+    assert!(
+        says.contains("seq 1 ") && says.contains("(1 more row break"),
+        "{says}"
+    );
+    // The marker row itself breaks them: refused, not read as a marker.
+    let mut d = db(17);
+    d.sql("UPDATE sessions SET version = 3");
+    d.raw(
+        0,
+        "session/end-seed",
+        1,
+        rusqlite::types::Value::Real(1.5),
+        NULL,
+        None,
+        None,
+    );
+    let (seeded, end) = derived(&mut d);
+    assert_eq!((seeded, end.refused), (None, true));
+    assert!(end.findings[0].message.contains("data is REAL"));
+    // Only inherited markers count.
+    let mut d = db(17);
+    d.sql("UPDATE sessions SET version = 3");
+    d.ev(0, "session/end-seed", "{\"inherited\":false}")
+        .ev(1, "x/a", "{}");
+    let (seeded, end) = derived(&mut d);
+    assert_eq!(seeded, Some(false));
+    assert_eq!(codes(&end.findings), ["sqlite-is-seeded-derived"]);
+    // Schema 15 has no class pass: the markers are read in a scan of their own.
+    for inherited in [true, false] {
+        let mut d = db(15);
+        d.sql("UPDATE sessions SET version = 3");
+        d.ev(0, "x/a", "{}").ev(
+            1,
+            "session/end-seed",
+            &format!("{{\"inherited\":{inherited}}}"),
+        );
+        let (seeded, end) = derived(&mut d);
+        assert_eq!(seeded, Some(inherited));
+        assert_eq!(codes(&end.findings), ["sqlite-is-seeded-derived"]);
+    }
+}
+
 #[test]
 fn a_missing_session_is_named_with_the_ids_there_are() {
     let mut store = Store::open(&fixtures().join("db/open-turn.db")).expect("open");

@@ -728,6 +728,14 @@ enum ClassCheck {
     Inline,
 }
 
+/// The session/end-seed markers the storage-class pass gathered: the seqs of the inherited
+/// ones, or the limit a marker hit (the first: no more are read).
+#[derive(Debug, Default)]
+struct SeedMarkers {
+    inherited: Vec<i64>,
+    limit: Option<LimitHit>,
+}
+
 /// A session being read from a [`Store`] (it holds the store's connection, so it can move to
 /// another thread with the pass).
 pub type StoreReader<'s> = SessionReader<&'s mut Connection>;
@@ -927,22 +935,22 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         if self.class_check == ClassCheck::Inline {
             self.class_check = ClassCheck::Pending;
         }
-        self.class_pass_if_due()
+        self.class_pass_if_due(false).map(drop)
     }
 
-    /// The storage-class pass, if it is still due (before the first line).
-    fn class_pass_if_due(&mut self) -> Result<(), StoreError> {
+    /// The storage-class pass, if it is still due (before the first line); asked to, the
+    /// same scan also gathers the session/end-seed markers (see [`SeedMarkers`]), which it
+    /// returns when it ran.
+    fn class_pass_if_due(&mut self, markers: bool) -> Result<Option<SeedMarkers>, StoreError> {
         if self.class_check != ClassCheck::Pending {
-            return Ok(());
+            return Ok(None);
         }
         self.class_check = ClassCheck::Done;
-        if let Some(f) = self
-            .storage_class_pass()
-            .map_err(|e| StoreError::sqlite(&self.session.shown, e))?
-        {
+        let (violation, markers) = self.storage_class_pass(markers)?;
+        if let Some(f) = violation {
             self.refuse(f);
         }
-        Ok(())
+        Ok(markers)
     }
 
     fn mode(&self) -> decode::Mode {
@@ -972,36 +980,75 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     }
 
     /// S4's storage-class rules over every row of the session, in SQL (reading only the
-    /// record headers of large values).
-    fn storage_class_pass(&self) -> rusqlite::Result<Option<Finding>> {
-        let mut stmt = self.conn.borrow().prepare(
-            "SELECT seq, typeof(type), type = '', time, typeof(data), typeof(source_event_seqs), \
-             typeof(surface_op), ignorable FROM events WHERE session_id = ?1 AND NOT ( \
-             seq BETWEEN 0 AND 9007199254740991 \
+    /// record headers of large values), and with `markers` the session/end-seed markers of
+    /// isSeeded (S11.5) from the same scan: each read of the table costs as much as SQLite's
+    /// reading of the rows, and the markers have no index to find them by.
+    fn storage_class_pass(
+        &mut self,
+        markers: bool,
+    ) -> Result<(Option<Finding>, Option<SeedMarkers>), StoreError> {
+        let shown = self.session.shown.clone();
+        let sql = |e| StoreError::sqlite(&shown, e);
+        let mode = self.mode();
+        let conn = self.conn.borrow();
+        let ok = "seq BETWEEN 0 AND 9007199254740991 \
              AND typeof(type) = 'text' AND type <> '' \
              AND typeof(time) = 'integer' AND time BETWEEN -9007199254740991 AND 9007199254740991 \
              AND typeof(data) IN ('text', 'blob') \
              AND (source_event_seqs IS NULL OR typeof(source_event_seqs) = 'blob') \
              AND (surface_op IS NULL OR typeof(surface_op) = 'text') \
-             AND (ignorable IS NULL OR (typeof(ignorable) = 'integer' AND ignorable IN (0, 1)))) \
-             ORDER BY seq",
-        )?;
-        let mut rows = stmt.query([&self.session.id])?;
+             AND (ignorable IS NULL OR (typeof(ignorable) = 'integer' AND ignorable IN (0, 1)))";
+        // The event's columns come first, as `raw_row` reads them (for a marker).
+        let mut stmt = conn
+            .prepare(&format!(
+                "SELECT {EVENT_COLUMNS}, NOT ({ok}), typeof(type), type = '', typeof(data), \
+                 typeof(source_event_seqs), typeof(surface_op) FROM events \
+                 WHERE session_id = ?1 AND (NOT ({ok}){}) ORDER BY seq",
+                if markers { " OR type = ?2" } else { "" }
+            ))
+            .map_err(sql)?;
+        let seed = Kind::SessionEndSeed.name();
+        let mut rows = if markers {
+            stmt.query(rusqlite::params![self.session.id, seed])
+        } else {
+            stmt.query([&self.session.id])
+        }
+        .map_err(sql)?;
         let mut first: Option<(i64, String)> = None;
         let mut count = 0u64;
-        while let Some(r) = rows.next()? {
+        let mut found = markers.then(SeedMarkers::default);
+        let mut line = Vec::new();
+        while let Some(r) = rows.next().map_err(sql)? {
+            let violates: bool = r.get(7).map_err(sql)?;
+            if !violates {
+                // A marker: read as `is_seeded` read them in a scan of its own. A limit hit
+                // is an error only if no row breaks the rules (the refusal comes first).
+                if let Some(found) = &mut found
+                    && found.limit.is_none()
+                {
+                    let raw = raw_row(r).map_err(sql)?;
+                    line.clear();
+                    let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
+                    if let Some(hit) = self.scratch.limit.take() {
+                        found.limit = Some(hit);
+                    } else if decoded.is_ok() && inherited(&line) {
+                        found.inherited.push(raw.seq);
+                    }
+                }
+                continue;
+            }
             count += 1;
             if first.is_some() {
                 continue;
             }
-            let seq: i64 = r.get(0)?;
-            let ty: String = r.get(1)?;
-            let empty: Option<bool> = r.get(2)?;
-            let time = r.get_ref(3)?;
-            let data: String = r.get(4)?;
-            let sources: String = r.get(5)?;
-            let op: String = r.get(6)?;
-            let ignorable = r.get_ref(7)?;
+            let seq: i64 = r.get(0).map_err(sql)?;
+            let ty: String = r.get(8).map_err(sql)?;
+            let empty: Option<bool> = r.get(9).map_err(sql)?;
+            let time = r.get_ref(2).map_err(sql)?;
+            let data: String = r.get(10).map_err(sql)?;
+            let sources: String = r.get(11).map_err(sql)?;
+            let op: String = r.get(12).map_err(sql)?;
+            let ignorable = r.get_ref(6).map_err(sql)?;
             let why = if !(0..=crate::log::json::MAX_SAFE as i64).contains(&seq) {
                 format!("seq {seq} is not a safe integer ≥ 0")
             } else if ty != "text" {
@@ -1028,7 +1075,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             };
             first = Some((seq, why));
         }
-        Ok(first.map(|(seq, why)| self.class_finding(seq, &why, count - 1)))
+        drop(rows);
+        drop(stmt);
+        let violation = first.map(|(seq, why)| self.class_finding(seq, &why, count - 1));
+        Ok((violation, found))
     }
 
     fn class_finding(&self, seq: i64, why: &str, others: u64) -> Finding {
@@ -1095,33 +1145,45 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// upstream's `toHeaderLine` writes, which a v2+ header check refuses for the missing
     /// field.
     pub fn derive_is_seeded(&mut self) -> Result<Option<bool>, StoreError> {
-        self.class_pass_if_due()?;
         // Only for a version dshs reads: an unsupported one is refused by the header check,
         // and a derived field would be a warning about a header nobody reads.
         let supported = self.session.row.version.is_some_and(|v| {
             u8::try_from(v).is_ok_and(|v| crate::log::dialect::Dialect::for_version(v).is_some())
         });
-        if self.refused
-            || self.header_sent
-            || !supported
-            || self.session.row.version.is_none_or(|v| v < 2)
-        {
+        let derives =
+            !self.header_sent && supported && self.session.row.version.is_some_and(|v| v >= 2);
+        let markers = self.class_pass_if_due(derives)?;
+        if self.refused || !derives {
             return Ok(None);
         }
-        let seeded = self.is_seeded()?;
+        let markers = match markers {
+            Some(SeedMarkers {
+                limit: Some(hit), ..
+            }) => return Err(self.limit(hit)),
+            Some(m) => m.inherited,
+            None => self.seed_markers()?,
+        };
+        let seeded = self.is_seeded(markers)?;
         self.header = self.session.row.header_line(Some(seeded));
         Ok(Some(seeded))
     }
 
-    /// Reads the session once more to find where the committed rows end, only when a marker
-    /// exists.
-    fn is_seeded(&mut self) -> Result<bool, StoreError> {
+    /// The seqs of the inherited session/end-seed markers, in a scan of their own (when the
+    /// storage-class pass had already run).
+    fn seed_markers(&mut self) -> Result<Vec<i64>, StoreError> {
         let mut markers: Vec<i64> = Vec::new();
         self.each_row_of(Kind::SessionEndSeed, None, |seq, line| {
             if line.is_some_and(inherited) {
                 markers.push(seq);
             }
         })?;
+        Ok(markers)
+    }
+
+    /// Whether one of the inherited `markers` lies before the first row the stream drops:
+    /// reads the session once more to find where the committed rows end, only when a
+    /// marker exists.
+    fn is_seeded(&mut self, markers: Vec<i64>) -> Result<bool, StoreError> {
         let seeded = if markers.is_empty() {
             false
         } else {
@@ -1436,7 +1498,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     }
 
     fn refill(&mut self) -> Result<(), StoreError> {
-        self.class_pass_if_due()?;
+        self.class_pass_if_due(false)?;
         self.buf.clear();
         self.spans.clear();
         self.pos = 0;
@@ -1464,7 +1526,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// Read the rest (if the caller stopped early) and end the read transaction.
     pub fn finish(mut self) -> Result<ReadEnd, StoreError> {
-        self.class_pass_if_due()?;
+        self.class_pass_if_due(false)?;
         while self.phase != Phase::Ended {
             self.buf.clear();
             self.spans.clear();
