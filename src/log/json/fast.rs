@@ -23,6 +23,7 @@ use super::{
 use crate::log::rows::PACKED_TAGS;
 
 mod flat;
+pub(crate) use flat::{Flat, array_end as flat_array_end};
 
 /// Deeper lines go to the careful path, which checks them against the depth guard
 /// ([`crate::log::limits`]) without recursion first: this parser's recursion stays shallow.
@@ -744,7 +745,7 @@ impl<'a> Parser<'a> {
             }
             b'[' => {
                 if self.array_opens()? {
-                    if let Some(end) = flat::array_end(self.s, self.i) {
+                    if let Some(end) = flat::array_end(self.s, self.i, Flat::Json) {
                         self.i = end;
                         self.depth -= 1;
                         return Some(());
@@ -774,7 +775,7 @@ impl<'a> Parser<'a> {
     fn skip_array(&mut self) -> Option<()> {
         if self.array_opens()? {
             // Flat arrays (a stream's `dt` and text pieces) are checked a window at a time.
-            if let Some(end) = flat::array_end(self.s, self.i) {
+            if let Some(end) = flat::array_end(self.s, self.i, Flat::Json) {
                 self.i = end;
                 self.depth -= 1;
                 return Some(());

@@ -13,13 +13,47 @@
 
 use super::{SIMPLE_ESCAPES, escaped, masks64, prefix_xor};
 
+/// Which flat arrays are taken.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Flat {
+    /// Those the parser reads the same item by item: integers of up to 16 digits, strings
+    /// with any short escape.
+    Json,
+    /// Those `JSON.stringify` writes back byte for byte (the store's check of each stored
+    /// text, `sqlite::js`): integers of up to 15 digits (exact in a double, printed as
+    /// written), strings whose short escapes are `\"`, `\\`, `\b`, `\f`, `\n`, `\r`, `\t`
+    /// (`\/` is written back as `/`).
+    Stringify,
+}
+
+impl Flat {
+    fn max_digits(self) -> u32 {
+        match self {
+            Flat::Json => 16,
+            Flat::Stringify => 15,
+        }
+    }
+
+    /// The bytes that may follow a backslash, as [`SIMPLE_ESCAPES`] lists them.
+    fn escapes(self) -> [u64; 4] {
+        match self {
+            Flat::Json => SIMPLE_ESCAPES,
+            Flat::Stringify => {
+                let mut set = SIMPLE_ESCAPES;
+                set[0] &= !(1 << b'/');
+                set
+            }
+        }
+    }
+}
+
 /// At the first item of an array (past its `[` and any whitespace): when the array is flat
 /// (see the module documentation) and valid, the index just past its closing `]`.
 #[inline]
-pub(super) fn array_end(s: &[u8], i: usize) -> Option<usize> {
+pub(crate) fn array_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
     match s.get(i)? {
-        b'"' => strings_end(s, i),
-        b'0'..=b'9' => integers_end(s, i),
+        b'"' => strings_end(s, i, flat.escapes()),
+        b'0'..=b'9' => integers_end(s, i, flat.max_digits()),
         _ => None,
     }
 }
@@ -51,10 +85,10 @@ fn at(stop: u32) -> u64 {
     1u64.checked_shl(stop).unwrap_or(0)
 }
 
-/// Items that are plain integers: `0` or a digit run not starting with `0`, at most 16 digits
-/// (longer ones are read, and audited, by the parser), a comma between two, `]` after the
-/// last.
-fn integers_end(s: &[u8], i: usize) -> Option<usize> {
+/// Items that are plain integers: `0` or a digit run not starting with `0`, at most
+/// `max_digits` (16 or 15) digits (longer ones are read, and audited, by the parser), a comma
+/// between two, `]` after the last.
+fn integers_end(s: &[u8], i: usize, max_digits: u32) -> Option<usize> {
     let mut pad = [0u8; 64];
     let mut j = i;
     // What the byte before the window was: a digit (and how many end there), a comma, a `0`
@@ -76,15 +110,17 @@ fn integers_end(s: &[u8], i: usize) -> Option<usize> {
         if ((zeros << 1) | zero_start) & d != 0 {
             return None;
         }
-        // No run longer than 16: the one continuing from the last window, then any inside.
-        if digit != 0 && run + (!d).trailing_zeros() > 16 {
+        // No run longer than `max_digits`: the one continuing from the last window, then any
+        // inside (bit `p` of `r`: 16 digits from `p`).
+        if digit != 0 && run + (!d).trailing_zeros() > max_digits {
             return None;
         }
         let mut r = d & (d >> 1);
         r &= r >> 2;
         r &= r >> 4;
         r &= r >> 8;
-        if r & (d >> 16) != 0 {
+        let too_long = if max_digits == 16 { r & (d >> 16) } else { r };
+        if too_long != 0 {
             return None;
         }
         if stop < 64 {
@@ -104,8 +140,9 @@ fn integers_end(s: &[u8], i: usize) -> Option<usize> {
     None
 }
 
-/// Items that are strings without `\u` escapes: a comma between two, `]` after the last.
-fn strings_end(s: &[u8], i: usize) -> Option<usize> {
+/// Items that are strings whose escapes are all in `escapes` (never `\u`): a comma between
+/// two, `]` after the last.
+fn strings_end(s: &[u8], i: usize, escapes: [u64; 4]) -> Option<usize> {
     let mut pad = [0u8; 64];
     let mut j = i;
     let mut escape_carry = 0u64;
@@ -133,7 +170,7 @@ fn strings_end(s: &[u8], i: usize) -> Option<usize> {
         let mut esc = escaped & below;
         while esc != 0 {
             let c = w[esc.trailing_zeros() as usize];
-            if SIMPLE_ESCAPES[usize::from(c >> 6)] >> (c & 63) & 1 == 0 {
+            if escapes[usize::from(c >> 6)] >> (c & 63) & 1 == 0 {
                 return None;
             }
             esc &= esc - 1;
@@ -224,7 +261,7 @@ fn class_masks_bytewise(window: &[u8; 64]) -> ClassMasks {
 #[cfg(test)]
 mod tests {
     use super::super::{Shape, parse};
-    use super::{array_end, class_masks, class_masks_bytewise};
+    use super::{Flat, array_end, class_masks, class_masks_bytewise};
 
     fn rng(mut state: u64) -> impl FnMut(usize) -> usize {
         move |n| {
@@ -251,8 +288,9 @@ mod tests {
         }
     }
 
-    /// A valid flat array as `JSON.stringify` writes it, then what follows it in a line.
-    fn flat_array(next: &mut impl FnMut(usize) -> usize) -> (Vec<u8>, usize) {
+    /// A flat array `flat` takes, written as `JSON.stringify` writes it (but `\/` for
+    /// [`Flat::Json`]), then what follows it in a line.
+    fn flat_array(next: &mut impl FnMut(usize) -> usize, flat: Flat) -> (Vec<u8>, usize) {
         let mut text = b"[".to_vec();
         let items = 1 + next(60);
         let strings = next(2) == 0;
@@ -267,7 +305,7 @@ mod tests {
                         0 => b"\\n",
                         1 => b"\\\"",
                         2 => b"\\\\",
-                        3 => b"\\/",
+                        3 if flat == Flat::Json => b"\\/",
                         4 => b"\\t",
                         5 => "é".as_bytes(),
                         6 => b",",
@@ -279,7 +317,7 @@ mod tests {
                 }
                 text.push(b'"');
             } else {
-                let digits = 1 + next(16);
+                let digits = 1 + next(flat.max_digits() as usize);
                 let first = if digits == 1 { next(10) } else { 1 + next(9) };
                 text.push(b'0' + first as u8);
                 for _ in 1..digits {
@@ -298,33 +336,32 @@ mod tests {
     fn flat_arrays_are_taken_and_end_at_their_bracket() {
         let mut next = rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds(5_000) {
-            let (text, end) = flat_array(&mut next);
-            assert_eq!(
-                serde_end(&text),
-                Some(end),
-                "{}",
-                String::from_utf8_lossy(&text)
-            );
-            assert_eq!(
-                array_end(&text, 1),
-                Some(end),
-                "{}",
-                String::from_utf8_lossy(&text)
-            );
+            for flat in [Flat::Json, Flat::Stringify] {
+                let (text, end) = flat_array(&mut next, flat);
+                let shown = String::from_utf8_lossy(&text);
+                assert_eq!(serde_end(&text), Some(end), "{shown}");
+                assert_eq!(array_end(&text, 1, flat), Some(end), "{flat:?} {shown}");
+            }
         }
     }
 
     /// Whatever the bytes, an array the windows take is one serde_json reads and ends at the
-    /// same byte: random edits of flat arrays (quotes, backslashes, commas, brackets, control
-    /// characters, `\u`, leading zeros, long numbers, whitespace) never make them take text
-    /// that is not JSON, nor end an array elsewhere.
+    /// same byte (and, for [`Flat::Stringify`], one it writes back byte for byte, as
+    /// `JSON.stringify` does these): random edits of flat arrays (quotes, backslashes,
+    /// commas, brackets, control characters, `\u`, `\/`, leading zeros, long numbers,
+    /// whitespace) never make them take text that is not so, nor end an array elsewhere.
     #[test]
     fn flat_arrays_taken_are_json_and_end_where_serde_json_ends_them() {
         let mut next = rng(0x2545_f491_4f6c_dd1d);
-        let bytes = b"\"\\,]0123456789 \x01\x1fu[-.e";
+        let bytes = b"\"\\,]0123456789 \x01\x1fu[-.e/";
         let (mut taken, mut refused) = (0, 0);
-        for _ in 0..rounds(40_000) {
-            let (mut text, _) = flat_array(&mut next);
+        for round in 0..rounds(40_000) {
+            let flat = if round % 2 == 0 {
+                Flat::Json
+            } else {
+                Flat::Stringify
+            };
+            let (mut text, _) = flat_array(&mut next, flat);
             for _ in 0..1 + next(3) {
                 let at = 1 + next(text.len() - 1);
                 let b = bytes[next(bytes.len())];
@@ -340,12 +377,19 @@ mod tests {
             if std::str::from_utf8(&text).is_err() {
                 continue;
             }
-            let got = array_end(&text, 1);
-            if got.is_some() {
-                taken += 1;
-                assert_eq!(got, serde_end(&text), "{}", String::from_utf8_lossy(&text));
-            } else {
+            let shown = String::from_utf8_lossy(&text);
+            let Some(end) = array_end(&text, 1, flat) else {
                 refused += 1;
+                continue;
+            };
+            taken += 1;
+            assert_eq!(Some(end), serde_end(&text), "{shown}");
+            if flat == Flat::Stringify {
+                // serde_json escapes strings as JavaScript does, and prints these integers
+                // as written.
+                let value: serde_json::Value = serde_json::from_slice(&text[..end]).expect("JSON");
+                let again = serde_json::to_string(&value).expect("written");
+                assert_eq!(again.as_bytes(), &text[..end], "{shown}");
             }
         }
         // Both answers are exercised (an edit after the array keeps it flat).
@@ -378,10 +422,21 @@ mod tests {
             r#"["a",1]"#,
             r#"[[1]]"#,
         ] {
-            assert_eq!(array_end(text.as_bytes(), 1), None, "{text}");
+            for flat in [Flat::Json, Flat::Stringify] {
+                assert_eq!(array_end(text.as_bytes(), 1, flat), None, "{text}");
+            }
         }
-        assert_eq!(array_end(b"[1234567890123456]", 1), Some(18));
-        assert_eq!(array_end(br#"["a\"]",""]"#, 1), Some(11));
+        assert_eq!(array_end(b"[1234567890123456]", 1, Flat::Json), Some(18));
+        assert_eq!(array_end(br#"["a\"]",""]"#, 1, Flat::Json), Some(11));
+        // Not what `JSON.stringify` writes back: `\/` (it writes `/`), and past 15 digits a
+        // double's spelling, which the store's check compares item by item.
+        assert_eq!(
+            array_end(b"[123456789012345]", 1, Flat::Stringify),
+            Some(17)
+        );
+        assert_eq!(array_end(b"[1234567890123456]", 1, Flat::Stringify), None);
+        assert_eq!(array_end(br#"["a\/b"]"#, 1, Flat::Json), Some(8));
+        assert_eq!(array_end(br#"["a\/b"]"#, 1, Flat::Stringify), None);
     }
 
     /// A lean tree (which drops a stream record's arrays) reads a line exactly when the full
