@@ -2,14 +2,15 @@
 //!
 //! The records of an embedded stream (formats 2–4) hold long arrays of tiny items: the
 //! `dt` of each chunk (small integers) and the `texts` or `args` pieces (short strings). A
-//! lean tree drops them, but the parser still checked them an item at a time, a third of a
-//! format-3 pass. Here a run of such items is checked with masks of whole windows (simdjson's
-//! way): which bytes are digits, commas, quotes, escaped, inside a string. Only the two
-//! shapes that fill those arrays are taken, written as `JSON.stringify` writes them (no
-//! whitespace): every item a plain non-negative integer of at most 16 digits, or every item
-//! a string whose escapes are all short ones (`\n`, `\"`, …, not `\u`). Anything else, valid
-//! or not, gets `None`, and the caller reads the array item by item as before: so what is
-//! accepted, and where the array ends, is never decided differently.
+//! lean tree drops them, but the parser still checked them an item at a time, nearly a
+//! third of a format-3 pass. Here a run of such items is checked with masks of whole
+//! windows (simdjson's way): which bytes are digits, commas, quotes, escaped, inside a
+//! string. Only the two shapes that fill those arrays are taken, written as `JSON.stringify`
+//! writes them (no whitespace): every item a plain non-negative integer of at most 16
+//! digits, or every item a string whose escapes are all short ones (`\n`, `\"`, …, not
+//! `\u`); [`Flat`] narrows that for the store's check of the `JSON.stringify` form. Anything
+//! else, valid or not, gets `None`, and the caller reads the array item by item as before:
+//! so what is accepted, and where the array ends, is never decided differently.
 
 use super::{SIMPLE_ESCAPES, escaped, masks64, prefix_xor};
 
@@ -53,7 +54,7 @@ impl Flat {
 pub(crate) fn array_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
     match s.get(i)? {
         b'"' => strings_end(s, i, flat.escapes()),
-        b'0'..=b'9' => integers_end(s, i, flat.max_digits()),
+        b'0'..=b'9' => integers_end(s, i, flat),
         _ => None,
     }
 }
@@ -85,10 +86,11 @@ fn at(stop: u32) -> u64 {
     1u64.checked_shl(stop).unwrap_or(0)
 }
 
-/// Items that are plain integers: `0` or a digit run not starting with `0`, at most
-/// `max_digits` (16 or 15) digits (longer ones are read, and audited, by the parser), a comma
+/// Items that are plain integers: `0` or a digit run not starting with `0`, of at most
+/// [`Flat::max_digits`] digits (longer ones are read, and audited, item by item), a comma
 /// between two, `]` after the last.
-fn integers_end(s: &[u8], i: usize, max_digits: u32) -> Option<usize> {
+fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
+    let max_digits = flat.max_digits();
     let mut pad = [0u8; 64];
     let mut j = i;
     // What the byte before the window was: a digit (and how many end there), a comma, a `0`
@@ -119,7 +121,10 @@ fn integers_end(s: &[u8], i: usize, max_digits: u32) -> Option<usize> {
         r &= r >> 2;
         r &= r >> 4;
         r &= r >> 8;
-        let too_long = if max_digits == 16 { r & (d >> 16) } else { r };
+        let too_long = match flat {
+            Flat::Json => r & (d >> 16),
+            Flat::Stringify => r,
+        };
         if too_long != 0 {
             return None;
         }
