@@ -41,6 +41,25 @@ pub fn stepped_seqs(start: u64, steps: &[u64]) -> String {
     seqs.join(",")
 }
 
+/// Random rounds of a test: fewer under Miri, which interprets every one (what it checks is
+/// the `unsafe` of the code under test, which a few hundred rounds reach on every path).
+pub fn rounds(n: usize) -> usize {
+    if cfg!(miri) { n / 100 } else { n }
+}
+
+/// A 64-byte window for the tests of a mask's lanes: random bytes, a quarter of them drawn
+/// from `favoured` (the bytes the masks are about).
+pub fn random_window(rng: &mut Rng, favoured: &[u8]) -> [u8; 64] {
+    let mut w = [0u8; 64];
+    for b in &mut w {
+        *b = match rng.below(4) {
+            0 => favoured[rng.below(favoured.len())],
+            _ => rng.below(256) as u8,
+        };
+    }
+    w
+}
+
 /// A tiny deterministic PRNG (xorshift64) for the model tests: the same seed, the same run.
 pub struct Rng(pub u64);
 

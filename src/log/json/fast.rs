@@ -745,9 +745,7 @@ impl<'a> Parser<'a> {
             }
             b'[' => {
                 if self.array_opens()? {
-                    if let Some(end) = flat::array_end(self.s, self.i, Flat::Json) {
-                        self.i = end;
-                        self.depth -= 1;
+                    if self.flat_rest() {
                         return Some(());
                     }
                     loop {
@@ -768,16 +766,28 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// At the first item of an array passed over: when the array is flat (a stream's `dt`
+    /// and text pieces, see [`flat`]), past its `]`, checked a window at a time, and out of
+    /// its level.
+    #[inline(always)]
+    fn flat_rest(&mut self) -> bool {
+        match flat::array_end(self.s, self.i, Flat::Json) {
+            Some(end) => {
+                self.i = end;
+                self.depth -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+
     /// At the `[` of an array a lean tree leaves out: past it, read and audited as
     /// [`Self::array`] reads it, but its items are not built (an object among them is, and
     /// then dropped: its keys are compared for repeats).
     #[inline(never)]
     fn skip_array(&mut self) -> Option<()> {
         if self.array_opens()? {
-            // Flat arrays (a stream's `dt` and text pieces) are checked a window at a time.
-            if let Some(end) = flat::array_end(self.s, self.i, Flat::Json) {
-                self.i = end;
-                self.depth -= 1;
+            if self.flat_rest() {
                 return Some(());
             }
             loop {

@@ -949,6 +949,7 @@ pub(super) fn buckets(raw: &[u8]) -> Option<Buckets> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::log::test_support::{Rng, random_window, rounds};
 
     /// Runs `$body` once per [`Lanes`] this CPU has, with `$l` the lanes.
     macro_rules! for_each_lanes {
@@ -1157,28 +1158,14 @@ mod tests {
         None
     }
 
-    fn rng(mut state: u64) -> impl FnMut(usize) -> usize {
-        move |n| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        }
-    }
-
-    /// Random rounds: fewer under Miri, which interprets every one (the masks' `unsafe` is
-    /// what it checks, and a few hundred windows reach every path).
-    fn rounds(n: usize) -> usize {
-        if cfg!(miri) { n / 100 } else { n }
-    }
-
     /// The masked skip ends every container where the byte-at-a-time one does (or both give
     /// up), on random text of brackets, quotes and backslash runs across window edges, in
     /// every lane this CPU has; noting, it stops instead where a `u` follows a quote or a
     /// backslash (a string that may be `usage`) inside the container.
     #[test]
     fn the_masked_skip_ends_where_the_bytewise_one_does() {
-        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = |n| rng.below(n);
         let alphabet = b"{}[]\"\\\\ a,:u";
         let (mut ended, mut noted) = (0, 0);
         for round in 0..rounds(20_000) {
@@ -1288,15 +1275,9 @@ mod tests {
             Avx2::new().is_some()
                 || !cfg!(all(target_feature = "avx2", target_feature = "pclmulqdq"))
         );
-        let mut next = rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds(2_000) {
-            let mut w = [0u8; 64];
-            for b in &mut w {
-                *b = match next(4) {
-                    0 => b"{}[]\"\\u"[next(7)],
-                    _ => next(256) as u8,
-                };
-            }
+            let w = random_window(&mut rng, b"{}[]\"\\u");
             let r = masks_bytewise(&w);
             for_each_lanes!(|lanes| {
                 let m = lanes.masks(&w);
@@ -1311,7 +1292,8 @@ mod tests {
     /// The prefix XOR by carry-less multiplication is the one by shifts.
     #[test]
     fn the_prefix_xors_agree() {
-        let mut next = rng(0xdead_beef);
+        let mut rng = Rng(0xdead_beef);
+        let mut next = |n| rng.below(n);
         for _ in 0..rounds(2_000) {
             let x = (next(1 << 32) as u64) << 32 | next(1 << 32) as u64;
             let want = (0..64).fold(0u64, |m, i| {
@@ -1327,7 +1309,8 @@ mod tests {
     /// masks, long ones by `memchr`, a tail shorter than a window).
     #[test]
     fn each_newline_is_every_newline() {
-        let mut next = rng(0x51ed_270b);
+        let mut rng = Rng(0x51ed_270b);
+        let mut next = |n| rng.below(n);
         for _ in 0..rounds(3_000) {
             let len = next(700);
             // Short lines, long ones, or none.
@@ -1345,7 +1328,8 @@ mod tests {
     /// The escaped bytes are those after an odd run of backslashes, across windows.
     #[test]
     fn escapes_carry_across_windows() {
-        let mut next = rng(7);
+        let mut rng = Rng(7);
+        let mut next = |n| rng.below(n);
         for _ in 0..rounds(2_000) {
             let bits: Vec<bool> = (0..256).map(|_| next(3) == 0).collect();
             let mut want = Vec::new();
@@ -1372,7 +1356,8 @@ mod tests {
     /// the first 64 bytes (masks) or later (quote to quote), and says if it holds one.
     #[test]
     fn the_string_scan_ends_where_the_bytewise_one_does() {
-        let mut next = rng(0x1234_5678_9abc_def1);
+        let mut rng = Rng(0x1234_5678_9abc_def1);
+        let mut next = |n| rng.below(n);
         for round in 0..rounds(20_000) {
             let mut text = vec![b'"'];
             for _ in 0..next(160) {
@@ -1412,7 +1397,8 @@ mod tests {
 
     #[test]
     fn a_type_ends_at_its_first_quote_unless_a_backslash_comes_first() {
-        let mut next = rng(99);
+        let mut rng = Rng(99);
+        let mut next = |n| rng.below(n);
         for _ in 0..rounds(20_000) {
             let body: Vec<u8> = (0..next(80))
                 .map(|_| match next(12) {

@@ -267,21 +267,7 @@ fn class_masks_bytewise(window: &[u8; 64]) -> ClassMasks {
 mod tests {
     use super::super::{Shape, parse};
     use super::{Flat, array_end, class_masks, class_masks_bytewise};
-
-    fn rng(mut state: u64) -> impl FnMut(usize) -> usize {
-        move |n| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        }
-    }
-
-    /// Random rounds: fewer under Miri, which interprets every one (the masks' `unsafe` is
-    /// what it checks).
-    fn rounds(n: usize) -> usize {
-        if cfg!(miri) { n / 100 } else { n }
-    }
+    use crate::log::test_support::{Rng, random_window, rounds};
 
     /// Where serde_json ends the array `text` starts with, if it reads one there.
     fn serde_end(text: &[u8]) -> Option<usize> {
@@ -295,18 +281,18 @@ mod tests {
 
     /// A flat array `flat` takes, written as `JSON.stringify` writes it (but `\/` for
     /// [`Flat::Json`]), then what follows it in a line.
-    fn flat_array(next: &mut impl FnMut(usize) -> usize, flat: Flat) -> (Vec<u8>, usize) {
+    fn flat_array(rng: &mut Rng, flat: Flat) -> (Vec<u8>, usize) {
         let mut text = b"[".to_vec();
-        let items = 1 + next(60);
-        let strings = next(2) == 0;
+        let items = 1 + rng.below(60);
+        let strings = rng.below(2) == 0;
         for k in 0..items {
             if k > 0 {
                 text.push(b',');
             }
             if strings {
                 text.push(b'"');
-                for _ in 0..next(12) {
-                    let piece: &[u8] = match next(12) {
+                for _ in 0..rng.below(12) {
+                    let piece: &[u8] = match rng.below(12) {
                         0 => b"\\n",
                         1 => b"\\\"",
                         2 => b"\\\\",
@@ -322,11 +308,15 @@ mod tests {
                 }
                 text.push(b'"');
             } else {
-                let digits = 1 + next(flat.max_digits() as usize);
-                let first = if digits == 1 { next(10) } else { 1 + next(9) };
+                let digits = 1 + rng.below(flat.max_digits() as usize);
+                let first = if digits == 1 {
+                    rng.below(10)
+                } else {
+                    1 + rng.below(9)
+                };
                 text.push(b'0' + first as u8);
                 for _ in 1..digits {
-                    text.push(b'0' + next(10) as u8);
+                    text.push(b'0' + rng.below(10) as u8);
                 }
             }
         }
@@ -339,10 +329,10 @@ mod tests {
     /// The flat arrays of streams end where the array does, across window edges.
     #[test]
     fn flat_arrays_are_taken_and_end_at_their_bracket() {
-        let mut next = rng(0x9e37_79b9_7f4a_7c15);
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
         for _ in 0..rounds(5_000) {
             for flat in [Flat::Json, Flat::Stringify] {
-                let (text, end) = flat_array(&mut next, flat);
+                let (text, end) = flat_array(&mut rng, flat);
                 let shown = String::from_utf8_lossy(&text);
                 assert_eq!(serde_end(&text), Some(end), "{shown}");
                 assert_eq!(array_end(&text, 1, flat), Some(end), "{flat:?} {shown}");
@@ -357,7 +347,7 @@ mod tests {
     /// whitespace) never make them take text that is not so, nor end an array elsewhere.
     #[test]
     fn flat_arrays_taken_are_json_and_end_where_serde_json_ends_them() {
-        let mut next = rng(0x2545_f491_4f6c_dd1d);
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
         let bytes = b"\"\\,]0123456789 \x01\x1fu[-.e/";
         let (mut taken, mut refused) = (0, 0);
         for round in 0..rounds(40_000) {
@@ -366,11 +356,11 @@ mod tests {
             } else {
                 Flat::Stringify
             };
-            let (mut text, _) = flat_array(&mut next, flat);
-            for _ in 0..1 + next(3) {
-                let at = 1 + next(text.len() - 1);
-                let b = bytes[next(bytes.len())];
-                match next(3) {
+            let (mut text, _) = flat_array(&mut rng, flat);
+            for _ in 0..1 + rng.below(3) {
+                let at = 1 + rng.below(text.len() - 1);
+                let b = bytes[rng.below(bytes.len())];
+                match rng.below(3) {
                     0 => text[at] = b,
                     1 => text.insert(at, b),
                     _ => {
@@ -474,15 +464,9 @@ mod tests {
 
     #[test]
     fn the_class_masks_are_the_bytes() {
-        let mut next = rng(0x1234_5678_9abc_def1);
+        let mut rng = Rng(0x1234_5678_9abc_def1);
         for _ in 0..rounds(2_000) {
-            let mut w = [0u8; 64];
-            for b in &mut w {
-                *b = match next(4) {
-                    0 => b"0,9/:"[next(5)],
-                    _ => next(256) as u8,
-                };
-            }
+            let w = random_window(&mut rng, b"0,9/:");
             let (m, want) = (class_masks(&w), class_masks_bytewise(&w));
             assert_eq!(
                 (m.digit, m.zero, m.comma),
