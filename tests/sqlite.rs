@@ -1299,20 +1299,16 @@ fn is_seeded_is_derived_from_the_class_pass_scan_and_never_for_a_refused_session
         let seeded = r.derive_is_seeded().expect("derive");
         (seeded, r.finish().expect("finish"))
     };
+    // A row whose `data` has a storage class the rules refuse.
+    let breaking = |d: &Db, seq: i64, ty: &str, data: rusqlite::types::Value| {
+        d.raw(seq, ty, 2, data, NULL, None, None);
+    };
     // Two rows break the rules after an inherited marker: refused, nothing derived.
     let mut d = db(17);
     d.sql("UPDATE sessions SET version = 3");
     d.ev(0, "session/end-seed", "{\"inherited\":true}");
     for seq in [1, 2] {
-        d.raw(
-            seq,
-            "x/y",
-            2,
-            rusqlite::types::Value::Integer(7),
-            NULL,
-            None,
-            None,
-        );
+        breaking(&d, seq, "x/y", rusqlite::types::Value::Integer(7));
     }
     let (seeded, end) = derived(&mut d);
     assert_eq!(seeded, None);
@@ -1326,15 +1322,7 @@ fn is_seeded_is_derived_from_the_class_pass_scan_and_never_for_a_refused_session
     // The marker row itself breaks them: refused, not read as a marker.
     let mut d = db(17);
     d.sql("UPDATE sessions SET version = 3");
-    d.raw(
-        0,
-        "session/end-seed",
-        1,
-        rusqlite::types::Value::Real(1.5),
-        NULL,
-        None,
-        None,
-    );
+    breaking(&d, 0, "session/end-seed", rusqlite::types::Value::Real(1.5));
     let (seeded, end) = derived(&mut d);
     assert_eq!((seeded, end.refused), (None, true));
     assert!(end.findings[0].message.contains("data is REAL"));

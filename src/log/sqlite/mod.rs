@@ -1027,12 +1027,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     && found.limit.is_none()
                 {
                     let raw = raw_row(r).map_err(sql)?;
-                    line.clear();
-                    let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
-                    if let Some(hit) = self.scratch.limit.take() {
-                        found.limit = Some(hit);
-                    } else if decoded.is_ok() && inherited(&line) {
-                        found.inherited.push(raw.seq);
+                    match decode_line(&mut self.scratch, &raw, mode, &mut line) {
+                        Err(hit) => found.limit = Some(hit),
+                        Ok(true) if inherited(&line) => found.inherited.push(raw.seq),
+                        Ok(_) => {}
                     }
                 }
                 continue;
@@ -1388,12 +1386,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         let mut line = Vec::new();
         while let Some(r) = rows.next().map_err(sql)? {
             let raw = raw_row(r).map_err(sql)?;
-            line.clear();
-            let decoded = decode::decode_row(&raw, mode, &mut self.scratch, &mut line);
-            if let Some(hit) = self.scratch.limit.take() {
-                return Err(self.limit(hit));
-            }
-            each(raw.seq, decoded.is_ok().then_some(line.as_slice()));
+            let decoded = decode_line(&mut self.scratch, &raw, mode, &mut line)
+                .map_err(|hit| self.limit(hit))?;
+            each(raw.seq, decoded.then_some(line.as_slice()));
         }
         Ok(())
     }
@@ -1623,6 +1618,22 @@ fn select_events_from<'c>(
     conn.prepare(&format!(
         "SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ?1 AND seq >= ?2{and} ORDER BY seq"
     ))
+}
+
+/// `raw` decoded into `line` (cleared first) for a scan that reads rows by themselves: whether
+/// it decoded, or the limit it hit.
+fn decode_line(
+    scratch: &mut decode::Scratch,
+    raw: &decode::RawRow<'_>,
+    mode: decode::Mode,
+    line: &mut Vec<u8>,
+) -> Result<bool, LimitHit> {
+    line.clear();
+    let decoded = decode::decode_row(raw, mode, scratch, line);
+    match scratch.limit.take() {
+        Some(hit) => Err(hit),
+        None => Ok(decoded.is_ok()),
+    }
 }
 
 fn raw_row<'r>(r: &'r rusqlite::Row<'_>) -> rusqlite::Result<decode::RawRow<'r>> {
