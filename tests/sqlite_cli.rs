@@ -204,6 +204,7 @@ fn every_fixture_session_answers_every_command_like_its_logical_log() {
 
             for cmd in [
                 &["surface", "--format", "json"][..],
+                &["surface"],
                 &["derive"],
                 &["derive", "--format", "ndjson"],
                 &["stats", "--format", "json"],
@@ -222,8 +223,32 @@ fn every_fixture_session_answers_every_command_like_its_logical_log() {
                     w["file"] = Value::Null;
                     assert_eq!(g, w, "{what}: stats");
                 } else {
+                    let (got_stdout, want_stdout) = if cmd == ["surface"] {
+                        // The table's summary line starts with the log's name (clipped).
+                        let unnamed = |out: &[u8]| {
+                            let text = String::from_utf8_lossy(out).into_owned();
+                            match text.trim_end().rsplit_once('\n') {
+                                Some((table, last)) => {
+                                    let facts = last.rsplit_once(": v").map_or(last, |(_, f)| f);
+                                    format!("{table}\n{facts}").into_bytes()
+                                }
+                                None => text.into_bytes(),
+                            }
+                        };
+                        (unnamed(&got.stdout), unnamed(&want.stdout))
+                    } else {
+                        (got.stdout.clone(), want.stdout.clone())
+                    };
+                    if cmd[0] != "show" && got.code != 0 {
+                        // What refuses the session is said at its line of the logical log.
+                        assert_eq!(
+                            got.stderr.replace(&named, &reference),
+                            want.stderr,
+                            "{what}: {cmd:?} stderr"
+                        );
+                    }
                     assert!(
-                        got.stdout == want.stdout,
+                        got_stdout == want_stdout,
                         "{what}: {cmd:?} differs:\n{}\n---\n{}",
                         String::from_utf8_lossy(&got.stdout),
                         String::from_utf8_lossy(&want.stdout)
@@ -234,6 +259,95 @@ fn every_fixture_session_answers_every_command_like_its_logical_log() {
         }
     }
     assert!(sessions >= 70, "only {sessions} sessions compared");
+}
+
+/// `surface` and `derive` read a format 0/1 session with its packed rows kept packed, and
+/// stand by that read only when it answers as the expanded log does: a finding that refuses
+/// the session is said at its line of the expanded log, and a read the storage layer has
+/// something to say of is done again, expanded. Each variant breaks one row of a session
+/// whose packed rows lie before and after it.
+#[test]
+fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
+    const REL: &str = "per-fixture/deepseek-ai--packed-chunks-session.db";
+    const ID: &str = "ff1c1e99-3bd4-4ef8-a954-80d607d628ba";
+    // The store adds its own findings (no line) around the logical ones.
+    let logical_lines = |e: &str, name: &str| -> Vec<String> {
+        e.lines()
+            .filter_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+            .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+            .map(str::to_owned)
+            .collect()
+    };
+    // A replacement of a range that is not on the surface: a committed error that refuses
+    // the session, on the row's line (rows 57, 61 and 121 lie after packed rows).
+    for seq in [4, 5, 57, 61, 121] {
+        let (dir, path) = copy_of(REL);
+        rusqlite::Connection::open(&path)
+            .and_then(|c| {
+                c.execute(
+                    r#"UPDATE events SET surface_op = '{"op":"replace","start":999,"end":1000}' WHERE seq = ?1"#,
+                    [seq],
+                )
+            })
+            .expect("break the row");
+        let reference = dir.path().join("logical.jsonl");
+        std::fs::write(&reference, logical(&path, ID)).expect("write the logical log");
+        let (named, reference) = (format!("{}#{ID}", arg(&path)), arg(&reference));
+        for cmd in [
+            &["surface"][..],
+            &["surface", "--format", "json"],
+            &["derive"],
+        ] {
+            let got = run(&[cmd, &[named.as_str()]].concat());
+            let want = run(&[cmd, &[reference.as_str()]].concat());
+            assert_eq!(
+                got.code, want.code,
+                "seq {seq}: {cmd:?} exit: {}",
+                got.stderr
+            );
+            assert_eq!(got.stdout, want.stdout, "seq {seq}: {cmd:?}");
+            let (g, w) = (
+                logical_lines(&got.stderr, &named),
+                logical_lines(&want.stderr, &reference),
+            );
+            assert!(
+                w.iter().any(|l| l.contains(&format!("seq {seq}:"))),
+                "seq {seq}: {cmd:?} is refused for the row: {}",
+                want.stderr
+            );
+            assert_eq!(g, w, "seq {seq}: {cmd:?} stderr:\n{}", got.stderr);
+        }
+    }
+    // A row that does not decode: before the last turn/end, the storage layer refuses the
+    // session; as that turn/end, it is a torn tail the read drops (the read is done again,
+    // expanded, and shows what the logical log without it shows).
+    for seq in [58, 123] {
+        let (dir, path) = copy_of(REL);
+        rusqlite::Connection::open(&path)
+            .and_then(|c| c.execute("UPDATE events SET data = '{bad' WHERE seq = ?1", [seq]))
+            .expect("break the row");
+        let reference = dir.path().join("logical.jsonl");
+        std::fs::write(&reference, logical(&path, ID)).expect("write the logical log");
+        let (named, reference) = (format!("{}#{ID}", arg(&path)), arg(&reference));
+        for cmd in [&["surface", "--format", "json"][..], &["derive"]] {
+            let got = run(&[cmd, &[named.as_str()]].concat());
+            if seq == 123 {
+                let want = run(&[cmd, &[reference.as_str()]].concat());
+                assert_eq!((got.code, &got.stdout), (0, &want.stdout), "{cmd:?}");
+                continue;
+            }
+            assert_eq!(got.code, 1, "seq {seq}: {cmd:?}: {}", got.stderr);
+            assert!(got.stdout.is_empty(), "seq {seq}: {cmd:?}");
+            assert!(
+                got.stderr.contains(&format!(
+                    "error[committed-malformed-row] seq {seq}: corrupt session log"
+                )),
+                "seq {seq}: {cmd:?}: {}",
+                got.stderr
+            );
+            assert_eq!(logical_lines(&got.stderr, &named), Vec::<String>::new());
+        }
+    }
 }
 
 #[test]

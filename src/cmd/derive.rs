@@ -61,7 +61,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
                 );
                 continue;
             }
-            Err(e) => return Err(fold::reread_failure(&folded.name, &node, &e)),
+            Err(e) => return Err(folded.reread_failure(&node, &e)),
         };
         match args.format {
             DeriveFormat::Json => {
@@ -79,7 +79,7 @@ pub fn run(args: &DeriveArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome>
                         seq: node.seq,
                         source: MessageError::NotJson(why.to_string()),
                     };
-                    fold::reread_failure(&folded.name, &node, &e)
+                    folded.reread_failure(&node, &e)
                 })?;
                 out.write_all(markdown::message(node.seq, node.kind, &msg).as_bytes())?;
             }

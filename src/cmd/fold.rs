@@ -5,10 +5,11 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use dshs::log::derive::DeriveError;
 use dshs::log::scan::{FoldState, Scan, ScanOptions, Status};
+use dshs::log::sqlite::PackedRead;
 use dshs::log::surface::Node;
 use dshs::log::{Finding, Sink, input};
 
@@ -32,12 +33,48 @@ pub struct Folded {
     /// `delegationDepth`): the fold is shown anyway, the error was said on stderr, and the
     /// command exits 1 after its output (the log is invalid, CLI.md exit status).
     pub invalid: bool,
+    /// A store session read with its packed rows handed on packed: the nodes' positions
+    /// are in that stream (and in `lines`), and are moved by this to say them.
+    packed: Option<PackedRead>,
 }
 
 impl Folded {
     /// The seq the surface stands after: `--at SEQ`, or the last committed event.
     pub fn after_seq(&self) -> Option<u64> {
         self.state.surface.next_seq().checked_sub(1)
+    }
+
+    /// What names a node's place in the log (shareable with the threads that read nodes).
+    pub fn place(&self) -> Place<'_> {
+        Place {
+            name: &self.name,
+            packed: self.packed.as_ref(),
+        }
+    }
+
+    /// A node's message could not be read back from its line: see [`reread_failure_at`].
+    pub fn reread_failure(&self, node: &Node, e: &DeriveError) -> anyhow::Error {
+        self.place().reread_failure(node, e)
+    }
+}
+
+/// The log's name, and how its nodes' positions move to the log a user reads.
+#[derive(Clone, Copy)]
+pub struct Place<'f> {
+    name: &'f str,
+    packed: Option<&'f PackedRead>,
+}
+
+impl Place<'_> {
+    /// See [`reread_failure_at`].
+    pub fn reread_failure(&self, node: &Node, e: &DeriveError) -> anyhow::Error {
+        let line = match self.packed {
+            Some(read) => read
+                .expanded_pos(node.pos)
+                .map_or(node.pos.line, |p| p.line),
+            None => node.pos.line,
+        };
+        reread_failure_at(self.name, line, node.seq, e)
     }
 }
 
@@ -78,7 +115,7 @@ impl Sink for Refusals {
 }
 
 pub fn load(file: &str, session: Option<&str>, want: &Want, env: &Env) -> Result<Box<Folded>> {
-    load_observed(file, session, want, env, None, &mut ())
+    load_packed_first((file, session), want, env, false)
 }
 
 /// [`load`] by the light pass (`dshs::log::scan::light`), for a command whose output
@@ -89,7 +126,27 @@ pub fn load_light(
     want: &Want,
     env: &Env,
 ) -> Result<Box<Folded>> {
-    load_with((file, session), want, env, None, &mut (), true)
+    load_packed_first((file, session), want, env, true)
+}
+
+/// A format 0/1 store session is read first with its packed rows handed on packed: the
+/// pass folds such a row without writing and parsing a line per member (a 1 GiB session
+/// of format 0 expands to 4 GiB of lines), and every rule answers as on the expanded log
+/// (`validate` reads it so). That read stands when [`packed_read_stands`] says so; else the
+/// session is read again, expanded, and nothing of the first read is said. A JSONL log, a
+/// later format or `--at` (a read that stops early) is read once, as it is.
+fn load_packed_first(
+    input: (&str, Option<&str>),
+    want: &Want,
+    env: &Env,
+    light: bool,
+) -> Result<Box<Folded>> {
+    let packed = want.at.is_none();
+    match load_with(input, want, env, None, &mut (), light, packed)? {
+        Some(folded) => Ok(folded),
+        None => load_with(input, want, env, None, &mut (), light, false)?
+            .context("the session could not be read"),
+    }
 }
 
 /// Sends every finding to both: the refusals and the caller's sink.
@@ -117,10 +174,14 @@ pub fn load_observed(
     sink: Option<&mut dyn Sink>,
     observer: &mut dyn dshs::log::scan::Observer,
 ) -> Result<Box<Folded>> {
-    load_with((file, session), want, env, sink, observer, false)
+    load_with((file, session), want, env, sink, observer, false, false)?
+        .context("the session could not be read")
 }
 
 /// [`load_observed`] by the light pass or not; `input`: the file and the session in it.
+/// With `packed`, a format 0/1 store session is read with its packed rows handed on packed,
+/// and `None` means that read cannot stand for the expanded log (see [`load_packed_first`]).
+#[allow(clippy::too_many_arguments)]
 fn load_with(
     (file, session): (&str, Option<&str>),
     want: &Want,
@@ -128,9 +189,10 @@ fn load_with(
     sink: Option<&mut dyn Sink>,
     observer: &mut dyn dshs::log::scan::Observer,
     light: bool,
-) -> Result<Box<Folded>> {
+    packed: bool,
+) -> Result<Option<Box<Folded>>> {
     let mut spool = None;
-    let (mut opened, store) = super::open_input(file, session, env)?;
+    let (mut opened, store) = super::open_input_with(file, session, env, packed)?;
     if want.lines {
         // No plaintext file to fetch lines from (zstd, standard input, a FIFO): keep a copy
         // of what the one pass reads.
@@ -150,14 +212,22 @@ fn load_with(
         ..env.scan_options()
     };
     let mut refusals = Refusals::default();
-    let mut scan = {
+    let scanned = {
         let mut both = Both {
             refusals: &mut refusals,
             also: sink,
         };
         super::scan_source(opened, env, &opts, &mut both, observer)
-            .map_err(|e| super::read_failure(&name, &e))?
     };
+    let packed_read = store.as_ref().and_then(super::store::StoreEnd::packed_read);
+    if let Some(read) = &packed_read
+        && !scanned
+            .as_ref()
+            .is_ok_and(|scan| packed_read_stands(read, scan, &mut refusals))
+    {
+        return Ok(None);
+    }
+    let mut scan = scanned.map_err(|e| super::read_failure(&name, &e))?;
     if let Some(store) = &store {
         // DSH refuses a session whose storage layer has errors; a torn tail it drops is said.
         store.check(env.quiet)?;
@@ -200,14 +270,36 @@ fn load_with(
             "--at {at}: {name} has no event with seq {at} ({last})"
         )));
     }
-    Ok(Box::new(Folded {
+    Ok(Some(Box::new(Folded {
         name,
         scan,
         state,
         lines,
         _spool: spool,
         invalid: header_only || linear,
-    }))
+        packed: packed_read,
+    })))
+}
+
+/// Whether a pass over a read with packed rows handed on packed gives what the pass over the
+/// expanded log gives, as far as this command says it: the read ended cleanly, the pass left
+/// no crash tail or torn line (their row counts count a packed row once), and each finding
+/// to be printed moves to its line in the expanded log (and names no line in its words).
+/// The findings are moved there.
+fn packed_read_stands(read: &PackedRead, scan: &Scan, refusals: &mut Refusals) -> bool {
+    if !read.clean || scan.crash.is_some() || scan.torn.is_some() {
+        return false;
+    }
+    refusals
+        .kept
+        .iter_mut()
+        .all(|f| match read.expanded_pos(f.pos) {
+            Some(pos) if !f.message.contains("line") => {
+                f.pos = pos;
+                true
+            }
+            _ => false,
+        })
 }
 
 /// Counts events that carry a `surfaceOp`, of any type.
@@ -280,14 +372,9 @@ fn show_anyway(name: &str, refusals: &Refusals) {
     );
 }
 
-/// A message could not be read back from its line after the pass: say where, and the likely
-/// reason (the file changed underneath).
-pub fn reread_failure(name: &str, node: &Node, e: &DeriveError) -> anyhow::Error {
-    reread_failure_at(name, node.pos.line, node.seq, e)
-}
-
-/// [`reread_failure`] of the node `seq` on `line`, kept past its surface (`export` shows the
-/// history a replacement shadowed).
+/// A message could not be read back from `line` after the pass: say where, and the likely
+/// reason (the file changed underneath). For a node kept past its surface (`export` shows
+/// the history a replacement shadowed), or of a [`Folded`] ([`Folded::reread_failure`]).
 pub fn reread_failure_at(name: &str, line: u64, seq: u64, e: &DeriveError) -> anyhow::Error {
     let why = match e {
         DeriveError::Io { source, .. } => format!("cannot read the line again: {source}"),

@@ -487,6 +487,17 @@ pub fn open_input(
     session: Option<&str>,
     env: &Env,
 ) -> Result<(Opened, Option<store::StoreEnd>)> {
+    open_input_with(arg, session, env, false)
+}
+
+/// [`open_input`]; a store session of format 0/1 has its packed rows handed on packed when
+/// `packed` (see [`store::open_session_with`]).
+pub fn open_input_with(
+    arg: &str,
+    session: Option<&str>,
+    env: &Env,
+    packed: bool,
+) -> Result<(Opened, Option<store::StoreEnd>)> {
     match store::name(arg, session)? {
         store::Named::Log => {
             let mut opened = open_log(arg)?;
@@ -495,7 +506,7 @@ pub fn open_input(
         }
         store::Named::Store { path, shown, id } => {
             let (db, id) = store::open_one(&path, &shown, id.as_deref())?;
-            let (opened, end) = store::open_session(db, &shown, &id, env.quiet)?;
+            let (opened, end) = store::open_session_with(db, &shown, &id, env.quiet, packed)?;
             Ok((opened, Some(end)))
         }
     }

@@ -13,7 +13,7 @@ use rusqlite::Connection;
 use dshs::log::Finding;
 use dshs::log::input::Opened;
 use dshs::log::scan::Status;
-use dshs::log::sqlite::{self, Class, ReadEnd, SessionReader, Store, StoreError};
+use dshs::log::sqlite::{self, Class, PackedRead, ReadEnd, SessionReader, Store, StoreError};
 
 use crate::exit::{Failure, Outcome};
 use crate::render::escape;
@@ -214,6 +214,16 @@ impl StoreEnd {
             .take()
     }
 
+    /// After a pass over a read that handed packed rows on packed: where its lines lie in
+    /// the expanded log, and whether it can stand for it. `None` when the read expanded
+    /// them (or failed, or is still alive).
+    pub fn packed_read(&self) -> Option<PackedRead> {
+        match &mut *self.slot.lock().unwrap_or_else(PoisonError::into_inner) {
+            Some(Ok(end)) => end.packed.take(),
+            _ => None,
+        }
+    }
+
     /// After the pass: the storage findings, or the command's error when the read failed.
     pub fn finished(&self) -> Result<ReadEnd> {
         match self.take() {
@@ -296,8 +306,24 @@ pub fn open_session(
     id: &str,
     quiet: bool,
 ) -> Result<(Opened, StoreEnd)> {
+    open_session_with(store, shown, id, quiet, false)
+}
+
+/// [`open_session`], with a format 0/1 session's packed rows handed on packed when `packed`
+/// (see `SessionReader::keep_packed_rows`; [`StoreEnd::packed_read`] says whether the read
+/// can stand for the expanded log).
+pub fn open_session_with(
+    store: Store,
+    shown: &str,
+    id: &str,
+    quiet: bool,
+    packed: bool,
+) -> Result<(Opened, StoreEnd)> {
     let name = session_name(shown, id);
     let mut reader = store.into_reader(id).map_err(|e| store_failure(&e))?;
+    if packed {
+        reader.keep_packed_rows();
+    }
     // The storage-class pass and, for format 2+, the derived isSeeded (S11.5) come first.
     reader.derive_is_seeded().map_err(|e| store_failure(&e))?;
     if reader.findings().iter().any(Finding::is_error) {

@@ -153,7 +153,7 @@ fn write_table<'s>(f: &'s Folded, env: &Env, out: &mut dyn Write) -> Result<()> 
             })?);
         }
     }
-    let name = f.name.as_str();
+    let place = f.place();
     let row_of = |n: &Node<'s>, deriver: Option<&mut Deriver>| -> Result<Row<'s>> {
         Ok(Row {
             seq: n.seq,
@@ -161,7 +161,7 @@ fn write_table<'s>(f: &'s Folded, env: &Env, out: &mut dyn Write) -> Result<()> 
             role: role_text(n),
             op: op_text(n),
             replaced: n.op == EntryOp::Replace,
-            preview: preview_of(name, n, deriver, layout.preview_width())?,
+            preview: preview_of(place, n, deriver, layout.preview_width())?,
         })
     };
     // The lines of chunk `index`, the header with the first (an empty surface has that one
@@ -319,7 +319,7 @@ fn digits(n: u64) -> usize {
 
 /// The preview column of one node.
 fn preview_of(
-    name: &str,
+    place: fold::Place<'_>,
     n: &Node,
     deriver: Option<&mut Deriver>,
     width: usize,
@@ -337,7 +337,7 @@ fn preview_of(
             source: MessageError::Missing(_),
             ..
         }) => return Ok(Preview::Missing),
-        Err(e) => return Err(super::fold::reread_failure(name, n, &e)),
+        Err(e) => return Err(place.reread_failure(n, &e)),
     };
     Ok(preview_text(text, width))
 }

@@ -630,6 +630,46 @@ pub struct ReadEnd {
     /// Physical rows of the session.
     pub rows: u64,
     pub snapshot: Snapshot,
+    /// For a read that handed packed rows on packed: where its lines lie in the expanded
+    /// logical log, and whether it can stand for that log.
+    pub packed: Option<PackedRead>,
+}
+
+/// How a read that handed packed rows on packed (see [`SessionReader::keep_packed_rows`])
+/// relates to the expanded logical log a JSONL reader of the session sees.
+#[derive(Debug, Clone, Default)]
+pub struct PackedRead {
+    map: Vec<PackedLine>,
+    /// Every row was read and handed out with nothing for the storage layer to say after
+    /// the first line (see [`SessionReader::ended_cleanly`]): a pass over the stream gives
+    /// the answers of a pass over the expanded log, its positions moved by
+    /// [`PackedRead::expanded_pos`].
+    pub clean: bool,
+}
+
+impl PackedRead {
+    /// See [`SessionReader::expanded_pos`].
+    pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
+        expanded_pos(&self.map, pos)
+    }
+}
+
+/// Where `pos` of a stream whose packed rows are listed in `map` lies in the expanded log:
+/// the same line shifted by the member lines of the packed rows before it; `None` on a
+/// packed row itself.
+fn expanded_pos(map: &[PackedLine], pos: Pos) -> Option<Pos> {
+    let at = map.partition_point(|e| e.line < pos.line);
+    if map.get(at).is_some_and(|e| e.line == pos.line) {
+        return None;
+    }
+    let (lines, bytes) = match at.checked_sub(1) {
+        Some(i) => (map[i].extra_lines, map[i].extra_bytes),
+        None => (0, 0),
+    };
+    Some(Pos {
+        line: pos.line + lines,
+        byte: u64::try_from(pos.byte as i64 + bytes).ok()?,
+    })
 }
 
 /// One logical line of the stream with where it came from.
@@ -872,21 +912,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
     /// member lines of the packed rows before it. `None` for a position on a packed row
     /// handed on packed (see [`SessionReader::keep_packed_rows`]).
     pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
-        let at = self.packed_map.partition_point(|e| e.line < pos.line);
-        if self.packed_map.get(at).is_some_and(|e| e.line == pos.line) {
-            return None;
-        }
-        let (lines, bytes) = match at.checked_sub(1) {
-            Some(i) => (
-                self.packed_map[i].extra_lines,
-                self.packed_map[i].extra_bytes,
-            ),
-            None => (0, 0),
-        };
-        Some(Pos {
-            line: pos.line + lines,
-            byte: u64::try_from(pos.byte as i64 + bytes).ok()?,
-        })
+        expanded_pos(&self.packed_map, pos)
     }
 
     /// Whether every row was read and handed out with nothing for the storage layer to say
@@ -1521,6 +1547,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// Read the rest (if the caller stopped early) and end the read transaction.
     pub fn finish(mut self) -> Result<ReadEnd, StoreError> {
+        let packed = self.keep_packed.then(|| PackedRead {
+            clean: self.ended_cleanly(),
+            map: std::mem::take(&mut self.packed_map),
+        });
         self.class_pass_if_due(false)?;
         while self.phase != Phase::Ended {
             self.buf.clear();
@@ -1556,6 +1586,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                 torn: self.torn,
                 last_seq,
             },
+            packed,
         })
     }
 }
