@@ -261,8 +261,8 @@ fn every_fixture_session_answers_every_command_like_its_logical_log() {
     assert!(sessions >= 70, "only {sessions} sessions compared");
 }
 
-/// `surface` and `derive` read a format 0/1 session with its packed rows kept packed, and
-/// stand by that read only when it answers as the expanded log does: a finding that refuses
+/// `surface`, `derive` and `ls` read a format 0/1 session with its packed rows kept packed,
+/// and stand by that read only when it answers as the expanded log does: a finding that refuses
 /// the session is said at its line of the expanded log, and a read the storage layer has
 /// something to say of is done again, expanded. Each variant breaks one row of a session
 /// whose packed rows lie before and after it.
@@ -280,6 +280,33 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
     };
     // A replacement of a range that is not on the surface: a committed error that refuses
     // the session, on the row's line (rows 57, 61 and 121 lie after packed rows).
+    // `ls` reads each session of a store as `validate` does: the same counts as `ls` of a
+    // storage root holding the logical log (the unbroken session too).
+    let ls_facts = |root: &str| -> Vec<Value> {
+        let r = run(&["ls", "--format", "json", root]);
+        let rows = json_lines(&r.stdout);
+        assert_eq!(rows.len(), 1, "{root}: {}", r.stderr);
+        [
+            "lastEventTime",
+            "events",
+            "turns",
+            "status",
+            "errors",
+            "warnings",
+        ]
+        .iter()
+        .map(|k| rows[0][*k].clone())
+        .collect()
+    };
+    // The session's cwd is /workspace: DSH's project directory for it is `--workspace--`.
+    let whole = tempfile::tempdir().expect("tempdir");
+    let session_dir = whole.path().join("--workspace--").join(ID);
+    std::fs::create_dir_all(&session_dir).expect("session dir");
+    std::fs::write(session_dir.join("session.jsonl"), logical(&db(REL), ID)).expect("log");
+    assert_eq!(
+        ls_facts(&arg(&copy_of(REL).1)),
+        ls_facts(&arg(whole.path()))
+    );
     for seq in [4, 5, 57, 61, 121] {
         let (dir, path) = copy_of(REL);
         rusqlite::Connection::open(&path)
@@ -290,8 +317,15 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
                 )
             })
             .expect("break the row");
-        let reference = dir.path().join("logical.jsonl");
+        let session_dir = dir.path().join("root").join("--workspace--").join(ID);
+        std::fs::create_dir_all(&session_dir).expect("session dir");
+        let reference = session_dir.join("session.jsonl");
         std::fs::write(&reference, logical(&path, ID)).expect("write the logical log");
+        assert_eq!(
+            ls_facts(&arg(&path)),
+            ls_facts(&arg(&dir.path().join("root"))),
+            "seq {seq}: ls"
+        );
         let (named, reference) = (format!("{}#{ID}", arg(&path)), arg(&reference));
         for cmd in [
             &["surface"][..],
@@ -329,6 +363,11 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
         let reference = dir.path().join("logical.jsonl");
         std::fs::write(&reference, logical(&path, ID)).expect("write the logical log");
         let (named, reference) = (format!("{}#{ID}", arg(&path)), arg(&reference));
+        if seq == 123 {
+            // Read again, expanded: each turn and event counted once, up to seq 122 (time 1843).
+            let facts = serde_json::json!([1843, 123, 1, "torn", 0, 2]);
+            assert_eq!(Value::from(ls_facts(&arg(&path))), facts, "ls");
+        }
         for cmd in [&["surface", "--format", "json"][..], &["derive"]] {
             let got = run(&[cmd, &[named.as_str()]].concat());
             if seq == 123 {

@@ -228,7 +228,12 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
                 continue;
             }
         };
-        let refused_early = match r.derive_is_seeded() {
+        // Format 0/1: first the fast way, as `validate` reads it (see `store::fast_scan`).
+        let fast = r.keep_packed_rows();
+        if fast {
+            r.check_storage_class_inline();
+        }
+        let mut refused_early = match r.derive_is_seeded() {
             Ok(_) => r.findings().iter().any(dshs::log::Finding::is_error),
             Err(e) => {
                 row.problem = Some(e.to_string());
@@ -236,25 +241,30 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
                 continue;
             }
         };
+        let opts = super::store::store_scan_options(env);
         let mut activity = Activity::default();
-        let scan = if refused_early {
-            None
-        } else {
-            match dshs::log::scan::scan(
-                &mut r,
-                None,
-                &super::store::store_scan_options(env),
-                &mut Discard,
-                &mut activity,
-            ) {
-                Ok(scan) => Some(scan),
+        let mut scan = None;
+        if fast && !refused_early {
+            match super::store::fast_scan(&mut r, &opts, &mut Discard, &mut activity) {
+                Ok(Some(s)) => scan = Some(s),
+                Ok(None) => refused_early = r.findings().iter().any(dshs::log::Finding::is_error),
+                Err(e) => {
+                    row.problem = Some(e.to_string());
+                    rows.push(row);
+                    continue;
+                }
+            }
+        }
+        if scan.is_none() && !refused_early {
+            match dshs::log::scan::scan(&mut r, None, &opts, &mut Discard, &mut activity) {
+                Ok(s) => scan = Some(s),
                 Err(e) => {
                     row.problem = Some(format!("cannot read it: {e}"));
                     rows.push(row);
                     continue;
                 }
             }
-        };
+        }
         let end = match r.finish() {
             Ok(end) => end,
             Err(e) => {

@@ -10,10 +10,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use anyhow::Result;
 use rusqlite::Connection;
 
-use dshs::log::Finding;
 use dshs::log::input::Opened;
-use dshs::log::scan::Status;
+use dshs::log::scan::{Observer, Scan, Status};
 use dshs::log::sqlite::{self, Class, PackedRead, ReadEnd, SessionReader, Store, StoreError};
+use dshs::log::{Finding, Sink};
 
 use crate::exit::{Failure, Outcome};
 use crate::render::escape;
@@ -597,4 +597,44 @@ pub fn recheck(
         ));
     }
     Ok(())
+}
+
+/// The pass over a format 0/1 session read the fast way: packed rows handed on packed (the
+/// pass folds them without building every member) and the storage-class rules checked row
+/// by row. Its answer stands only when it is the answer of the exact logical log: the read
+/// ended cleanly (so every row passed the storage-class rules, and the storage layer has
+/// nothing to say) and every finding of the pass points at a line outside a packed row and
+/// names no line in its message, so that it moves to its place in the expanded log. Then
+/// the findings go to `sink` and the scan is returned. Otherwise (`None`) the reader starts
+/// over, in the same read transaction, the exact way (storage-class pass first, packed rows
+/// expanded), nothing has been reported, and `observer` is as new.
+pub fn fast_scan<O: Observer + Default>(
+    r: &mut sqlite::StoreReader<'_>,
+    opts: &dshs::log::scan::ScanOptions,
+    sink: &mut dyn Sink,
+    observer: &mut O,
+) -> std::result::Result<Option<Scan>, StoreError> {
+    let mut found: Vec<Finding> = Vec::new();
+    let scan = dshs::log::scan::scan(&mut *r, None, opts, &mut found, &mut *observer);
+    let mut ok = scan.is_ok() && r.ended_cleanly();
+    if ok {
+        for f in &mut found {
+            match r.expanded_pos(f.pos) {
+                Some(pos) if !f.message.contains("line") => f.pos = pos,
+                _ => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+    }
+    if !ok {
+        *observer = O::default();
+        r.restart_expanded()?;
+        return Ok(None);
+    }
+    for f in found {
+        sink.push(f);
+    }
+    Ok(scan.ok())
 }

@@ -341,7 +341,7 @@ fn validate_store(
         };
         let mut report = report(None, out, &name, args, env, painter);
         // Format 0/1: first the fast way (packed rows handed on packed, storage classes
-        // checked row by row); see `fast_scan`.
+        // checked row by row); see `store::fast_scan`.
         let fast = r.keep_packed_rows();
         if fast {
             r.check_storage_class_inline();
@@ -355,7 +355,7 @@ fn validate_store(
         let opts = super::store::store_scan_options(env);
         let mut scanned = None;
         if fast && !refused {
-            match fast_scan(&mut r, &opts, &mut report) {
+            match super::store::fast_scan(&mut r, &opts, &mut report, &mut ()) {
                 Ok(Some(scan)) => scanned = Some(Ok(scan)),
                 Ok(None) => {
                     refused = r.findings().iter().any(Finding::is_error);
@@ -408,44 +408,6 @@ fn validate_store(
         worst = worst.worst(outcome(args, summary.status, summary.warnings));
     }
     Ok(worst)
-}
-
-/// The pass over a format 0/1 session read the fast way: packed rows handed on packed (the
-/// pass folds them without building every member) and the storage-class rules checked row
-/// by row. Its answer stands only when it is the answer of the exact logical log: the read
-/// ended cleanly (so every row passed the storage-class rules, and the storage layer has
-/// nothing to say) and every finding of the pass points at a line outside a packed row and
-/// names no line in its message, so that it moves to its place in the expanded log. Then
-/// the findings go to `sink` and the scan is returned. Otherwise (`None`) the reader starts
-/// over, in the same read transaction, the exact way (storage-class pass first, packed rows
-/// expanded), and nothing has been reported.
-fn fast_scan(
-    r: &mut dshs::log::sqlite::StoreReader<'_>,
-    opts: &dshs::log::scan::ScanOptions,
-    sink: &mut dyn Sink,
-) -> std::result::Result<Option<Scan>, dshs::log::sqlite::StoreError> {
-    let mut found: Vec<Finding> = Vec::new();
-    let scan = dshs::log::scan::scan(&mut *r, None, opts, &mut found, &mut ());
-    let mut ok = scan.is_ok() && r.ended_cleanly();
-    if ok {
-        for f in &mut found {
-            match r.expanded_pos(f.pos) {
-                Some(pos) if !f.message.contains("line") => f.pos = pos,
-                _ => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-    }
-    if !ok {
-        r.restart_expanded()?;
-        return Ok(None);
-    }
-    for f in found {
-        sink.push(f);
-    }
-    Ok(scan.ok())
 }
 
 /// A store-level finding (the identity checks): no line, no seq.
