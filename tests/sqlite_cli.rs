@@ -387,6 +387,32 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
             assert_eq!(logical_lines(&got.stderr, &named), Vec::<String>::new());
         }
     }
+    // A storage-class violation (a packed row, a row after packed rows, the last row): that
+    // read checks the rules row by row and ends unclean at the row; read again, the session
+    // is refused before its first line, as every command refuses it.
+    for seq in [10, 58, 123] {
+        let (_dir, path) = copy_of(REL);
+        rusqlite::Connection::open(&path)
+            .and_then(|c| c.execute("UPDATE events SET data = 5 WHERE seq = ?1", [seq]))
+            .expect("break the row");
+        let named = format!("{}#{ID}", arg(&path));
+        for cmd in [
+            &["surface"][..],
+            &["surface", "--format", "json"],
+            &["derive"],
+        ] {
+            let got = run(&[cmd, &[named.as_str()]].concat());
+            assert_eq!(got.code, 1, "seq {seq}: {cmd:?}: {}", got.stderr);
+            assert!(got.stdout.is_empty(), "seq {seq}: {cmd:?}");
+            let refusal = format!("{named}: error[sqlite-storage-class] seq {seq}: ");
+            assert!(
+                got.stderr.starts_with(&refusal) && got.stderr.contains("cannot be read"),
+                "seq {seq}: {cmd:?}: {}",
+                got.stderr
+            );
+            assert_eq!(logical_lines(&got.stderr, &named), Vec::<String>::new());
+        }
+    }
 }
 
 #[test]

@@ -321,8 +321,11 @@ pub fn open_session_with(
 ) -> Result<(Opened, StoreEnd)> {
     let name = session_name(shown, id);
     let mut reader = store.into_reader(id).map_err(|e| store_failure(&e))?;
-    if packed {
-        reader.keep_packed_rows();
+    // A read that hands packed rows on packed is judged at its end (a violation ends it
+    // unclean, and the session is read again, expanded): the rules checked row by row,
+    // without a pass over the table first.
+    if packed && reader.keep_packed_rows() {
+        reader.check_storage_class_inline();
     }
     // The storage-class pass and, for format 2+, the derived isSeeded (S11.5) come first.
     reader.derive_is_seeded().map_err(|e| store_failure(&e))?;
