@@ -351,6 +351,32 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
             );
             assert_eq!(g, w, "seq {seq}: {cmd:?} stderr:\n{}", got.stderr);
         }
+        // `stats` counts as on the expanded log (bytes included), and its note names the
+        // first error at its line there.
+        let got = run(&["stats", "--format", "json", &named]);
+        let want = run(&["stats", "--format", "json", &reference]);
+        assert_eq!(got.code, want.code, "seq {seq}: stats exit: {}", got.stderr);
+        let unnamed = |out: &[u8]| {
+            let mut v: Value = serde_json::from_slice(out).expect("stats JSON");
+            v["file"] = Value::Null;
+            v
+        };
+        assert_eq!(
+            unnamed(&got.stdout),
+            unnamed(&want.stdout),
+            "seq {seq}: stats"
+        );
+        let note = |e: &str, name: &str| {
+            e.lines()
+                .find_map(|l| Some(l.strip_prefix("dshs: ")?.strip_prefix(name)?.to_owned()))
+        };
+        let (g, w) = (note(&got.stderr, &named), note(&want.stderr, &reference));
+        assert!(
+            w.as_ref().is_some_and(|n| n.contains("; first: line ")),
+            "seq {seq}: stats note: {}",
+            want.stderr
+        );
+        assert_eq!(g, w, "seq {seq}: stats note");
     }
     // A row that does not decode: before the last turn/end, the storage layer refuses the
     // session; as that turn/end, it is a torn tail the read drops (the read is done again,
@@ -367,6 +393,14 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
             // Read again, expanded: each turn and event counted once, up to seq 122 (time 1843).
             let facts = serde_json::json!([1843, 123, 1, "torn", 0, 2]);
             assert_eq!(Value::from(ls_facts(&arg(&path))), facts, "ls");
+            // `stats` too, from the read done again: the logical log without the torn row.
+            let stats = |name: &str| {
+                let r = run(&["stats", "--format", "json", name]);
+                let mut v: Value = serde_json::from_slice(&r.stdout).expect("stats JSON");
+                v["file"] = Value::Null;
+                v
+            };
+            assert_eq!(stats(&named), stats(&reference), "stats");
         }
         for cmd in [&["surface", "--format", "json"][..], &["derive"]] {
             let got = run(&[cmd, &[named.as_str()]].concat());
@@ -413,6 +447,66 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
             assert_eq!(logical_lines(&got.stderr, &named), Vec::<String>::new());
         }
     }
+}
+
+/// The packed read against the expanded read it stands for (`DSHS_FULL_PASS=1` reads a store
+/// session expanded at once): for rows broken every way the storage layer and the fold judge
+/// (storage class, undecodable data, bad surface metadata, a seq gap), in a packed row, before,
+/// between and after them, every command that reads packed first says byte for byte what the
+/// expanded read says, on stdout and stderr, with the same exit status.
+#[test]
+fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
+    const REL: &str = "per-fixture/deepseek-ai--packed-chunks-session.db";
+    const ID: &str = "ff1c1e99-3bd4-4ef8-a954-80d607d628ba";
+    let breaks = [
+        "data = 5",
+        "data = '{bad'",
+        "data = X'7b7d'",
+        "source_event_seqs = 7",
+        r#"surface_op = '{"op":"append"}'"#,
+        r#"surface_op = '{"op":"replace","start":999,"end":1000}'"#,
+        "ignorable = 1",
+    ];
+    let mut compared = 0;
+    for seq in [1, 10, 58, 87, 121, 123] {
+        for set in breaks {
+            let (_dir, path) = copy_of(REL);
+            rusqlite::Connection::open(&path)
+                .and_then(|c| c.execute(&format!("UPDATE events SET {set} WHERE seq = ?1"), [seq]))
+                .expect("break the row");
+            let named = format!("{}#{ID}", arg(&path));
+            let listed = arg(&path);
+            for cmd in [
+                &["surface", named.as_str()][..],
+                &["surface", "--format", "json", &named],
+                &["derive", &named],
+                &["stats", &named],
+                &["stats", "--format", "json", &named],
+                &["ls", "--format", "json", &listed],
+            ] {
+                let packed = run(cmd);
+                let out = dshs()
+                    .args(cmd)
+                    .env("DSHS_FULL_PASS", "1")
+                    .output()
+                    .expect("run dshs");
+                let what = format!("seq {seq}, {set}: {cmd:?}");
+                assert_eq!(packed.code, out.status.code().unwrap_or(-1), "{what}");
+                assert_eq!(
+                    String::from_utf8_lossy(&packed.stdout),
+                    String::from_utf8_lossy(&out.stdout),
+                    "{what}"
+                );
+                assert_eq!(
+                    packed.stderr,
+                    String::from_utf8_lossy(&out.stderr),
+                    "{what}"
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 6 * 7 * 6);
 }
 
 #[test]

@@ -229,7 +229,7 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
             }
         };
         // Format 0/1: first the fast way, as `validate` reads it (see `store::fast_scan`).
-        let fast = r.keep_packed_rows();
+        let fast = !dshs::log::scan::light::full_pass_forced() && r.keep_packed_rows();
         if fast {
             r.check_storage_class_inline();
         }

@@ -7,12 +7,12 @@ use std::collections::BTreeMap;
 use std::io::Write;
 use std::sync::PoisonError;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use owo_colors::Style;
 use serde::Serialize;
 
 use dshs::log::dialect::SeedField;
-use dshs::log::finding::FirstError;
+use dshs::log::finding::{Finding, FirstError};
 use dshs::log::scan::{Scan, ScanOptions};
 use dshs::log::stats::{Counter, Counts};
 use dshs::log::usage::{SessionUsage, Tap};
@@ -23,6 +23,7 @@ use crate::render::human::{Painter, plural};
 use crate::render::{Clock, escape, human_bytes};
 
 use super::Env;
+use super::store::StoreEnd;
 
 /// What this command's output is like (for the progress bar).
 pub fn output(args: &StatsArgs) -> super::Output {
@@ -31,32 +32,23 @@ pub fn output(args: &StatsArgs) -> super::Output {
 
 pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let env = &env.for_output(output(args));
-    let (mut opened, store) = super::open_input(&args.file, args.session.as_deref(), env)?;
-    let name = opened.name.clone();
-    // Tokens are counted by `log::usage` from the bytes this pass reads (crash tail
-    // included, each call once), so `stats` and `usage` never show two totals for one log.
-    // Reads at positions would go around the tap.
-    let (tap, feed) = Tap::new(opened.reader);
-    opened.reader = Box::new(tap);
-    opened.file = None;
-    let mut counter = Counter::default();
-    let mut first_error = FirstError::default();
-    let scan = match super::scan_source(
-        opened,
-        env,
-        &ScanOptions {
-            from_store: store.is_some(),
-            ..env.scan_options()
-        },
-        &mut first_error,
-        &mut counter,
-    ) {
-        Ok(s) => s,
-        Err(e) => return Err(super::read_failure(&name, &e)),
+    // A format 0/1 store session is read first with its packed rows kept packed (a 1 GiB
+    // session of format 0 expands to 4 GiB of lines); that read stands when it says what
+    // the expanded log says (see [`count`]), else the session is read again, expanded.
+    let packed = !dshs::log::scan::light::full_pass_forced();
+    let read = match count(args, env, packed)? {
+        Some(read) => read,
+        None => count(args, env, false)?.context("the session could not be read")?,
     };
-    let feed = std::mem::take(&mut *feed.lock().unwrap_or_else(PoisonError::into_inner));
-    let calls = feed.finish();
-    let report = Report::new(&name, &scan, &counter.counts, &calls, &Clock::local());
+    let Read {
+        name,
+        scan,
+        counts,
+        calls,
+        first_error,
+        store,
+    } = read;
+    let report = Report::new(&name, &scan, &counts, &calls, &Clock::local());
     match args.format {
         ReportFormat::Json => {
             serde_json::to_writer_pretty(&mut *out, &report)?;
@@ -69,13 +61,89 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
             write_human(out, &painter, &report)?;
         }
     }
-    super::note_status(&name, &scan, first_error.0.as_ref(), env.quiet);
+    super::note_status(&name, &scan, first_error.as_ref(), env.quiet);
     if let Some(store) = store {
         return Ok(super::outcome_of_status(
             store.status(scan.status(), env.quiet)?,
         ));
     }
     Ok(super::outcome_of(&scan))
+}
+
+/// One pass over the log, and what it counted.
+struct Read {
+    name: String,
+    scan: Scan,
+    counts: Counts,
+    calls: SessionUsage,
+    first_error: Option<Finding>,
+    store: Option<StoreEnd>,
+}
+
+/// The pass of `stats`; with `packed`, a format 0/1 store session is read with its packed
+/// rows kept packed, and `None` says that read cannot stand for the expanded log: the read
+/// did not end cleanly, the pass left a crash tail or a torn line (their sizes count a
+/// packed row once), or the first error cannot be moved to its line of the expanded log.
+/// Otherwise its byte counts are moved there (every other count is the expanded log's:
+/// the pass folds a packed row's members as events, and the token count reads no member).
+fn count(args: &StatsArgs, env: &Env, packed: bool) -> Result<Option<Read>> {
+    let (mut opened, store) =
+        super::open_input_with(&args.file, args.session.as_deref(), env, packed)?;
+    let name = opened.name.clone();
+    // Tokens are counted by `log::usage` from the bytes this pass reads (crash tail
+    // included, each call once), so `stats` and `usage` never show two totals for one log.
+    // Reads at positions would go around the tap.
+    let (tap, feed) = Tap::new(opened.reader);
+    opened.reader = Box::new(tap);
+    opened.file = None;
+    let mut counter = Counter::default();
+    let mut first_error = FirstError::default();
+    let scanned = super::scan_source(
+        opened,
+        env,
+        &ScanOptions {
+            from_store: store.is_some(),
+            ..env.scan_options()
+        },
+        &mut first_error,
+        &mut counter,
+    );
+    let packed_read = store.as_ref().and_then(StoreEnd::packed_read);
+    let mut scan = match (scanned, &packed_read) {
+        (Ok(s), _) => s,
+        (Err(_), Some(_)) => return Ok(None),
+        (Err(e), None) => return Err(super::read_failure(&name, &e)),
+    };
+    let mut first_error = first_error.0;
+    if let Some(read) = packed_read {
+        if !read.clean
+            || scan.crash.is_some()
+            || scan.torn.is_some()
+            || scan.committed_bytes != scan.total_bytes
+        {
+            return Ok(None);
+        }
+        if let Some(f) = &mut first_error {
+            match read.expanded_pos(f.pos) {
+                Some(pos) if !f.message.contains("line") => f.pos = pos,
+                _ => return Ok(None),
+            }
+        }
+        let Some(total) = scan.total_bytes.checked_add_signed(read.extra_bytes()) else {
+            return Ok(None);
+        };
+        scan.total_bytes = total;
+        scan.committed_bytes = total;
+    }
+    let feed = std::mem::take(&mut *feed.lock().unwrap_or_else(PoisonError::into_inner));
+    Ok(Some(Read {
+        name,
+        scan,
+        counts: counter.counts,
+        calls: feed.finish(),
+        first_error,
+        store,
+    }))
 }
 
 /// The JSON document (`--format json`); the human report shows the same facts.

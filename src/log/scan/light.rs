@@ -55,7 +55,8 @@ pub fn unchecked_summary() -> String {
 }
 
 /// Hidden, for tests: set to 1, a pass asked to be light reads every line whole (its trees
-/// are the full pass's) while it reports what a light pass reports. The light pass's
+/// are the full pass's) while it reports what a light pass reports, and a format 0/1 store
+/// session is read expanded at once, not first with its packed rows kept packed. The
 /// differential tests compare the two.
 pub const FULL_PASS_ENV: &str = "DSHS_FULL_PASS";
 

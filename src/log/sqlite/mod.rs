@@ -652,6 +652,11 @@ impl PackedRead {
     pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
         expanded_pos(&self.map, pos)
     }
+
+    /// How many more bytes the expanded log holds than the stream read.
+    pub fn extra_bytes(&self) -> i64 {
+        self.map.last().map_or(0, |e| e.extra_bytes)
+    }
 }
 
 /// Where `pos` of a stream whose packed rows are listed in `map` lies in the expanded log:
