@@ -452,8 +452,9 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
 /// The packed read against the expanded read it stands for (`DSHS_FULL_PASS=1` reads a store
 /// session expanded at once): for rows broken every way the storage layer and the fold judge
 /// (storage class, undecodable data, bad surface metadata, a seq gap), in a packed row, before,
-/// between and after them, every command that reads packed first says byte for byte what the
-/// expanded read says, on stdout and stderr, with the same exit status.
+/// between and after them, every command that reads packed first (`surface`, `derive`,
+/// `stats`, `ls`, `usage`) says byte for byte what the expanded read says, on stdout and
+/// stderr, with the same exit status.
 #[test]
 fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
     const REL: &str = "per-fixture/deepseek-ai--packed-chunks-session.db";
@@ -483,6 +484,8 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
                 &["stats", &named],
                 &["stats", "--format", "json", &named],
                 &["ls", "--format", "json", &listed],
+                &["usage", &named],
+                &["usage", "--by", "session", "--format", "json", &named],
             ] {
                 let packed = run(cmd);
                 let out = dshs()
@@ -506,7 +509,32 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
             }
         }
     }
-    assert_eq!(compared, 6 * 7 * 6);
+    assert_eq!(compared, 6 * 7 * 8);
+    // The same session in a store and as its logical log: `usage` counts the copy with the
+    // most lines, the store's first of equals; the packed read counts the expanded lines.
+    let (dir, path) = copy_of(REL);
+    let jsonl = dir.path().join("logical.jsonl");
+    std::fs::write(&jsonl, logical(&path, ID)).expect("write the logical log");
+    let cmd = [
+        "usage",
+        "--by",
+        "session",
+        &format!("{}#{ID}", arg(&path)),
+        &arg(&jsonl),
+    ];
+    let packed = run(&cmd);
+    let out = dshs()
+        .args(cmd)
+        .env("DSHS_FULL_PASS", "1")
+        .output()
+        .expect("run dshs");
+    assert!(
+        packed.stderr.contains("counted once, from"),
+        "{}",
+        packed.stderr
+    );
+    assert_eq!(packed.stderr, String::from_utf8_lossy(&out.stderr));
+    assert_eq!(packed.stdout, out.stdout);
 }
 
 #[test]

@@ -261,14 +261,39 @@ fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
         Target::Stdin => input::open(&Source::Stdin)
             .map_err(|e| e.to_string())
             .and_then(read),
-        Target::Session { path, shown, id } => super::store::open_one(path, shown, Some(id))
-            .and_then(|(db, id)| super::store::open_session(db, shown, &id, true))
-            .map_err(|e| e.to_string())
-            .and_then(|(opened, end)| {
-                let r = read(opened);
-                drop(end.take());
-                r
-            }),
+        Target::Session { path, shown, id } => {
+            let session = |packed: bool| {
+                super::store::open_one(path, shown, Some(id))
+                    .and_then(|(db, id)| {
+                        super::store::open_session_with(db, shown, &id, true, packed)
+                    })
+                    .map_err(|e| e.to_string())
+                    .map(|(opened, end)| {
+                        let r = read(opened);
+                        let packed = end.packed_read();
+                        drop(end.take());
+                        (r, packed)
+                    })
+            };
+            // A format 0/1 session is read first with its packed rows kept packed: no call
+            // is in a packed row, so the calls are the expanded log's; its line and byte
+            // counts are moved there. That read stands when it ended cleanly and every line
+            // was read as an object (a note names the first other one by its line);
+            // else the session is read again, expanded.
+            let packed = !dshs::log::scan::light::full_pass_forced();
+            match session(packed) {
+                Ok((Ok((name, mut u)), Some(p)))
+                    if p.clean && u.unreadable_lines == 0 && !u.torn_line =>
+                {
+                    u.lines += p.extra_lines();
+                    u.bytes = u.bytes.saturating_add_signed(p.extra_bytes());
+                    Ok((name, u))
+                }
+                Ok((r, None)) => r,
+                Ok((_, Some(_))) => session(false).and_then(|(r, _)| r),
+                Err(e) => Err(e),
+            }
+        }
     };
     Read {
         size,

@@ -657,6 +657,11 @@ impl PackedRead {
     pub fn extra_bytes(&self) -> i64 {
         self.map.last().map_or(0, |e| e.extra_bytes)
     }
+
+    /// How many more lines the expanded log holds than the stream read.
+    pub fn extra_lines(&self) -> u64 {
+        self.map.last().map_or(0, |e| e.extra_lines)
+    }
 }
 
 /// Where `pos` of a stream whose packed rows are listed in `map` lies in the expanded log:
