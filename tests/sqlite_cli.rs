@@ -453,8 +453,8 @@ fn a_packed_read_answers_as_the_expanded_log_or_is_done_again() {
 /// session expanded at once): for rows broken every way the storage layer and the fold judge
 /// (storage class, undecodable data, bad surface metadata, a seq gap), in a packed row, before,
 /// between and after them, every command that reads packed first (`surface`, `derive`,
-/// `stats`, `ls`, `usage`) says byte for byte what the expanded read says, on stdout and
-/// stderr, with the same exit status.
+/// `stats`, `ls`, `usage`, `grep`) says byte for byte what the expanded read says, on stdout
+/// and stderr, with the same exit status.
 #[test]
 fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
     const REL: &str = "per-fixture/deepseek-ai--packed-chunks-session.db";
@@ -486,6 +486,9 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
                 &["ls", "--format", "json", &listed],
                 &["usage", &named],
                 &["usage", "--by", "session", "--format", "json", &named],
+                &["grep", "--format", "json", "-C", "1", "bash", &named],
+                &["grep", "--surface", "bash", &named],
+                &["grep", "-c", "--chunks", "HELLO", &named],
             ] {
                 let packed = run(cmd);
                 let out = dshs()
@@ -509,7 +512,7 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
             }
         }
     }
-    assert_eq!(compared, 6 * 7 * 8);
+    assert_eq!(compared, 6 * 7 * 11);
     // The same session in a store and as its logical log: `usage` counts the copy with the
     // most lines, the store's first of equals; the packed read counts the expanded lines.
     let (dir, path) = copy_of(REL);

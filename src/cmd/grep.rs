@@ -73,11 +73,14 @@ pub fn run(args: &GrepArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> {
     let result = super::in_parallel(
         &targets,
         jobs,
-        |t| search_target(t, &query, env, &opts, &args.session),
+        |t| match search_target(t, &query, env, &opts, &args.session, true) {
+            Found::Expand => search_target(t, &query, env, &opts, &args.session, false),
+            found => found,
+        },
         |found| {
             summary.logs += u64::from(!matches!(found, Found::NotWanted | Found::Vanished));
             match found {
-                Found::NotWanted => {}
+                Found::NotWanted | Found::Expand => {}
                 Found::Unreadable(message, why) => {
                     errors += 1;
                     failed = failed.worst(why);
@@ -204,6 +207,9 @@ enum Found {
     /// Found below a root, gone when it was read (a note has said so).
     Vanished,
     Searched(Box<Searched>),
+    /// A store session read with its packed rows kept packed, whose search cannot stand for
+    /// the expanded log's: to be searched again, expanded (nothing was said of it).
+    Expand,
 }
 
 struct Searched {
@@ -247,7 +253,9 @@ fn search_target(
     env: &Env,
     opts: &ScanOptions,
     sessions: &[String],
+    packed: bool,
 ) -> Found {
+    let mut moved = None;
     let (first, again) = match target {
         Target::Path { name, listed } => {
             let path = PathBuf::from(name);
@@ -272,17 +280,32 @@ fn search_target(
             }
         }
         Target::Session { path, shown, id } => {
-            // The logical log, spooled like standard input: it is read twice.
+            // The logical log, spooled like standard input: it is read twice. A format 0/1
+            // session is first read with its packed rows kept packed (a quarter of the bytes
+            // to spool and search) unless chunks are searched: only chunks are in packed
+            // rows, so no match or neighbour is, and each is moved to its place in the
+            // expanded log (see `Search::moving`).
+            let packed = packed
+                && !query.extract.chunks
+                && opts.stop_after.is_none()
+                && !dshs::log::scan::light::full_pass_forced();
             let spooled = super::store::open_one(path, shown, Some(id))
-                .and_then(|(db, id)| super::store::open_session(db, shown, &id, env.quiet))
+                .and_then(|(db, id)| {
+                    super::store::open_session_with(db, shown, &id, env.quiet, packed)
+                })
                 .map_err(|e| (e.to_string(), Failure::outcome_of(&e)))
-                .and_then(|(o, _end)| {
+                .and_then(|(o, end)| {
                     let name = o.name.clone();
                     Seekable::new(o)
+                        .map(|spool| (spool, end.packed_read()))
                         .map_err(|e| (format!("cannot read {name}: {e}"), Outcome::of_read(&e)))
                 });
             let spool = match spooled {
-                Ok(s) => s,
+                Ok((_, Some(read))) if !read.clean => return Found::Expand,
+                Ok((s, read)) => {
+                    moved = read;
+                    s
+                }
                 Err((e, why)) => return Found::Unreadable(e, why),
             };
             match spool.open() {
@@ -378,15 +401,34 @@ fn search_target(
         ..opts.clone()
     };
     let mut search = Search::new(query, candidates);
+    if let Some(read) = &moved {
+        search.moving(read.clone());
+    }
     let mut first_error = FirstError::default();
     let scan = super::scan_source(opened, env, opts, &mut first_error, &mut search);
     let mut scan = match scan {
         Ok(s) => s,
+        Err(_) if moved.is_some() => return Found::Expand,
         Err(e) => {
             let why = Outcome::of_read(&e);
             return Found::Unreadable(format!("cannot read {name}: {e}"), why);
         }
     };
+    let mut first_error = first_error.0;
+    if let Some(read) = &moved {
+        // The packed read stands when every match and neighbour moved to the expanded
+        // log, and so does what the note says (the first error, no torn line or crash tail,
+        // whose sizes count a packed row once).
+        if search.unmoved() || scan.crash.is_some() || scan.torn.is_some() {
+            return Found::Expand;
+        }
+        if let Some(f) = &mut first_error {
+            match read.expanded_pos(f.pos) {
+                Some(pos) if !f.message.contains("line") => f.pos = pos,
+                _ => return Found::Expand,
+            }
+        }
+    }
     let matches = search.finish(scan.state.as_ref());
     let last_seq = scan
         .state
@@ -398,7 +440,7 @@ fn search_target(
         name,
         matches,
         scan,
-        first_error: first_error.0,
+        first_error,
         last_seq,
     }))
 }

@@ -25,6 +25,7 @@ use crate::log::finding::Pos;
 use crate::log::legacy;
 use crate::log::rows::{self, Row};
 use crate::log::scan::{EventInfo, FoldState, Observer};
+use crate::log::sqlite::PackedRead;
 use crate::log::vocab::TypeClass;
 
 pub use prefilter::{Candidates, LinePrefilter};
@@ -428,6 +429,10 @@ pub struct Search<'q> {
     /// leaves the surface now may come back; nothing is pruned.
     speculating: bool,
     committed: Vec<u32>,
+    /// A store session read with its packed rows kept packed: positions are moved to the
+    /// expanded log; `unmoved` says one could not be (it was on a packed row).
+    moved: Option<PackedRead>,
+    unmoved: bool,
 }
 
 impl<'q> Search<'q> {
@@ -450,7 +455,21 @@ impl<'q> Search<'q> {
             epoch: 0,
             speculating: false,
             committed: Vec::new(),
+            moved: None,
+            unmoved: false,
         }
+    }
+
+    /// The log searched is a store session read with its packed rows kept packed: each
+    /// match's and neighbour's position is moved to its place in the expanded log.
+    pub fn moving(&mut self, read: PackedRead) {
+        self.moved = Some(read);
+    }
+
+    /// Whether a match or neighbour lay on a packed row, with no place of its own in the
+    /// expanded log (the search is to be done again on it).
+    pub fn unmoved(&self) -> bool {
+        self.unmoved
     }
 
     /// Neighbours are chosen at the end, among the events on the final surface.
@@ -552,12 +571,19 @@ impl<'q> Search<'q> {
     }
 
     /// A hit with the event's facts; text and matches filled in by the caller.
-    fn hit(&self, info: &EventInfo<'_, '_>, turn: Option<i64>, part: &Part<'_>) -> Hit {
+    fn hit(&mut self, info: &EventInfo<'_, '_>, turn: Option<i64>, part: &Part<'_>) -> Hit {
         let ev = info.event;
+        let pos = match &self.moved {
+            None => ev.pos,
+            Some(read) => read.expanded_pos(ev.pos).unwrap_or_else(|| {
+                self.unmoved = true;
+                ev.pos
+            }),
+        };
         Hit {
             is_match: false,
             seq: ev.seq,
-            pos: ev.pos,
+            pos,
             time: ev.time,
             turn,
             event_type: ev.ty.to_string(),
