@@ -290,16 +290,7 @@ fn packed_read_stands(read: &PackedRead, scan: &Scan, refusals: &mut Refusals) -
     if !read.clean || scan.crash.is_some() || scan.torn.is_some() {
         return false;
     }
-    refusals
-        .kept
-        .iter_mut()
-        .all(|f| match read.expanded_pos(f.pos) {
-            Some(pos) if !f.message.contains("line") => {
-                f.pos = pos;
-                true
-            }
-            _ => false,
-        })
+    refusals.kept.iter_mut().all(|f| read.move_finding(f))
 }
 
 /// Counts events that carry a `surfaceOp`, of any type.

@@ -422,11 +422,8 @@ fn search_target(
         if search.unmoved() || scan.crash.is_some() || scan.torn.is_some() {
             return Found::Expand;
         }
-        if let Some(f) = &mut first_error {
-            match read.expanded_pos(f.pos) {
-                Some(pos) if !f.message.contains("line") => f.pos = pos,
-                _ => return Found::Expand,
-            }
+        if first_error.as_mut().is_some_and(|f| !read.move_finding(f)) {
+            return Found::Expand;
         }
     }
     let matches = search.finish(scan.state.as_ref());

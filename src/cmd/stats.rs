@@ -123,11 +123,8 @@ fn count(args: &StatsArgs, env: &Env, packed: bool) -> Result<Option<Read>> {
         {
             return Ok(None);
         }
-        if let Some(f) = &mut first_error {
-            match read.expanded_pos(f.pos) {
-                Some(pos) if !f.message.contains("line") => f.pos = pos,
-                _ => return Ok(None),
-            }
+        if first_error.as_mut().is_some_and(|f| !read.move_finding(f)) {
+            return Ok(None);
         }
         let Some(total) = scan.total_bytes.checked_add_signed(read.extra_bytes()) else {
             return Ok(None);

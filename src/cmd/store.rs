@@ -619,18 +619,7 @@ pub fn fast_scan<O: Observer + Default>(
 ) -> std::result::Result<Option<Scan>, StoreError> {
     let mut found: Vec<Finding> = Vec::new();
     let scan = dshs::log::scan::scan(&mut *r, None, opts, &mut found, &mut *observer);
-    let mut ok = scan.is_ok() && r.ended_cleanly();
-    if ok {
-        for f in &mut found {
-            match r.expanded_pos(f.pos) {
-                Some(pos) if !f.message.contains("line") => f.pos = pos,
-                _ => {
-                    ok = false;
-                    break;
-                }
-            }
-        }
-    }
+    let ok = scan.is_ok() && r.ended_cleanly() && found.iter_mut().all(|f| r.move_finding(f));
     if !ok {
         *observer = O::default();
         r.restart_expanded()?;

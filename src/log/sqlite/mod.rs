@@ -648,9 +648,15 @@ pub struct PackedRead {
 }
 
 impl PackedRead {
-    /// See [`SessionReader::expanded_pos`].
+    /// Where `pos` of the stream read lies in the expanded log (see
+    /// [`SessionReader::move_finding`]); `None` on a packed row.
     pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
         expanded_pos(&self.map, pos)
+    }
+
+    /// See [`SessionReader::move_finding`].
+    pub fn move_finding(&self, f: &mut Finding) -> bool {
+        move_finding(&self.map, f)
     }
 
     /// How many more bytes the expanded log holds than the stream read.
@@ -661,6 +667,19 @@ impl PackedRead {
     /// How many more lines the expanded log holds than the stream read.
     pub fn extra_lines(&self) -> u64 {
         self.map.last().map_or(0, |e| e.extra_lines)
+    }
+}
+
+/// Move `f` from a stream whose packed rows are listed in `map` to its line of the expanded
+/// log: false (and `f` as it was) when it is on a packed row or its words name a line, which
+/// only a read of the expanded log says right.
+fn move_finding(map: &[PackedLine], f: &mut Finding) -> bool {
+    match expanded_pos(map, f.pos) {
+        Some(pos) if !f.message.contains("line") => {
+            f.pos = pos;
+            true
+        }
+        _ => false,
     }
 }
 
@@ -753,7 +772,7 @@ pub struct SessionReader<C: Borrow<Connection>> {
     class_check: ClassCheck,
     /// Lines handed out so far (the header is line 1).
     stream_lines: u64,
-    /// Each packed row kept packed, in stream order (see [`SessionReader::expanded_pos`]).
+    /// Each packed row kept packed, in stream order (see [`SessionReader::move_finding`]).
     packed_map: Vec<PackedLine>,
     /// The state before the first line: (storage findings, refused, boundary).
     first: Option<(usize, bool, Option<i64>)>,
@@ -917,12 +936,14 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         }
     }
 
-    /// Where a position of the stream read so far lies in the logical log with packed rows
-    /// expanded (the log a JSONL reader of this session sees): the same line shifted by the
-    /// member lines of the packed rows before it. `None` for a position on a packed row
-    /// handed on packed (see [`SessionReader::keep_packed_rows`]).
-    pub fn expanded_pos(&self, pos: Pos) -> Option<Pos> {
-        expanded_pos(&self.packed_map, pos)
+    /// Move a finding of the pass over the stream read so far to its place in the logical
+    /// log with packed rows expanded (the log a JSONL reader of this session sees): the same
+    /// line shifted by the member lines of the packed rows before it. False, and the finding
+    /// as it was, when it is on a packed row handed on packed (see
+    /// [`SessionReader::keep_packed_rows`]) or its words name a line (of the stream, not of
+    /// that log).
+    pub fn move_finding(&self, f: &mut Finding) -> bool {
+        move_finding(&self.packed_map, f)
     }
 
     /// Whether every row was read and handed out with nothing for the storage layer to say
