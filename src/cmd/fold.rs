@@ -141,7 +141,7 @@ fn load_packed_first(
     env: &Env,
     light: bool,
 ) -> Result<Box<Folded>> {
-    let packed = want.at.is_none() && !dshs::log::scan::light::full_pass_forced();
+    let packed = want.at.is_none();
     match load_with(input, want, env, None, &mut (), light, packed)? {
         Some(folded) => Ok(folded),
         None => load_with(input, want, env, None, &mut (), light, false)?

@@ -285,10 +285,7 @@ fn search_target(
             // to spool and search) unless chunks are searched: only chunks are in packed
             // rows, so no match or neighbour is, and each is moved to its place in the
             // expanded log (see `Search::moving`).
-            let packed = packed
-                && !query.extract.chunks
-                && opts.stop_after.is_none()
-                && !dshs::log::scan::light::full_pass_forced();
+            let packed = packed && !query.extract.chunks && opts.stop_after.is_none();
             let spooled = super::store::open_one(path, shown, Some(id))
                 .and_then(|(db, id)| {
                     super::store::open_session_with(db, shown, &id, env.quiet, packed)

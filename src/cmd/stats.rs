@@ -35,8 +35,7 @@ pub fn run(args: &StatsArgs, env: &Env, out: &mut dyn Write) -> Result<Outcome> 
     // A format 0/1 store session is read first with its packed rows kept packed (a 1 GiB
     // session of format 0 expands to 4 GiB of lines); that read stands when it says what
     // the expanded log says (see [`count`]), else the session is read again, expanded.
-    let packed = !dshs::log::scan::light::full_pass_forced();
-    let read = match count(args, env, packed)? {
+    let read = match count(args, env, true)? {
         Some(read) => read,
         None => count(args, env, false)?.context("the session could not be read")?,
     };

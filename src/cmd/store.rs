@@ -310,8 +310,9 @@ pub fn open_session(
 }
 
 /// [`open_session`], with a format 0/1 session's packed rows handed on packed when `packed`
-/// (see `SessionReader::keep_packed_rows`; [`StoreEnd::packed_read`] says whether the read
-/// can stand for the expanded log).
+/// and no test forces the expanded read (`dshs::log::scan::light::FULL_PASS_ENV`; see
+/// `SessionReader::keep_packed_rows`; [`StoreEnd::packed_read`] says whether the read can
+/// stand for the expanded log).
 pub fn open_session_with(
     store: Store,
     shown: &str,
@@ -323,8 +324,8 @@ pub fn open_session_with(
     let mut reader = store.into_reader(id).map_err(|e| store_failure(&e))?;
     // A read that hands packed rows on packed is judged at its end (a violation ends it
     // unclean, and the session is read again, expanded): the rules checked row by row,
-    // without a pass over the table first.
-    if packed && reader.keep_packed_rows() {
+    // without a pass over the table first. `DSHS_FULL_PASS=1` reads expanded at once.
+    if packed && !dshs::log::scan::light::full_pass_forced() && reader.keep_packed_rows() {
         reader.check_storage_class_inline();
     }
     // The storage-class pass and, for format 2+, the derived isSeeded (S11.5) come first.

@@ -280,8 +280,7 @@ fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
             // counts are moved there. That read stands when it ended cleanly and every line
             // was read as an object (a note names the first other one by its line);
             // else the session is read again, expanded.
-            let packed = !dshs::log::scan::light::full_pass_forced();
-            match session(packed) {
+            match session(true) {
                 Ok((Ok((name, mut u)), Some(p)))
                     if p.clean && u.unreadable_lines == 0 && !u.torn_line =>
                 {
