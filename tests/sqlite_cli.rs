@@ -460,6 +460,8 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
     const REL: &str = "per-fixture/deepseek-ai--packed-chunks-session.db";
     const ID: &str = "ff1c1e99-3bd4-4ef8-a954-80d607d628ba";
     let breaks = [
+        // Unbroken: the packed read stands, every position moved.
+        "time = time",
         "data = 5",
         "data = '{bad'",
         "data = X'7b7d'",
@@ -512,7 +514,7 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
             }
         }
     }
-    assert_eq!(compared, 6 * 7 * 11);
+    assert_eq!(compared, 6 * 8 * 11);
     // The same session in a store and as its logical log: `usage` counts the copy with the
     // most lines, the store's first of equals; the packed read counts the expanded lines.
     let (dir, path) = copy_of(REL);
