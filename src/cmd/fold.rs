@@ -287,10 +287,7 @@ fn load_with(
 /// to be printed moves to its line in the expanded log (and names no line in its words).
 /// The findings are moved there.
 fn packed_read_stands(read: &PackedRead, scan: &Scan, refusals: &mut Refusals) -> bool {
-    if !read.clean || scan.crash.is_some() || scan.torn.is_some() {
-        return false;
-    }
-    refusals.kept.iter_mut().all(|f| read.move_finding(f))
+    read.stands_with(scan) && refusals.kept.iter_mut().all(|f| read.move_finding(f))
 }
 
 /// Counts events that carry a `surfaceOp`, of any type.

@@ -398,28 +398,27 @@ fn search_target(
         ..opts.clone()
     };
     let mut search = Search::new(query, candidates);
-    if let Some(read) = &moved {
-        search.moving(read.clone());
+    if let Some(read) = moved {
+        search.moving(read);
     }
     let mut first_error = FirstError::default();
     let scan = super::scan_source(opened, env, opts, &mut first_error, &mut search);
     let mut scan = match scan {
         Ok(s) => s,
-        Err(_) if moved.is_some() => return Found::Expand,
+        Err(_) if search.moved_by().is_some() => return Found::Expand,
         Err(e) => {
             let why = Outcome::of_read(&e);
             return Found::Unreadable(format!("cannot read {name}: {e}"), why);
         }
     };
     let mut first_error = first_error.0;
-    if let Some(read) = &moved {
+    if let Some(read) = search.moved_by() {
         // The packed read stands when every match and neighbour moved to the expanded
-        // log, and so does what the note says (the first error, no torn line or crash tail,
-        // whose sizes count a packed row once).
-        if search.unmoved() || scan.crash.is_some() || scan.torn.is_some() {
-            return Found::Expand;
-        }
-        if first_error.as_mut().is_some_and(|f| !read.move_finding(f)) {
+        // log, and so does what the note says.
+        if search.unmoved()
+            || !read.stands_with(&scan)
+            || first_error.as_mut().is_some_and(|f| !read.move_finding(f))
+        {
             return Found::Expand;
         }
     }

@@ -115,14 +115,10 @@ fn count(args: &StatsArgs, env: &Env, packed: bool) -> Result<Option<Read>> {
     };
     let mut first_error = first_error.0;
     if let Some(read) = packed_read {
-        if !read.clean
-            || scan.crash.is_some()
-            || scan.torn.is_some()
+        if !read.stands_with(&scan)
             || scan.committed_bytes != scan.total_bytes
+            || first_error.as_mut().is_some_and(|f| !read.move_finding(f))
         {
-            return Ok(None);
-        }
-        if first_error.as_mut().is_some_and(|f| !read.move_finding(f)) {
             return Ok(None);
         }
         let Some(total) = scan.total_bytes.checked_add_signed(read.extra_bytes()) else {

@@ -466,6 +466,11 @@ impl<'q> Search<'q> {
         self.moved = Some(read);
     }
 
+    /// The read whose positions are moved (see [`Search::moving`]).
+    pub fn moved_by(&self) -> Option<&PackedRead> {
+        self.moved.as_ref()
+    }
+
     /// Whether a match or neighbour lay on a packed row, with no place of its own in the
     /// expanded log (the search is to be done again on it).
     pub fn unmoved(&self) -> bool {

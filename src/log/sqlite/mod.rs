@@ -659,6 +659,14 @@ impl PackedRead {
         move_finding(&self.map, f)
     }
 
+    /// Whether a pass over this read can stand for the pass over the expanded log, as far as
+    /// the read and the pass's end go: the read ended cleanly, and the pass left no crash
+    /// tail or torn line (their sizes count a packed row once). Each finding a command says
+    /// must move too ([`PackedRead::move_finding`]).
+    pub fn stands_with(&self, scan: &crate::log::scan::Scan) -> bool {
+        self.clean && scan.crash.is_none() && scan.torn.is_none()
+    }
+
     /// How many more bytes the expanded log holds than the stream read.
     pub fn extra_bytes(&self) -> i64 {
         self.map.last().map_or(0, |e| e.extra_bytes)
