@@ -1589,3 +1589,181 @@ fn showing_commands_read_a_store_session_by_the_stores_rules() {
         );
     }
 }
+
+/// The data forms a deferred read leaves for the parsing threads and those it decodes at
+/// once, each as it is stored: (label, data, whether the deferred read stands: all is
+/// upstream's own form, or decoded at once). A BLOB that is not zstd
+/// stands for the TEXT of its bytes (see [`deferred_db`]).
+fn deferred_forms() -> Vec<(&'static str, rusqlite::types::Value, bool)> {
+    let text = r#"{"7":null,"text":"été \u0001 \"q\" 💡","n":[1,2.5,-3e-7],"a":{}}"#;
+    let zstd = |s: &[u8]| blob(&zstd::bulk::compress(s, 3).expect("zstd"));
+    // The streaming encoder does not state the frame's size: decoded at once.
+    let no_size = blob(&zstd::stream::encode_all(text.as_bytes(), 3).expect("zstd"));
+    let mut bom = "\u{feff}".as_bytes().to_vec();
+    bom.extend_from_slice(text.as_bytes());
+    let mut two = zstd::bulk::compress(text.as_bytes(), 3).expect("zstd");
+    two.extend_from_slice(&zstd::bulk::compress(b" ", 3).expect("zstd"));
+    vec![
+        ("TEXT", tv(text), true),
+        ("zstd", zstd(text.as_bytes()), true),
+        (
+            "long zstd",
+            zstd(format!(r#"{{"s":"{}"}}"#, "x".repeat(70_000)).as_bytes()),
+            true,
+        ),
+        ("zstd of no stated size", no_size, true),
+        ("two frames", blob(&two), true),
+        ("TEXT with spaces", tv(r#"{ "a": 1 }"#), false),
+        ("TEXT of a newline", tv("{\n}"), true),
+        ("TEXT not UTF-8", blob(b"{\"a\":\"\xff\"}"), false),
+        ("zstd with spaces", zstd(br#"{"a" : 1}"#), false),
+        (
+            "zstd with a BOM",
+            blob(&zstd::bulk::compress(&bom, 3).expect("zstd")),
+            false,
+        ),
+        ("zstd of \\u0041", zstd(br#"{"a":"\u0041"}"#), false),
+        ("zstd not UTF-8", zstd(b"{\"a\":\"\xff\"}"), false),
+        ("zstd of 1.0", zstd(br#"{"a":1.0}"#), false),
+        ("zstd of repeated keys", zstd(br#"{"a":1,"a":2}"#), false),
+        ("zstd, not JSON", zstd(b"{bad"), false),
+    ]
+}
+
+/// A store whose session holds `rows` scalar rows of `data` among turns, then `tail` rows; a
+/// BLOB that is not a zstd frame is stored as the TEXT of its bytes, UTF-8 or not.
+fn deferred_db(rows: usize, data: &rusqlite::types::Value, tail: &[rusqlite::types::Value]) -> Db {
+    let d = db(17);
+    let mut seq = 0;
+    for k in 0..rows {
+        if k % 7 == 0 {
+            d.turn(seq);
+            seq += 2;
+        }
+        d.raw(seq, "x/a", seq, data.clone(), NULL, None, Some(1));
+        seq += 1;
+    }
+    for data in tail {
+        d.raw(seq, "x/b", seq, data.clone(), NULL, None, Some(1));
+        seq += 1;
+    }
+    d.turn(seq);
+    d.sql("UPDATE events SET data = CAST(data AS TEXT) WHERE typeof(data) = 'blob' AND substr(data, 1, 4) != X'28B52FFD'");
+    d
+}
+
+/// The stream of session `s` read with its texts deferred, then filled in blocks cut at line
+/// ends, in an order that is not the stream's; and whether the read ended cleanly.
+fn deferred_stream(path: &Path, block: usize) -> (Vec<u8>, bool) {
+    use dshs::log::scan::Deferred;
+    let mut store = Store::open(path).expect("open");
+    let mut r = store.read("s").expect("read");
+    let deferral = r.defer_decoding();
+    let mut out = Vec::new();
+    // The header's fill is read before the threads are armed, as `scan` does it.
+    std::io::BufRead::fill_buf(&mut r).expect("header");
+    deferral.arm();
+    std::io::Read::read_to_end(&mut r, &mut out).expect("stream");
+    let mut cuts = vec![0];
+    for (i, &b) in out.iter().enumerate() {
+        if b == b'\n' && i + 1 - cuts[cuts.len() - 1] >= block {
+            cuts.push(i + 1);
+        }
+    }
+    if cuts[cuts.len() - 1] != out.len() {
+        cuts.push(out.len());
+    }
+    let mut blocks: Vec<(usize, usize)> = cuts.windows(2).map(|w| (w[0], w[1])).collect();
+    blocks.reverse();
+    let third = blocks.len() / 3;
+    blocks.rotate_left(third);
+    for (start, end) in blocks {
+        deferral.fill(start as u64, &mut out[start..end]);
+    }
+    let clean = r.ended_cleanly();
+    if !clean {
+        // Read again the exact way: what it gives is the exact read's.
+        r.restart_expanded().expect("restart");
+        out.clear();
+        std::io::Read::read_to_end(&mut r, &mut out).expect("stream");
+    }
+    r.finish().expect("finish");
+    (out, clean)
+}
+
+#[test]
+fn a_deferred_read_writes_what_the_exact_read_writes_or_is_done_again() {
+    let forms = deferred_forms();
+    for (label, data, own) in &forms {
+        for block in [1, 200, 1 << 20] {
+            // Every row in this form; and rows in upstream's forms with one such row last.
+            let many = deferred_db(40, data, &[]);
+            let one = deferred_db(40, &forms[1].1, &[forms[0].1.clone(), data.clone()]);
+            for mut d in [many, one] {
+                let (exact, _) = d.read();
+                let (read, clean) = deferred_stream(&d.path, block);
+                assert_eq!(
+                    String::from_utf8_lossy(&read),
+                    exact,
+                    "{label}, blocks of {block}"
+                );
+                assert_eq!(clean, *own, "{label}, blocks of {block}");
+            }
+        }
+    }
+    // A job the blocks never reach, or one cut by a block's end, leaves the read unsettled.
+    use dshs::log::scan::Deferred;
+    let mut d = deferred_db(3, &forms[1].1, &[]);
+    d.conn.take();
+    for cut in [None, Some(30)] {
+        let mut store = Store::open(&d.path).expect("open");
+        let mut r = store.read("s").expect("read");
+        let deferral = r.defer_decoding();
+        std::io::BufRead::fill_buf(&mut r).expect("header");
+        deferral.arm();
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut r, &mut out).expect("stream");
+        if let Some(cut) = cut {
+            let at = out.iter().position(|&b| b == 0).expect("a reserved text") + cut;
+            let (a, b) = out.split_at_mut(at);
+            deferral.fill(0, a);
+            deferral.fill(at as u64, b);
+        }
+        assert!(!r.ended_cleanly(), "{cut:?}");
+    }
+}
+
+#[test]
+fn a_scan_of_a_deferred_read_on_many_threads_is_the_exact_scan() {
+    let forms = deferred_forms();
+    for (label, data, own) in [&forms[0], &forms[1], &forms[2], &forms[5], &forms[9]] {
+        let mut d = deferred_db(300, &forms[1].1, &[data.clone(), forms[0].1.clone()]);
+        let (exact, _) = d.read();
+        let want = summary(exact.as_bytes());
+        for threads in [2, 3] {
+            let mut store = Store::open(&d.path).expect("open");
+            let mut r = store.read("s").expect("read");
+            let opts = ScanOptions {
+                from_store: true,
+                threads,
+                block_bytes: 300,
+                deferred: Some(r.defer_decoding()),
+                ..ScanOptions::default()
+            };
+            let mut found = Vec::new();
+            let scan = scan(&mut r, None, &opts, &mut found, &mut ()).expect("scan");
+            assert_eq!(r.ended_cleanly(), *own, "{label}, {threads} threads");
+            if *own {
+                let got = (
+                    scan.status().as_str().to_owned(),
+                    scan.events(),
+                    scan.surface_nodes(),
+                    scan.open_turn(),
+                    codes(&found),
+                );
+                assert_eq!(got, want, "{label}, {threads} threads");
+            }
+            r.finish().expect("finish");
+        }
+    }
+}

@@ -228,11 +228,8 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
                 continue;
             }
         };
-        // Format 0/1: first the fast way, as `validate` reads it (see `store::fast_scan`).
-        let fast = !dshs::log::scan::light::full_pass_forced() && r.keep_packed_rows();
-        if fast {
-            r.check_storage_class_inline();
-        }
+        // First the fast way, as `validate` reads it (see `store::fast_scan`).
+        let (opts, fast) = super::store::prepare_fast(&mut r, env);
         let mut refused_early = match r.derive_is_seeded() {
             Ok(_) => r.findings().iter().any(dshs::log::Finding::is_error),
             Err(e) => {
@@ -241,7 +238,6 @@ fn store_rows(path: &Path, env: &Env) -> Result<Vec<Row>> {
                 continue;
             }
         };
-        let opts = super::store::store_scan_options(env);
         let mut activity = Activity::default();
         let mut scan = None;
         if fast && !refused_early {

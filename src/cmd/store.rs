@@ -603,31 +603,77 @@ pub fn recheck(
     Ok(())
 }
 
-/// The pass over a format 0/1 session read the fast way: packed rows handed on packed (the
-/// pass folds them without building every member) and the storage-class rules checked row
-/// by row. Its answer stands only when it is the answer of the exact logical log: the read
-/// ended cleanly (so every row passed the storage-class rules, and the storage layer has
-/// nothing to say) and every finding of the pass points at a line outside a packed row and
-/// names no line in its message, so that it moves to its place in the expanded log. Then
-/// the findings go to `sink` and the scan is returned. Otherwise (`None`) the reader starts
-/// over, in the same read transaction, the exact way (storage-class pass first, packed rows
-/// expanded), nothing has been reported, and `observer` is as new.
+/// Ready `r`, before it is read, for [`fast_scan`]: the options of the passes over it (the
+/// fast one and, if that does not stand, the exact one), and whether to read it fast first
+/// (not when `DSHS_FULL_PASS=1`, for the differential tests).
+pub fn prepare_fast(
+    r: &mut sqlite::StoreReader<'_>,
+    env: &super::Env,
+) -> (dshs::log::scan::ScanOptions, bool) {
+    let mut opts = store_scan_options(env);
+    if dshs::log::scan::light::full_pass_forced() {
+        return (opts, false);
+    }
+    opts.deferred = Some(r.defer_decoding());
+    if r.keep_packed_rows() {
+        r.check_storage_class_inline();
+    }
+    (opts, true)
+}
+
+/// The pass over a session read the fast way: stored texts left for the parsing threads
+/// (`SessionReader::defer_decoding`, when `opts` carries its handle) and, for format 0/1,
+/// packed rows handed on packed (the pass folds them without building every member) and the
+/// storage-class rules checked row by row. Its answer stands only when it is the answer of
+/// the exact logical log: the read ended cleanly (so every text left was written as the exact
+/// read writes it, every row passed the storage-class rules, and the storage layer has
+/// nothing to say), every finding of the pass points at a line outside a packed row and
+/// names no line in its message, so that it moves to its place in the expanded log, and they
+/// are few enough to hold ([`HELD_FINDINGS`]). Then the findings go to `sink` and the scan
+/// is returned. Otherwise (`None`) the reader starts over, in the same read transaction, the
+/// exact way (storage-class pass first, packed rows expanded, nothing left for later),
+/// nothing has been reported, and `observer` is as new.
 pub fn fast_scan<O: Observer + Default>(
     r: &mut sqlite::StoreReader<'_>,
     opts: &dshs::log::scan::ScanOptions,
     sink: &mut dyn Sink,
     observer: &mut O,
 ) -> std::result::Result<Option<Scan>, StoreError> {
-    let mut found: Vec<Finding> = Vec::new();
-    let scan = dshs::log::scan::scan(&mut *r, None, opts, &mut found, &mut *observer);
-    let ok = scan.is_ok() && r.ended_cleanly() && found.iter_mut().all(|f| r.move_finding(f));
+    let mut held = Held::default();
+    let scan = dshs::log::scan::scan(&mut *r, None, opts, &mut held, &mut *observer);
+    let ok = scan.is_ok()
+        && !held.overflowed
+        && r.ended_cleanly()
+        && held.found.iter_mut().all(|f| r.move_finding(f));
     if !ok {
         *observer = O::default();
         r.restart_expanded()?;
         return Ok(None);
     }
-    for f in found {
+    for f in held.found {
         sink.push(f);
     }
     Ok(scan.ok())
+}
+
+/// The most findings a fast read holds before it says them: past this many, the session is
+/// read again the exact way, which says them as it finds them (memory stays bounded on a log
+/// of junk).
+pub const HELD_FINDINGS: usize = 10_000;
+
+/// The findings of a fast read, held until it is known to stand.
+#[derive(Default)]
+struct Held {
+    found: Vec<Finding>,
+    overflowed: bool,
+}
+
+impl Sink for Held {
+    fn push(&mut self, finding: Finding) {
+        if self.found.len() < HELD_FINDINGS {
+            self.found.push(finding);
+        } else {
+            self.overflowed = true;
+        }
+    }
 }

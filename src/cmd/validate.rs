@@ -340,19 +340,14 @@ fn validate_store(
             }
         };
         let mut report = report(None, out, &name, args, env, painter);
-        // Format 0/1: first the fast way (packed rows handed on packed, storage classes
-        // checked row by row); see `store::fast_scan`.
-        let fast = r.keep_packed_rows();
-        if fast {
-            r.check_storage_class_inline();
-        }
+        // First the fast way, then the exact way unless it stands (`store::fast_scan`).
+        let (opts, fast) = super::store::prepare_fast(&mut r, env);
         // The storage-class pass, and isSeeded for format 2+ (S11.5), before any line.
         let mut refused = match r.derive_is_seeded() {
             Ok(_) => r.findings().iter().any(Finding::is_error),
             Err(e) => return Err(super::store::store_failure(&e)),
         };
         let row_version = r.session_row().version;
-        let opts = super::store::store_scan_options(env);
         let mut scanned = None;
         if fast && !refused {
             match super::store::fast_scan(&mut r, &opts, &mut report, &mut ()) {

@@ -78,6 +78,22 @@ pub struct ScanOptions {
     /// whole tree; the observer reads beyond the envelope only in them. Its findings leave
     /// out [`light::UNCHECKED`]. None: the full pass.
     pub light: Option<FullLines>,
+    /// The reader may leave parts of its lines for the parsing threads to write, each for its
+    /// own block, off the reader's lock (see [`Deferred`]); only when lines are parsed on
+    /// several threads, which is when it is armed.
+    pub deferred: Option<Arc<dyn Deferred>>,
+}
+
+/// Work a reader leaves for the parsing threads: bytes of its stream it reserved but did not
+/// write while the threads took turns at it (for a store, the decompression and the check of
+/// each stored text), so that the work runs on every thread at once.
+pub trait Deferred: Send + Sync + std::fmt::Debug {
+    /// The parsing threads are about to take blocks: from now on the reader may defer.
+    fn arm(&self);
+    /// Write the reserved bytes of `block`, the stream's bytes from offset `start`, just
+    /// taken from the reader and not parsed yet. Whether all of it went well is the reader's
+    /// to say, afterwards.
+    fn fill(&self, start: u64, block: &mut [u8]);
 }
 
 /// A regular file a pass may read at positions from several threads at once.
@@ -783,6 +799,7 @@ pub fn scan_framed(
             threads,
             positional,
             opts.step_aside_every,
+            opts.deferred.as_deref(),
         );
         pass = folded;
         result.torn = torn?;

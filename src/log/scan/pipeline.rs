@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, bounded};
 
-use super::{Observer, Pass, Positional, TornTail, line_text};
+use super::{Deferred, Observer, Pass, Positional, TornTail, line_text};
 use crate::log::dialect::Dialect;
 use crate::log::finding::{Finding, Pos, Sink};
 use crate::log::input::LineReader;
@@ -412,6 +412,8 @@ struct Threads<'s, 'l, R, P> {
     done: (Mutex<bool>, Condvar),
     /// See [`Contention::forced`].
     step_aside_every: usize,
+    /// What the reader left for the taking thread to write in each block it reads.
+    deferred: Option<&'s dyn Deferred>,
 }
 
 /// A helping thread's measure of its waits. Waiting for the turn most of the time means the
@@ -542,6 +544,11 @@ impl<R: BufRead, P> Threads<'_, '_, R, P> {
                         eof: block.eof,
                     }
                 };
+                drop(r);
+                // Off the reader's lock, so every thread does this part of the reading.
+                if let Some(deferred) = self.deferred {
+                    deferred.fill(start, &mut bytes[..taken.len]);
+                }
                 (index, taken)
             }
         };
@@ -688,6 +695,7 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
     threads: usize,
     positional: Option<&Positional>,
     step_aside_every: usize,
+    deferred: Option<&dyn Deferred>,
 ) -> (Pass<O, S>, io::Result<Option<TornTail>>) {
     let block_size = match (block_size, positional) {
         (0, Some(_)) => CHUNK,
@@ -731,7 +739,11 @@ pub(super) fn run<R: BufRead + Send, O: Observer, S: Sink>(
         spin: threads <= thread::available_parallelism().map_or(1, |n| n.get()),
         done: (Mutex::new(false), Condvar::new()),
         step_aside_every,
+        deferred: deferred.filter(|_| chunks.is_none()),
     };
+    if let Some(deferred) = shared.deferred {
+        deferred.arm();
+    }
     let ok = shared
         .slot(0)
         .0

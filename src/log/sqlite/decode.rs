@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 use rusqlite::types::ValueRef;
 
 use super::Schema;
+use super::deferred::{Draft, Later};
 use super::js::{self, Value};
 use crate::log::event::Kind;
 use crate::log::json::MAX_SAFE;
@@ -80,6 +81,9 @@ pub struct Scratch {
     pub lazy: bool,
     /// The member lines of the last packed row decoded with `lazy`, still to be written.
     pub pending: Option<Expansion>,
+    /// The `data` text of the last row decoded with [`Mode::defer`], reserved and left to
+    /// be written (see [`super::deferred`]).
+    pub deferred: Option<Draft>,
 }
 
 /// The member lines of a valid packed row (S5), written one at a time: what is kept is the
@@ -142,6 +146,9 @@ pub struct Mode {
     /// Write a valid packed row as one JSONL v0 packed row (FORMAT.md §5.2) instead of its
     /// member events.
     pub keep_packed: bool,
+    /// Reserve a scalar row's `data` text in the line, when it is upstream's own form, and
+    /// leave it in [`Scratch::deferred`] instead of writing it.
+    pub defer: bool,
 }
 
 /// Decode `row` and append its logical lines (each ending in `\n`) to `out`; on failure
@@ -156,9 +163,11 @@ pub fn decode_row(
     let mark = out.len();
     scratch.limit = None;
     scratch.pending = None;
+    scratch.deferred = None;
     let r = decode_into(row, mode, scratch, out);
     if r.is_err() {
         out.truncate(mark);
+        scratch.deferred = None;
     }
     r
 }
@@ -199,6 +208,7 @@ fn decode_into(
         schema,
         max_scalar_bytes,
         keep_packed,
+        defer,
     } = mode;
     let ty = text_of(row.ty, "type")?;
     let time = int_of(row.time, "time")?;
@@ -226,12 +236,21 @@ fn decode_into(
             format!("the data TEXT of row seq {}", row.seq),
         ));
     }
-    let data = match data_text(
-        row.data,
-        max_scalar_bytes,
-        &mut scratch.data,
-        &mut scratch.zstd,
-    ) {
+    let later = if defer {
+        deferrable(row.data, max_scalar_bytes)
+    } else {
+        None
+    };
+    let data = match later {
+        Some(_) => Ok(Cow::Borrowed("")),
+        None => data_text(
+            row.data,
+            max_scalar_bytes,
+            &mut scratch.data,
+            &mut scratch.zstd,
+        ),
+    };
+    let data = match data {
         Ok(data) => data,
         Err(DataError::Bad(why)) => return Err(why),
         Err(DataError::TooBig(found)) => {
@@ -253,7 +272,15 @@ fn decode_into(
     out.extend_from_slice(b",\"time\":");
     push_int(out, time);
     out.extend_from_slice(b",\"data\":");
-    if let Err(e) = js::write_value(&data, out) {
+    if let Some((later, len)) = later {
+        let at = out.len();
+        match (&later, row.data) {
+            (Later::Check, ValueRef::Text(t)) => out.extend_from_slice(t),
+            // Zeros, not a newline: the line stays one line until the text is in place.
+            _ => out.resize(at + len, 0),
+        }
+        scratch.deferred = Some(Draft { at, len, later });
+    } else if let Err(e) = js::write_value(&data, out) {
         // Too deep for dshs to rebuild is dshs's limit, not a row JSON.parse refuses.
         if let Some(hit) = crate::log::json::depth_limit(data.as_bytes()) {
             let at = format!("the data of row seq {}", row.seq);
@@ -442,6 +469,27 @@ fn limited(scratch: &mut Scratch, hit: LimitHit) -> Undecodable {
     let why = hit.to_string();
     scratch.limit = Some(hit);
     why
+}
+
+/// A `data` value the exact read copies into the line unchanged when it is upstream's own
+/// form, as it is left for later: a TEXT without a newline (its bytes are copied now and
+/// checked later), or one whole zstd frame that states a size within `max` (that many bytes
+/// are reserved). `None`: it is decoded now.
+fn deferrable(v: ValueRef<'_>, max: u64) -> Option<(Later, usize)> {
+    match v {
+        ValueRef::Text(t) if memchr::memchr(b'\n', t).is_none() => Some((Later::Check, t.len())),
+        ValueRef::Blob(frame) => {
+            let whole =
+                zstd::zstd_safe::find_frame_compressed_size(frame).ok() == Some(frame.len());
+            match zstd::zstd_safe::get_frame_content_size(frame) {
+                Ok(Some(size)) if whole && size <= max => {
+                    Some((Later::Zstd(frame.to_vec()), size as usize))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The text of `data` (S4.1): TEXT as it is (decoded lossily, as Node does), a BLOB as a zstd

@@ -31,12 +31,14 @@ use crate::log::limits::LimitHit;
 use crate::log::scan::Status;
 
 mod decode;
+mod deferred;
 pub mod identity;
 mod js;
 mod session;
 pub mod write;
 
 pub use decode::{decode_sources, encode_sources};
+pub use deferred::Deferral;
 pub use identity::Identity;
 pub use session::SessionRow;
 
@@ -787,6 +789,10 @@ pub struct SessionReader<C: Borrow<Connection>> {
     /// The member lines of a packed row not handed out yet, and its row seq: written a
     /// few at a time, so a row of 1 MiB never becomes hundreds of MB of lines at once.
     pending: Option<(decode::Expansion, u64)>,
+    /// The `data` texts left for the parsing threads (see [`SessionReader::defer_decoding`]).
+    deferral: Option<std::sync::Arc<Deferral>>,
+    /// The stream offset of `buf[0]`.
+    buf_base: u64,
 }
 
 /// A packed row handed on packed: its line in the stream, and how many lines and bytes the
@@ -859,6 +865,8 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             packed_map: Vec::new(),
             first: None,
             pending: None,
+            deferral: None,
+            buf_base: 0,
         }
     }
 
@@ -963,6 +971,18 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             && self.damage_at.is_none()
             && !self.refused
             && self.first.is_some_and(|(n, _, _)| n == self.findings.len())
+            && self.deferral.as_ref().is_none_or(|d| d.settled())
+    }
+
+    /// Leave the `data` texts upstream stores in its own form (see [`deferred`]) for the
+    /// parsing threads, once a pass over this stream arms the returned handle (through
+    /// [`crate::log::scan::ScanOptions::deferred`]). For a consumer that can read the session
+    /// again: unless the read [ended cleanly](SessionReader::ended_cleanly), it calls
+    /// [`SessionReader::restart_expanded`], which reads the exact way. Call before reading.
+    pub fn defer_decoding(&mut self) -> std::sync::Arc<Deferral> {
+        self.deferral
+            .get_or_insert_with(|| std::sync::Arc::new(Deferral::default()))
+            .clone()
     }
 
     /// Read the session again from its header, in the same read transaction, with packed rows
@@ -989,6 +1009,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
         self.damage_at = None;
         self.resync = None;
         self.header_sent = false;
+        if let Some(deferral) = self.deferral.take() {
+            deferral.spend();
+        }
+        self.buf_base = 0;
         self.buf.clear();
         self.spans.clear();
         self.pos = 0;
@@ -1023,6 +1047,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
             schema: self.session.schema,
             max_scalar_bytes: self.session.max_scalar_bytes,
             keep_packed: self.keep_packed,
+            defer: self.deferral.as_ref().is_some_and(|d| d.armed()),
         }
     }
 
@@ -1358,6 +1383,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     None
                 }
                 Ok(d) => {
+                    if let (Some(draft), Some(deferral)) =
+                        (self.scratch.deferred.take(), &self.deferral)
+                    {
+                        deferral.push(self.buf_base + draft.at as u64, draft);
+                    }
                     let mut at = start;
                     for member in 0..d.lines as u32 {
                         let end = at
@@ -1559,6 +1589,7 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     fn refill(&mut self) -> Result<(), StoreError> {
         self.class_pass_if_due(false)?;
+        self.buf_base += self.buf.len() as u64;
         self.buf.clear();
         self.spans.clear();
         self.pos = 0;
@@ -1576,6 +1607,9 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     end: self.header.len(),
                 });
                 self.buf.push(b'\n');
+                // The header alone: a pass reads it before it arms a deferral, and the
+                // rows after it are then all read armed.
+                return Ok(());
             }
         }
         while self.buf.len() < FILL_TARGET && self.phase != Phase::Ended {
