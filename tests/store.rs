@@ -915,3 +915,29 @@ fn ls_aligns_wide_characters_by_display_width() {
         "{starts:?}\n{text}"
     );
 }
+
+/// `ls` leaves a packed row's later members unseen (they are chunks: no turn starts among
+/// them), and still takes the last event time from the last of them.
+#[test]
+fn ls_takes_the_last_event_time_from_a_packed_rows_last_member() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = concat!(
+        "{\"type\":\"session\",\"version\":0,\"id\":\"packed\",\"createdAt\":2000,\"delegationDepth\":0}\n",
+        "{\"type\":\"turn/start\",\"seq\":0,\"time\":3000,\"data\":{\"turn\":1}}\n",
+        "{\"type\":\"step/start\",\"seq\":1,\"time\":3001,\"data\":{\"turn\":1,\"step\":1}}\n",
+        "{\"type\":\"text-chunks\",\"seq0\":2,\"time0\":3010,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[5,7],\"texts\":[\"a\",\"b\",\"c\"]}}\n",
+    );
+    write(
+        &tmp.path().join("--work--").join("packed"),
+        "session.jsonl",
+        log.as_bytes(),
+    );
+    let (code, out, err) = run(&["ls", "--format", "json", tmp.path().to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    let rows = json_lines(&out);
+    let out = String::from_utf8_lossy(&out);
+    assert_eq!(rows.len(), 1, "{out}");
+    assert_eq!(rows[0]["events"], 5, "{out}");
+    assert_eq!(rows[0]["turns"], 1, "{out}");
+    assert_eq!(rows[0]["lastEventTime"], 3022, "{out}");
+}
