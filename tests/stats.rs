@@ -329,3 +329,31 @@ fn unreadable_and_unsupported_inputs() {
     assert_eq!(r["header"], Value::Null);
     assert_eq!(r["events"]["total"], 0);
 }
+
+/// A packed row's members after the first are counted without being folded one by one:
+/// every one by type, and the last one's time as the log's last.
+#[test]
+fn a_packed_row_last_gives_its_last_members_time() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("session.jsonl");
+    std::fs::write(
+        &log,
+        concat!(
+            "{\"type\":\"session\",\"version\":0,\"id\":\"packed\",\"createdAt\":2000,\"delegationDepth\":0}\n",
+            "{\"type\":\"turn/start\",\"seq\":0,\"time\":3000,\"data\":{\"turn\":1}}\n",
+            "{\"type\":\"step/start\",\"seq\":1,\"time\":3001,\"data\":{\"turn\":1,\"step\":1}}\n",
+            "{\"type\":\"text-chunks\",\"seq0\":2,\"time0\":3010,\"data\":{\"turn\":1,\"step\":1,\"index\":0,\"dt\":[5,7],\"texts\":[\"a\",\"b\",\"c\"]}}\n",
+        ),
+    )
+    .unwrap();
+    let out = stats()
+        .args(["--format", "json"])
+        .arg(&log)
+        .output()
+        .unwrap();
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(r["events"]["total"], 5);
+    assert_eq!(r["events"]["byType"]["assistant/chunk"], 3);
+    assert_eq!(r["events"]["firstTime"], 3000);
+    assert_eq!(r["events"]["lastTime"], 3022);
+}

@@ -101,7 +101,7 @@ impl Observer for Activity {
     fn wants_each_event(&self) -> bool {
         false
     }
-    fn members_passed(&mut self, time: i64) {
+    fn members_passed(&mut self, _members: u64, time: i64) {
         self.last_time = Some(time);
     }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {

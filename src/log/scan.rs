@@ -225,9 +225,9 @@ pub trait Observer: Send {
     fn wants_each_event(&self) -> bool {
         true
     }
-    /// The members of a packed row after the first were folded together, unseen (when
-    /// [`Observer::wants_each_event`] says no): the last of them is at `time`.
-    fn members_passed(&mut self, _time: i64) {}
+    /// The `members` of a packed row after its first were folded together, unseen (when
+    /// [`Observer::wants_each_event`] says no): `assistant/chunk` events, the last at `time`.
+    fn members_passed(&mut self, _members: u64, _time: i64) {}
     /// A row or event slot that is never folded (see [`Unusable`]).
     fn unusable(&mut self, _row: &Unusable<'_>) {}
     /// A bad row started a speculation: take a snapshot of anything accumulated.
@@ -288,8 +288,8 @@ impl<T: Observer + ?Sized> Observer for &mut T {
     fn wants_each_event(&self) -> bool {
         (**self).wants_each_event()
     }
-    fn members_passed(&mut self, time: i64) {
-        (**self).members_passed(time);
+    fn members_passed(&mut self, members: u64, time: i64) {
+        (**self).members_passed(members, time);
     }
     fn unusable(&mut self, row: &Unusable<'_>) {
         (**self).unusable(row);
@@ -1605,7 +1605,8 @@ fn fold_packed(
             state.surface.skip(last);
             state.closers.passed(last, packed.last_time);
             state.events += packed.len() as u64 - 1;
-            ctx.observer.members_passed(packed.last_time);
+            ctx.observer
+                .members_passed(packed.len() as u64 - 1, packed.last_time);
             return;
         }
         folded = 1;
