@@ -55,9 +55,10 @@ pub fn unchecked_summary() -> String {
 }
 
 /// Hidden, for tests: set to 1, a pass asked to be light reads every line whole (its trees
-/// are the full pass's) while it reports what a light pass reports, and a format 0/1 store
-/// session is read expanded at once, not first with its packed rows kept packed. The
-/// differential tests compare the two.
+/// are the full pass's) while it reports what a light pass reports, and a store session is
+/// read the exact way at once: not first with its packed rows (format 0/1) kept packed, nor
+/// with its stored texts left for the parsing threads. The differential tests compare the
+/// two.
 pub const FULL_PASS_ENV: &str = "DSHS_FULL_PASS";
 
 /// Whether [`FULL_PASS_ENV`] forces the whole trees.
