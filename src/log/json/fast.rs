@@ -1016,7 +1016,28 @@ enum Windows {
 /// escaped bytes found from the backslash runs without a branch per escape (simdjson's
 /// method, with the carry of a run that crosses windows), and each escaped byte checked
 /// against the valid escapes.
-fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
+fn escaped_windows(s: &[u8], j: usize) -> Windows {
+    windows_with(s, j, &SIMPLE_ESCAPES)
+}
+
+/// For the check that a stored text is `JSON.stringify`'s form (`sqlite::js`): from `j` in a
+/// string body, a backslash that is not itself escaped, the index of the closing quote when
+/// every escape before it is one `JSON.stringify` writes as such (`\"`, `\\`, `\b`, `\f`,
+/// `\n`, `\r`, `\t`) and no control character comes first. `Err(k)`: the caller goes on one
+/// byte at a time from `k`, the start of a window or a backslash that is not itself escaped
+/// (a `\u` escape, another escape or a control character lies ahead, or fewer than 64 bytes
+/// are left).
+pub(crate) fn stringify_string_end(s: &[u8], j: usize) -> Result<usize, usize> {
+    match windows_with(s, j, &STRINGIFY_ESCAPES) {
+        Windows::End(end) => Ok(end),
+        Windows::Rest(at) => Err(at),
+        Windows::Invalid => Err(j),
+    }
+}
+
+/// [`escaped_windows`] with `allowed` the escapes (but `\u`) taken in the windows.
+#[inline(always)]
+fn windows_with(s: &[u8], mut j: usize, allowed: &[u64; 4]) -> Windows {
     // Whether the first byte of the window is escaped by a backslash ending the last one.
     let mut carry = 0u64;
     while let Some(window) = s.get(j..j + 64) {
@@ -1038,7 +1059,7 @@ fn escaped_windows(s: &[u8], mut j: usize) -> Windows {
             let c = window[at];
             // A bit test (a `match` here was a jump table: an indirect branch per escape,
             // often mispredicted in text mixing `\n`, `\"` and `\\`).
-            if SIMPLE_ESCAPES[usize::from(c >> 6)] >> (c & 63) & 1 == 0 {
+            if allowed[usize::from(c >> 6)] >> (c & 63) & 1 == 0 {
                 return match c {
                     // Its backslash, one byte back (in this window or ending the last).
                     b'u' => Windows::Rest(j + at - 1),
@@ -1086,9 +1107,13 @@ pub(crate) fn prefix_xor(mut x: u64) -> u64 {
 
 /// The bytes that may follow a backslash but `u`, as a bit set (bit `c % 64` of word
 /// `c / 64` for byte `c`): `"`, `\`, `/`, `b`, `f`, `n`, `r`, `t`.
-const SIMPLE_ESCAPES: [u64; 4] = {
+const SIMPLE_ESCAPES: [u64; 4] = byte_set(b"\"\\/bfnrt");
+
+/// Those of them `JSON.stringify` writes (it writes `/` as it is).
+const STRINGIFY_ESCAPES: [u64; 4] = byte_set(b"\"\\bfnrt");
+
+const fn byte_set(bytes: &[u8]) -> [u64; 4] {
     let mut set = [0u64; 4];
-    let bytes = *b"\"\\/bfnrt";
     let mut i = 0;
     while i < bytes.len() {
         let c = bytes[i];
@@ -1096,7 +1121,7 @@ const SIMPLE_ESCAPES: [u64; 4] = {
         i += 1;
     }
     set
-};
+}
 
 /// Masks of the quotes, backslashes and control characters in a 64-byte window (bit `i`:
 /// byte `i`).

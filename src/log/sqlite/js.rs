@@ -53,6 +53,17 @@ enum Frame<'a> {
     },
 }
 
+/// Whether [`Checker`] reads strings in 64-byte windows (the tests turn them off to compare
+/// with the reading a byte at a time).
+#[cfg(not(test))]
+fn windows_on() -> bool {
+    true
+}
+#[cfg(test)]
+fn windows_on() -> bool {
+    !tests::BYTEWISE.with(std::cell::Cell::get)
+}
+
 struct Checker<'a> {
     b: &'a [u8],
     i: usize,
@@ -235,6 +246,10 @@ impl<'a> Checker<'a> {
         let start = self.i + 1;
         let mut i = start;
         let b = self.b;
+        // The first backslash hands the string to 64-byte windows, which take it to its end
+        // when every escape is one JSON.stringify writes; otherwise it is read on from
+        // where they stopped, a byte at a time.
+        let mut windows = windows_on();
         loop {
             i = crate::log::json::string_plain_end(b, i);
             let Some(&c) = b.get(i) else {
@@ -244,6 +259,16 @@ impl<'a> Checker<'a> {
                 b'"' => {
                     self.i = i + 1;
                     return Ok((start, i));
+                }
+                b'\\' if windows => {
+                    windows = false;
+                    match crate::log::json::stringify_string_end(b, i) {
+                        Ok(end) => {
+                            self.i = end + 1;
+                            return Ok((start, end));
+                        }
+                        Err(at) => i = at,
+                    }
                 }
                 b'\\' => {
                     let Some(&e) = b.get(i + 1) else {
@@ -892,6 +917,54 @@ impl<'a> Parser<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    thread_local! {
+        pub(super) static BYTEWISE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// `is_canonical` with strings read a byte at a time.
+    fn bytewise(text: &str) -> Result<bool, String> {
+        BYTEWISE.with(|b| b.set(true));
+        let r = is_canonical(text);
+        BYTEWISE.with(|b| b.set(false));
+        r
+    }
+
+    /// String bodies rich in what the windows decide on: every escape, control characters,
+    /// quotes, surrogates and multi-byte characters, often past 64 bytes.
+    fn body() -> impl Strategy<Value = String> {
+        let pieces = |p: &[&str]| {
+            let p: Vec<String> = p.iter().map(|s| (*s).to_owned()).collect();
+            prop::sample::select(p)
+        };
+        // Mostly what JSON.stringify writes, so that a string often stays valid and in its
+        // form up to one other spelling (or one error) far into it.
+        let piece = prop_oneof![
+            30 => pieces(&["a", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", "é💡", "\\\\", "\\\"", "\\n", "\\t", "\\b"]),
+            2 => pieces(&["\\u001b", "\\ud800", "\\udc00"]),
+            1 => pieces(&["\\/", "\\u001B", "\\u0041", "\\u000a", "\\ud83d\\ude00", "\\uD800"]),
+            1 => pieces(&["\\x", "\"", "\u{1}", "\u{1f}", "\\", "\\u12"]),
+        ];
+        prop::collection::vec(piece, 0..60).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #[test]
+        fn strings_read_in_windows_are_judged_as_read_a_byte_at_a_time(
+            a in body(),
+            b in body(),
+        ) {
+            for text in [
+                format!("\"{a}\""),
+                format!("[\"{a}\",\"{b}\"]"),
+                format!("{{\"{a}\":\"{b}\"}}"),
+                format!("\"{a}"),
+            ] {
+                prop_assert_eq!(is_canonical(&text), bytewise(&text), "{}", text);
+            }
+        }
+    }
 
     fn js(text: &str) -> Result<String, String> {
         let mut out = Vec::new();
