@@ -1767,3 +1767,52 @@ fn a_scan_of_a_deferred_read_on_many_threads_is_the_exact_scan() {
         }
     }
 }
+
+/// The same reads through helper threads that write the texts (`sqlite::Filled`), which a
+/// command that taps or copies the stream reads: the exact bytes when the read stands, and a
+/// read that does not stand says so at its end.
+#[test]
+fn a_read_filled_by_helper_threads_is_the_exact_read_or_says_it_is_not() {
+    use dshs::log::sqlite::Filled;
+    let forms = deferred_forms();
+    for (label, data, own) in &forms {
+        let mut d = deferred_db(200, &forms[1].1, &[data.clone(), forms[0].1.clone()]);
+        let (exact, _) = d.read();
+        for threads in [1, 2, 4] {
+            let store = Store::open(&d.path).expect("open");
+            let mut r = store.into_reader("s").expect("read");
+            let deferral = r.defer_decoding();
+            let mut filled = Filled::new(r, deferral, threads).expect("threads");
+            let mut out = Vec::new();
+            std::io::Read::read_to_end(&mut filled, &mut out).expect("stream");
+            let r = filled.into_inner().expect("the reader back");
+            let end = r.finish().expect("finish");
+            let clean = end.packed.as_ref().is_some_and(|p| p.clean);
+            assert_eq!(clean, *own, "{label}, {threads} threads");
+            if *own {
+                assert_eq!(
+                    String::from_utf8_lossy(&out),
+                    exact,
+                    "{label}, {threads} threads"
+                );
+            }
+        }
+    }
+    // Let go early: the threads stop, and the read, not at its end (4 MiB of rows: more than
+    // the threads read ahead), is not clean.
+    let d = deferred_db(60, &forms[2].1, &[]);
+    let store = Store::open(&d.path).expect("open");
+    let mut r = store.into_reader("s").expect("read");
+    let deferral = r.defer_decoding();
+    let mut filled = Filled::new(r, deferral, 3).expect("threads");
+    let mut some = vec![0; 1000];
+    std::io::Read::read_exact(&mut filled, &mut some).expect("some");
+    let r = filled.into_inner().expect("the reader back");
+    assert!(!r.ended_cleanly());
+    drop(r);
+    // Let go before reading a byte.
+    let store = Store::open(&d.path).expect("open");
+    let mut r = store.into_reader("s").expect("read");
+    let deferral = r.defer_decoding();
+    drop(Filled::new(r, deferral, 2).expect("threads"));
+}

@@ -288,7 +288,14 @@ fn search_target(
             let packed = packed && !query.extract.chunks && opts.stop_after.is_none();
             let spooled = super::store::open_one(path, shown, Some(id))
                 .and_then(|(db, id)| {
-                    super::store::open_session_with(db, shown, &id, env.quiet, packed)
+                    super::store::open_session_with(
+                        db,
+                        shown,
+                        &id,
+                        env.quiet,
+                        packed,
+                        env.scan_options().parse_threads(),
+                    )
                 })
                 .map_err(|e| (e.to_string(), Failure::outcome_of(&e)))
                 .and_then(|(o, end)| {

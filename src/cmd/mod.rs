@@ -506,7 +506,14 @@ pub fn open_input_with(
         }
         store::Named::Store { path, shown, id } => {
             let (db, id) = store::open_one(&path, &shown, id.as_deref())?;
-            let (opened, end) = store::open_session_with(db, &shown, &id, env.quiet, packed)?;
+            let (opened, end) = store::open_session_with(
+                db,
+                &shown,
+                &id,
+                env.quiet,
+                packed,
+                env.scan_options().parse_threads(),
+            )?;
             Ok((opened, Some(end)))
         }
     }

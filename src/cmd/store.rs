@@ -306,7 +306,7 @@ pub fn open_session(
     id: &str,
     quiet: bool,
 ) -> Result<(Opened, StoreEnd)> {
-    open_session_with(store, shown, id, quiet, false)
+    open_session_with(store, shown, id, quiet, false, 1)
 }
 
 /// [`open_session`], with a format 0/1 session's packed rows handed on packed when `packed`
@@ -319,15 +319,19 @@ pub fn open_session_with(
     id: &str,
     quiet: bool,
     packed: bool,
+    threads: usize,
 ) -> Result<(Opened, StoreEnd)> {
     let name = session_name(shown, id);
     let mut reader = store.into_reader(id).map_err(|e| store_failure(&e))?;
-    // A read that hands packed rows on packed is judged at its end (a violation ends it
-    // unclean, and the session is read again, expanded): the rules checked row by row,
-    // without a pass over the table first. `DSHS_FULL_PASS=1` reads expanded at once.
-    if packed && !dshs::log::scan::light::full_pass_forced() && reader.keep_packed_rows() {
+    // A first read is judged at its end (a violation ends it unclean, and the session is
+    // read again the exact way): packed rows handed on packed, the rules checked row by row
+    // without a pass over the table first, stored texts written by helper threads.
+    // `DSHS_FULL_PASS=1` reads the exact way at once.
+    let first = packed && !dshs::log::scan::light::full_pass_forced();
+    if first && reader.keep_packed_rows() {
         reader.check_storage_class_inline();
     }
+    let deferral = (first && threads > 1).then(|| reader.defer_decoding());
     // The storage-class pass and, for format 2+, the derived isSeeded (S11.5) come first.
     reader.derive_is_seeded().map_err(|e| store_failure(&e))?;
     if reader.findings().iter().any(Finding::is_error) {
@@ -341,6 +345,13 @@ pub fn open_session_with(
     let end = StoreEnd {
         name: name.clone(),
         slot: Arc::new(Mutex::new(None)),
+    };
+    let reader = match deferral {
+        Some(deferral) => Source::Filled(
+            sqlite::Filled::new(reader, deferral, threads)
+                .map_err(|e| Failure::usage(format!("cannot start a thread: {e}")))?,
+        ),
+        None => Source::Direct(Box::new(reader)),
     };
     let stream = Stream {
         reader: Some(reader),
@@ -361,13 +372,35 @@ pub fn open_session_with(
 /// The logical log as a `BufRead`, ending the read (and its transaction) when the pass has
 /// read it all or lets it go.
 struct Stream {
-    reader: Option<SessionReader<Connection>>,
+    reader: Option<Source>,
     slot: Arc<Mutex<Option<Result<ReadEnd, StoreError>>>>,
+}
+
+/// The session's reader, read by the pass's thread or by helper threads that write its
+/// stored texts (see `sqlite::Filled`).
+enum Source {
+    Direct(Box<SessionReader<Connection>>),
+    Filled(sqlite::Filled<SessionReader<Connection>>),
+}
+
+impl Source {
+    fn get(&mut self) -> &mut dyn BufRead {
+        match self {
+            Source::Direct(r) => r,
+            Source::Filled(r) => r,
+        }
+    }
 }
 
 impl Stream {
     fn end(&mut self) {
-        if let Some(r) = self.reader.take() {
+        let reader = match self.reader.take() {
+            Some(Source::Direct(r)) => Some(*r),
+            Some(Source::Filled(r)) => r.into_inner(),
+            None => None,
+        };
+        // Without its reader (never so) the end stays unknown: "not read to its end".
+        if let Some(r) = reader {
             let end = r.finish();
             *self.slot.lock().unwrap_or_else(PoisonError::into_inner) = Some(end);
         }
@@ -383,19 +416,19 @@ impl Read for Stream {
 impl BufRead for Stream {
     fn fill_buf(&mut self) -> io::Result<&[u8]> {
         if let Some(r) = &mut self.reader
-            && r.fill_buf()?.is_empty()
+            && r.get().fill_buf()?.is_empty()
         {
             self.end();
         }
         match &mut self.reader {
-            Some(r) => r.fill_buf(),
+            Some(r) => r.get().fill_buf(),
             None => Ok(&[]),
         }
     }
 
     fn consume(&mut self, amt: usize) {
         if let Some(r) = &mut self.reader {
-            r.consume(amt);
+            r.get().consume(amt);
         }
     }
 }

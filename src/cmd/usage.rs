@@ -265,7 +265,14 @@ fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
             let session = |packed: bool| {
                 super::store::open_one(path, shown, Some(id))
                     .and_then(|(db, id)| {
-                        super::store::open_session_with(db, shown, &id, true, packed)
+                        super::store::open_session_with(
+                            db,
+                            shown,
+                            &id,
+                            true,
+                            packed,
+                            env.scan_options().parse_threads(),
+                        )
                     })
                     .map_err(|e| e.to_string())
                     .map(|(opened, end)| {

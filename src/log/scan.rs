@@ -123,7 +123,7 @@ pub const THREADS_ENV: &str = "DSHS_THREADS";
 
 impl ScanOptions {
     /// The parsing threads this pass uses (see [`ScanOptions::threads`]).
-    fn parse_threads(&self) -> usize {
+    pub fn parse_threads(&self) -> usize {
         if self.threads > 0 {
             return self.threads;
         }

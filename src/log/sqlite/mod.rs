@@ -38,7 +38,7 @@ mod session;
 pub mod write;
 
 pub use decode::{decode_sources, encode_sources};
-pub use deferred::Deferral;
+pub use deferred::{Deferral, Filled};
 pub use identity::Identity;
 pub use session::SessionRow;
 
@@ -1620,7 +1620,10 @@ impl<C: Borrow<Connection>> SessionReader<C> {
 
     /// Read the rest (if the caller stopped early) and end the read transaction.
     pub fn finish(mut self) -> Result<ReadEnd, StoreError> {
-        let packed = self.keep_packed.then(|| PackedRead {
+        // A read with texts left for later can stand for the exact read only when it was
+        // clean, like one with packed rows kept packed: both are judged by it.
+        let first = self.keep_packed || self.deferral.is_some();
+        let packed = first.then(|| PackedRead {
             clean: self.ended_cleanly(),
             map: std::mem::take(&mut self.packed_map),
         });
