@@ -93,22 +93,25 @@ struct Activity {
 }
 
 impl Observer for Activity {
-    fn reads_stream_records(&self) -> bool {
-        false
-    }
-    // A packed row's later members are chunks: no turn starts, and only the last one's
-    // time counts.
-    fn wants_each_event(&self) -> bool {
-        false
-    }
-    fn members_passed(&mut self, _members: u64, time: i64) {
-        self.last_time = Some(time);
-    }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
         if info.event.kind == Kind::TurnStart {
             self.turns += 1;
         }
         self.last_time = Some(info.event.time);
+    }
+
+    /// A packed row's later members are chunks: no turn starts, and only the last one's
+    /// time counts.
+    fn members_passed(&mut self, _members: u64, time: i64) {
+        self.last_time = Some(time);
+    }
+
+    fn wants_each_event(&self) -> bool {
+        false
+    }
+
+    fn reads_stream_records(&self) -> bool {
+        false
     }
 
     fn speculation_started(&mut self) {

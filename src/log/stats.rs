@@ -44,20 +44,6 @@ pub struct Counter {
 }
 
 impl Observer for Counter {
-    fn reads_stream_records(&self) -> bool {
-        false
-    }
-    // A packed row's later members are chunks, counted by type and time alone.
-    fn wants_each_event(&self) -> bool {
-        false
-    }
-    fn members_passed(&mut self, members: u64, time: i64) {
-        let c = &mut self.counts;
-        *c.by_type
-            .entry(Kind::AssistantChunk.name().to_owned())
-            .or_default() += members;
-        c.last_time = Some(time);
-    }
     fn event(&mut self, info: &EventInfo<'_, '_>, _state: &FoldState) {
         let c = &mut self.counts;
         let ev = info.event;
@@ -100,6 +86,23 @@ impl Observer for Counter {
             }
             _ => {}
         }
+    }
+
+    /// A packed row's later members are chunks, counted by type and time alone.
+    fn members_passed(&mut self, members: u64, time: i64) {
+        let c = &mut self.counts;
+        *c.by_type
+            .entry(Kind::AssistantChunk.name().to_owned())
+            .or_default() += members;
+        c.last_time = Some(time);
+    }
+
+    fn wants_each_event(&self) -> bool {
+        false
+    }
+
+    fn reads_stream_records(&self) -> bool {
+        false
     }
 
     fn unusable(&mut self, _row: &Unusable<'_>) {

@@ -10,7 +10,7 @@
 use std::cell::RefCell;
 use std::collections::{BTreeMap, VecDeque};
 use std::io::{self, BufRead, Read};
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 
@@ -45,15 +45,12 @@ struct Job {
     later: Later,
 }
 
-const OFF: u8 = 0;
-const ARMED: u8 = 1;
-/// Read again the exact way: never armed again.
-const SPENT: u8 = 2;
-
-/// The jobs one session read left, shared by its reader and the parsing threads.
+/// The jobs one session read left, shared by its reader and the threads that write them.
+/// `spent`: the session is read again the exact way, and nothing is deferred again.
 #[derive(Debug, Default)]
 pub struct Deferral {
-    state: AtomicU8,
+    armed: AtomicBool,
+    spent: AtomicBool,
     /// In stream order: the reader pushes them in the order it writes its lines.
     jobs: Mutex<VecDeque<Job>>,
     failed: AtomicBool,
@@ -66,12 +63,12 @@ thread_local! {
 impl Deferral {
     /// Whether the reader may reserve texts now.
     pub fn armed(&self) -> bool {
-        self.state.load(Ordering::Acquire) == ARMED
+        self.armed.load(Ordering::Acquire) && !self.spent.load(Ordering::Acquire)
     }
 
     /// The read is being done again the exact way: nothing is deferred from now on.
     pub fn spend(&self) {
-        self.state.store(SPENT, Ordering::Release);
+        self.spent.store(true, Ordering::Release);
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -106,9 +103,7 @@ impl Deferral {
 
 impl Deferred for Deferral {
     fn arm(&self) {
-        let _ = self
-            .state
-            .compare_exchange(OFF, ARMED, Ordering::AcqRel, Ordering::Acquire);
+        self.armed.store(true, Ordering::Release);
     }
 
     fn fill(&self, start: u64, block: &mut [u8]) {
