@@ -295,6 +295,7 @@ fn search_target(
                         env.quiet,
                         packed,
                         env.scan_options().parse_threads(),
+                        false,
                     )
                 })
                 .map_err(|e| (e.to_string(), Failure::outcome_of(&e)))

@@ -513,6 +513,7 @@ pub fn open_input_with(
                 env.quiet,
                 packed,
                 env.scan_options().parse_threads(),
+                true,
             )?;
             Ok((opened, Some(end)))
         }

@@ -306,13 +306,15 @@ pub fn open_session(
     id: &str,
     quiet: bool,
 ) -> Result<(Opened, StoreEnd)> {
-    open_session_with(store, shown, id, quiet, false, 1)
+    open_session_with(store, shown, id, quiet, false, 1, false)
 }
 
-/// [`open_session`], with a format 0/1 session's packed rows handed on packed when `packed`
-/// and no test forces the expanded read (`dshs::log::scan::light::FULL_PASS_ENV`; see
-/// `SessionReader::keep_packed_rows`; [`StoreEnd::packed_read`] says whether the read can
-/// stand for the expanded log).
+/// [`open_session`], read first the fast way when `packed` and no test forces the exact read
+/// (`dshs::log::scan::light::FULL_PASS_ENV`): a format 0/1 session's packed rows handed on
+/// packed (`SessionReader::keep_packed_rows`) and, with `threads` above one, its stored texts
+/// written by helper threads (`sqlite::Filled`; `parsing`: the consumer parses the stream on
+/// threads of its own). [`StoreEnd::packed_read`] says whether that read can stand for the
+/// exact one.
 pub fn open_session_with(
     store: Store,
     shown: &str,
@@ -320,6 +322,7 @@ pub fn open_session_with(
     quiet: bool,
     packed: bool,
     threads: usize,
+    parsing: bool,
 ) -> Result<(Opened, StoreEnd)> {
     let name = session_name(shown, id);
     let mut reader = store.into_reader(id).map_err(|e| store_failure(&e))?;
@@ -328,10 +331,14 @@ pub fn open_session_with(
     // without a pass over the table first, stored texts written by helper threads.
     // `DSHS_FULL_PASS=1` reads the exact way at once.
     let first = packed && !dshs::log::scan::light::full_pass_forced();
-    if first && reader.keep_packed_rows() {
+    let kept = first && reader.keep_packed_rows();
+    if kept {
         reader.check_storage_class_inline();
     }
     let deferral = (first && threads > 1).then(|| reader.defer_decoding());
+    // A format 0/1 read leaves few texts (its packed rows are read on the reader's turn):
+    // beside a consumer that parses on threads of its own, more helpers only compete.
+    let helpers = if kept && parsing { 1 } else { threads };
     // The storage-class pass and, for format 2+, the derived isSeeded (S11.5) come first.
     reader.derive_is_seeded().map_err(|e| store_failure(&e))?;
     if reader.findings().iter().any(Finding::is_error) {
@@ -348,7 +355,7 @@ pub fn open_session_with(
     };
     let reader = match deferral {
         Some(deferral) => Source::Filled(
-            sqlite::Filled::new(reader, deferral, threads)
+            sqlite::Filled::new(reader, deferral, helpers)
                 .map_err(|e| Failure::usage(format!("cannot start a thread: {e}")))?,
         ),
         None => Source::Direct(Box::new(reader)),

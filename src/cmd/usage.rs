@@ -272,6 +272,7 @@ fn count_target(target: &Target, plan: &Plan, env: &Env) -> Read {
                             true,
                             packed,
                             env.scan_options().parse_threads(),
+                            false,
                         )
                     })
                     .map_err(|e| e.to_string())
