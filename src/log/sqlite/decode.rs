@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use rusqlite::types::ValueRef;
 
 use super::Schema;
-use super::deferred::{Draft, Later};
+use super::deferred::{Job, Later};
 use super::js::{self, Value};
 use crate::log::event::Kind;
 use crate::log::json::MAX_SAFE;
@@ -83,7 +83,7 @@ pub struct Scratch {
     pub pending: Option<Expansion>,
     /// The `data` text of the last row decoded with [`Mode::defer`], reserved and left to
     /// be written (see [`super::deferred`]).
-    pub deferred: Option<Draft>,
+    pub deferred: Option<Job>,
 }
 
 /// The member lines of a valid packed row (S5), written one at a time: what is kept is the
@@ -279,7 +279,11 @@ fn decode_into(
             // Zeros, not a newline: the line stays one line until the text is in place.
             _ => out.resize(at + len, 0),
         }
-        scratch.deferred = Some(Draft { at, len, later });
+        scratch.deferred = Some(Job {
+            at: at as u64,
+            len,
+            later,
+        });
     } else if let Err(e) = js::write_value(&data, out) {
         // Too deep for dshs to rebuild is dshs's limit, not a row JSON.parse refuses.
         if let Some(hit) = crate::log::json::depth_limit(data.as_bytes()) {

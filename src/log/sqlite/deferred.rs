@@ -28,21 +28,13 @@ pub enum Later {
     Check,
 }
 
-/// A `data` text reserved in the line just written: at `at` in the reader's buffer, `len`
-/// bytes.
+/// A `data` text reserved in a line: `len` bytes at `at`, an offset in the reader's buffer
+/// as it is written, then (once pushed to the [`Deferral`]) in the stream.
 #[derive(Debug)]
-pub struct Draft {
-    pub at: usize,
+pub struct Job {
+    pub at: u64,
     pub len: usize,
     pub later: Later,
-}
-
-#[derive(Debug)]
-struct Job {
-    /// The reserved bytes' offset in the stream.
-    at: u64,
-    len: usize,
-    later: Later,
 }
 
 /// The jobs one session read left, shared by its reader and the threads that write them.
@@ -75,15 +67,12 @@ impl Deferral {
             .clear();
     }
 
-    pub fn push(&self, at: u64, draft: Draft) {
+    /// Leave `job`, whose offset is now the stream's.
+    pub fn push(&self, job: Job) {
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .push_back(Job {
-                at,
-                len: draft.len,
-                later: draft.later,
-            });
+            .push_back(job);
     }
 
     /// Every text left was written into its place and is what the exact read writes.

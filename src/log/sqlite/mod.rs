@@ -1383,10 +1383,11 @@ impl<C: Borrow<Connection>> SessionReader<C> {
                     None
                 }
                 Ok(d) => {
-                    if let (Some(draft), Some(deferral)) =
+                    if let (Some(mut job), Some(deferral)) =
                         (self.scratch.deferred.take(), &self.deferral)
                     {
-                        deferral.push(self.buf_base + draft.at as u64, draft);
+                        job.at += self.buf_base;
+                        deferral.push(job);
                     }
                     let mut at = start;
                     for member in 0..d.lines as u32 {
