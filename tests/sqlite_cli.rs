@@ -52,6 +52,31 @@ fn run(args: &[&str]) -> Run {
     }
 }
 
+/// `cmd` (with `env`) says byte for byte what it says when it reads the exact way at once
+/// (`DSHS_FULL_PASS=1`): stdout, stderr and the exit status.
+fn says_what_the_exact_read_says(cmd: &[&str], env: &[(&str, &str)], what: &str) {
+    let run_with = |full: bool| {
+        let mut c = dshs();
+        c.args(cmd).envs(env.iter().copied());
+        if full {
+            c.env("DSHS_FULL_PASS", "1");
+        }
+        c.output().expect("run dshs")
+    };
+    let (fast, exact) = (run_with(false), run_with(true));
+    assert_eq!(fast.status.code(), exact.status.code(), "{what}");
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stdout),
+        String::from_utf8_lossy(&exact.stdout),
+        "{what}"
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&fast.stderr),
+        String::from_utf8_lossy(&exact.stderr),
+        "{what}"
+    );
+}
+
 /// The logical log of one session, read through the library.
 fn logical(path: &Path, id: &str) -> Vec<u8> {
     let mut store = Store::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
@@ -493,24 +518,7 @@ fn the_packed_read_says_what_the_expanded_read_says_of_broken_rows() {
                 &["grep", "-c", "--chunks", "HELLO", &named],
                 &["validate", "--format", "json", &named],
             ] {
-                let packed = run(cmd);
-                let out = dshs()
-                    .args(cmd)
-                    .env("DSHS_FULL_PASS", "1")
-                    .output()
-                    .expect("run dshs");
-                let what = format!("seq {seq}, {set}: {cmd:?}");
-                assert_eq!(packed.code, out.status.code().unwrap_or(-1), "{what}");
-                assert_eq!(
-                    String::from_utf8_lossy(&packed.stdout),
-                    String::from_utf8_lossy(&out.stdout),
-                    "{what}"
-                );
-                assert_eq!(
-                    packed.stderr,
-                    String::from_utf8_lossy(&out.stderr),
-                    "{what}"
-                );
+                says_what_the_exact_read_says(cmd, &[], &format!("seq {seq}, {set}: {cmd:?}"));
                 compared += 1;
             }
         }
@@ -1273,34 +1281,10 @@ fn a_deferred_read_says_what_the_exact_read_says() {
                         &["grep", "--format", "json", "-C", "1", "e", &listed],
                     ] {
                         // Helper threads write the texts whatever the machine's cores.
-                        let fast = dshs()
-                            .args(cmd)
-                            .env("DSHS_THREADS", "3")
-                            .output()
-                            .expect("run dshs");
-                        let fast = Run {
-                            code: fast.status.code().unwrap_or(-1),
-                            stdout: fast.stdout,
-                            stderr: String::from_utf8_lossy(&fast.stderr).into_owned(),
-                        };
-                        let exact = dshs()
-                            .args(cmd)
-                            .env("DSHS_THREADS", "3")
-                            .env("DSHS_FULL_PASS", "1")
-                            .output()
-                            .expect("run dshs");
-                        let what =
-                            format!("{rel} seq {seq}, {set}, compressed {compressed}: {cmd:?}");
-                        assert_eq!(fast.code, exact.status.code().unwrap_or(-1), "{what}");
-                        assert_eq!(
-                            String::from_utf8_lossy(&fast.stdout),
-                            String::from_utf8_lossy(&exact.stdout),
-                            "{what}"
-                        );
-                        assert_eq!(
-                            fast.stderr,
-                            String::from_utf8_lossy(&exact.stderr),
-                            "{what}"
+                        says_what_the_exact_read_says(
+                            cmd,
+                            &[("DSHS_THREADS", "3")],
+                            &format!("{rel} seq {seq}, {set}, compressed {compressed}: {cmd:?}"),
                         );
                         compared += 1;
                     }
