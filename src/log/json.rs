@@ -16,7 +16,9 @@ use crate::log::limits::{self, Guard, LimitHit};
 mod fast;
 
 pub(crate) use fast::scan as string_plain_end;
-pub(crate) use fast::{Flat, escaped, flat_array_end, prefix_xor, stringify_string_end};
+pub(crate) use fast::{
+    Flat, escaped, flat_array_end, flat_array_items, prefix_xor, stringify_string_end,
+};
 
 pub(crate) use fast::escaped_char;
 

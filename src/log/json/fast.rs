@@ -23,7 +23,7 @@ use super::{
 use crate::log::rows::PACKED_TAGS;
 
 mod flat;
-pub(crate) use flat::{Flat, array_end as flat_array_end};
+pub(crate) use flat::{Flat, array_end as flat_array_end, array_items as flat_array_items};
 
 /// Deeper lines go to the careful path, which checks them against the depth guard
 /// ([`crate::log::limits`]) without recursion first: this parser's recursion stays shallow.

@@ -714,7 +714,7 @@ fn packed(
         ));
     }
     let tool = kind == "tool-call-delta";
-    let run = match js::run_fast(&text, tool) {
+    let run = match js::run_fast(&text, tool, keep_packed) {
         Some(run) => run,
         None => slow_run(&text, tool)?,
     };
@@ -769,9 +769,19 @@ fn packed(
     let mut t = time0;
     let mut times = Vec::new();
     let mut ranges = Vec::new();
-    for (k, m) in members.iter().enumerate() {
-        let Some(member) = m else {
-            return Err(format!("packed row member {k} is not a string"));
+    let each = match members {
+        Members::Each(each) => Some(each),
+        Members::Tallied { bytes, .. } => {
+            expanded_bytes += bytes;
+            None
+        }
+    };
+    for k in 0..members.len() {
+        let member = match each.map(|m| m[k]) {
+            Some(Some(member)) => Some(member),
+            Some(None) => return Err(format!("packed row member {k} is not a string")),
+            // Counted and measured above: a row kept packed (see `js::run_fast`).
+            None => None,
         };
         if k > 0 {
             let Some(d) = dt[k - 1] else {
@@ -786,14 +796,16 @@ fn packed(
                 .ok_or_else(|| format!("packed row time of member {k} is not a safe integer"))?;
         }
         if keep_packed {
-            let member_bytes = if run.canonical {
-                member.len() as u64 + 2
-            } else {
-                let mark = out.len();
-                js::write_string(member, out);
-                let n = (out.len() - mark) as u64;
-                out.truncate(mark);
-                n
+            let member_bytes = match member {
+                None => 0,
+                Some(member) if run.canonical => member.len() as u64 + 2,
+                Some(member) => {
+                    let mark = out.len();
+                    js::write_string(member, out);
+                    let n = (out.len() - mark) as u64;
+                    out.truncate(mark);
+                    n
+                }
             };
             expanded_bytes += MEMBER_FRAME
                 + decimal_len(row.seq + k as i64)
@@ -802,6 +814,9 @@ fn packed(
                 + member_bytes;
             continue;
         }
+        let Some(member) = member else {
+            unreachable!("members are tallied only for a row kept packed");
+        };
         // Member strings are slices of the text: kept as ranges of it.
         let start = member.as_ptr() as usize - text.as_ptr() as usize;
         debug_assert!(start + member.len() <= text.len());
@@ -849,6 +864,24 @@ fn packed(
     })
 }
 
+/// A packed row's members (its `texts` or `args`).
+pub enum Members<'a> {
+    /// Each one's raw contents; `None`: not a string.
+    Each(Vec<Option<&'a str>>),
+    /// All strings as `JSON.stringify` writes them: how many, and their bytes with their
+    /// quotes (what a row kept packed needs of them).
+    Tallied { count: usize, bytes: u64 },
+}
+
+impl Members<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            Members::Each(m) => m.len(),
+            Members::Tallied { count, .. } => *count,
+        }
+    }
+}
+
 /// A packed row's run data, checked for its keys (S5), spelled as `JSON.stringify` would.
 pub struct Run<'a> {
     pub turn: Cow<'a, str>,
@@ -857,8 +890,7 @@ pub struct Run<'a> {
     /// Raw string contents (between the quotes).
     pub id: Option<&'a str>,
     pub name: Option<&'a str>,
-    /// Raw member strings; `None`: not a string.
-    pub members: Vec<Option<&'a str>>,
+    pub members: Members<'a>,
     /// `None`: not a number.
     pub dt: Vec<Option<f64>>,
     /// The whole text is `JSON.stringify` output, so raw strings are written as they are.
@@ -940,7 +972,7 @@ fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
         index,
         id,
         name,
-        members,
+        members: Members::Each(members),
         dt,
         canonical: false,
     })
@@ -949,6 +981,7 @@ fn slow_run(text: &str, tool: bool) -> Result<Run<'_>, Undecodable> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn the_worked_examples_of_s4_2_decode_and_encode() {
@@ -991,9 +1024,109 @@ mod tests {
             r.index.to_string(),
             r.id.map(w),
             r.name.map(w),
-            r.members.iter().map(|m| m.map(w)).collect(),
+            match &r.members {
+                Members::Each(m) => m.iter().map(|m| m.map(w)).collect(),
+                Members::Tallied { .. } => panic!("members tallied, not listed"),
+            },
             r.dt.clone(),
         )
+    }
+
+    /// How many members, and their bytes as `JSON.stringify` writes them (`None`: one is not
+    /// a string).
+    fn tally(r: &Run<'_>) -> (usize, Option<u64>) {
+        match &r.members {
+            Members::Each(m) => (
+                m.len(),
+                m.iter()
+                    .map(|m| {
+                        let mut out = Vec::new();
+                        js::write_string((*m)?, &mut out);
+                        Some(out.len() as u64)
+                    })
+                    .sum(),
+            ),
+            Members::Tallied { count, bytes } => (*count, Some(*bytes)),
+        }
+    }
+
+    /// Run data from pieces: members (raw, between quotes, or a bare value when starting
+    /// with `!`) and `dt` items as written.
+    fn run_text(tool: bool, members: &[String], dt: &[&str]) -> String {
+        let items: Vec<String> = members
+            .iter()
+            .map(|m| match m.strip_prefix('!') {
+                Some(bare) => bare.to_owned(),
+                None => format!("\"{m}\""),
+            })
+            .collect();
+        let head = if tool {
+            r#"{"turn":1,"step":2,"index":0,"id":"c1","name":"bash","#
+        } else {
+            r#"{"turn":1,"step":2,"index":0,"#
+        };
+        format!(
+            r#"{head}"dt":[{}],"{}":[{}]}}"#,
+            dt.join(","),
+            if tool { "args" } else { "texts" },
+            items.join(",")
+        )
+    }
+
+    proptest! {
+        /// Members counted and measured a window at a time, and `dt` read a window at a time,
+        /// say what reading them item by item says, whatever the pieces: mostly run data as
+        /// upstream writes it, with at most one member and one `dt` item of another form.
+        #[test]
+        fn tallied_members_and_flat_dt_are_what_the_items_say(
+            tool in any::<bool>(),
+            members in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(vec![
+                        "a", "é", "\\n", "\\\"", "\\\\", "\\b", ",", "]", "[", " ", "\\t",
+                        "xyz012", "\\u0001", "\\ud800",
+                    ]),
+                    0..6,
+                ).prop_map(|p| p.concat()),
+                0..90,
+            ),
+            odd_member in proptest::option::of((0usize..90, proptest::sample::select(vec![
+                // Not the form `JSON.stringify` writes, or not a string.
+                "\\/", "\\u00e9", "x\\u0041", "!1", "!null", "![]", "\u{1}",
+            ]))),
+            dt in proptest::collection::vec(
+                proptest::sample::select(vec!["0", "7", "42", "123456789012345"]),
+                0..90,
+            ),
+            odd_dt in proptest::option::of((0usize..90, proptest::sample::select(vec![
+                // Upstream's form but not a flat array's; then not upstream's form.
+                "1234567890123456", "-3", "1.5", "1e+21", "01", " 1", "\"1\"",
+            ]))),
+        ) {
+            let mut members = members;
+            if let Some((at, odd)) = odd_member && at < members.len() {
+                members[at] = odd.to_owned();
+            }
+            let mut dt = dt;
+            if let Some((at, odd)) = odd_dt && at < dt.len() {
+                dt[at] = odd;
+            }
+            let text = run_text(tool, &members, &dt);
+            let each = js::run_fast(&text, tool, false);
+            let tallied = js::run_fast(&text, tool, true);
+            prop_assert_eq!(each.is_some(), tallied.is_some(), "{}", text);
+            if let (Some(each), Some(tallied)) = (each, tallied) {
+                prop_assert_eq!(tally(&each), tally(&tallied), "{}", text);
+                prop_assert_eq!(
+                    (&each.turn, &each.step, &each.index, each.id, each.name, &each.dt),
+                    (&tallied.turn, &tallied.step, &tallied.index, tallied.id, tallied.name, &tallied.dt),
+                    "{}", text
+                );
+                // And the general reading agrees on every field.
+                let slow = slow_run(&text, tool).expect("canonical run data is JSON");
+                prop_assert_eq!(fields(&each), fields(&slow), "{}", text);
+            }
+        }
     }
 
     #[test]
@@ -1013,13 +1146,12 @@ mod tests {
             ),
         ];
         for (text, tool) in canonical {
-            let fast = js::run_fast(text, tool).expect("canonical run data");
+            let fast = js::run_fast(text, tool, false).expect("canonical run data");
             assert!(fast.canonical);
-            assert_eq!(
-                fields(&fast),
-                fields(&slow_run(text, tool).unwrap()),
-                "{text}"
-            );
+            let slow = slow_run(text, tool).unwrap();
+            assert_eq!(fields(&fast), fields(&slow), "{text}");
+            let tallied = js::run_fast(text, tool, true).expect("canonical run data");
+            assert_eq!(tally(&tallied), tally(&slow), "{text}");
         }
         // Anything else takes the general reading.
         for (text, tool) in [
@@ -1048,7 +1180,8 @@ mod tests {
                 false,
             ),
         ] {
-            assert!(js::run_fast(text, tool).is_none(), "{text}");
+            assert!(js::run_fast(text, tool, false).is_none(), "{text}");
+            assert!(js::run_fast(text, tool, true).is_none(), "{text}");
         }
         let slow = slow_run(
             r#"{"turn":1.0,"step":2,"index":0,"dt":[],"texts":["\u0041"]}"#,

@@ -8,8 +8,8 @@
 use std::borrow::Cow;
 use std::collections::HashSet;
 
-use super::decode::Run;
-use crate::log::json::{Flat, flat_array_end, js_number};
+use super::decode::{Members, Run};
+use crate::log::json::{Flat, flat_array_end, flat_array_items, js_number};
 
 /// Objects with more keys than this look for repeated keys in a hash set, not a list.
 const LINEAR_KEYS: usize = 16;
@@ -338,7 +338,9 @@ impl<'a> Checker<'a> {
 /// A packed row's run data as upstream writes it — `JSON.stringify` output with exactly the
 /// keys of its kind, each once — read in one pass without building a tree. `None` for
 /// anything else: the general reading (`decode::slow_run`) then decides, with its messages.
-pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
+/// With `tally`, members that are all plain strings (see [`flat_strings`]) are counted and
+/// measured, not listed: a row kept packed needs no more of them.
+pub fn run_fast(text: &str, tool: bool, tally: bool) -> Option<Run<'_>> {
     let b = text.as_bytes();
     let mut c = Checker {
         b,
@@ -394,32 +396,43 @@ pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
                 *(if bit == 32 { &mut id } else { &mut name }) = Some(&text[s..e]);
             }
             8 => {
-                let mut list = Vec::new();
-                c.array(|c| {
-                    let start = c.i;
-                    if !matches!(b.get(start), Some(b'-' | b'0'..=b'9')) {
-                        return None;
-                    }
-                    c.number().ok()?;
-                    list.push(Some(
-                        small_int(&b[start..c.i]).or_else(|| text[start..c.i].parse().ok())?,
-                    ));
-                    Some(())
-                })?;
-                dt = Some(list);
+                if let Some((list, end)) = flat_integers(b, c.i) {
+                    c.i = end;
+                    dt = Some(list);
+                } else {
+                    let mut list = Vec::new();
+                    c.array(|c| {
+                        let start = c.i;
+                        if !matches!(b.get(start), Some(b'-' | b'0'..=b'9')) {
+                            return None;
+                        }
+                        c.number().ok()?;
+                        list.push(Some(
+                            small_int(&b[start..c.i]).or_else(|| text[start..c.i].parse().ok())?,
+                        ));
+                        Some(())
+                    })?;
+                    dt = Some(list);
+                }
             }
-            _ => {
-                let mut list = Vec::new();
-                c.array(|c| {
-                    if b.get(c.i) != Some(&b'"') {
-                        return None;
-                    }
-                    let (s, e) = c.string().ok()?;
-                    list.push(Some(&text[s..e]));
-                    Some(())
-                })?;
-                members = Some(list);
-            }
+            _ => match flat_strings(b, c.i).filter(|_| tally) {
+                Some((tallied, end)) => {
+                    c.i = end;
+                    members = Some(tallied);
+                }
+                None => {
+                    let mut list = Vec::new();
+                    c.array(|c| {
+                        if b.get(c.i) != Some(&b'"') {
+                            return None;
+                        }
+                        let (s, e) = c.string().ok()?;
+                        list.push(Some(&text[s..e]));
+                        Some(())
+                    })?;
+                    members = Some(Members::Each(list));
+                }
+            },
         }
         match b.get(c.i) {
             Some(b',') => c.i += 1,
@@ -444,6 +457,49 @@ pub fn run_fast(text: &str, tool: bool) -> Option<Run<'_>> {
         dt: dt?,
         canonical: true,
     })
+}
+
+/// At the `[` of an array: when it is flat (`json::flat_array_items`) and holds strings, in
+/// `JSON.stringify`'s form and without `\u` escapes, how many and their bytes with their
+/// quotes, and the index past its `]`.
+fn flat_strings(b: &[u8], at: usize) -> Option<(Members<'static>, usize)> {
+    if b.get(at) != Some(&b'[') {
+        return None;
+    }
+    let a = flat_array_items(b, at + 1, Flat::Stringify).filter(|a| a.strings)?;
+    // Between the brackets: each item and its quotes, a comma between two.
+    let inside = a.end - 1 - (at + 1);
+    let bytes = (inside + 1).checked_sub(a.items)? as u64;
+    Some((
+        Members::Tallied {
+            count: a.items,
+            bytes,
+        },
+        a.end,
+    ))
+}
+
+/// At the `[` of an array: when it is flat (`json::flat_array_items`) and holds integers
+/// (none negative, of at most 15 digits: exact as doubles), their values and the index past
+/// its `]`.
+fn flat_integers(b: &[u8], at: usize) -> Option<(Vec<Option<f64>>, usize)> {
+    if b.get(at) != Some(&b'[') {
+        return None;
+    }
+    let a = flat_array_items(b, at + 1, Flat::Stringify).filter(|a| !a.strings)?;
+    let mut list = Vec::with_capacity(a.items);
+    let mut v = 0u64;
+    for &d in &b[at + 1..a.end - 1] {
+        if d == b',' {
+            list.push(Some(v as f64));
+            v = 0;
+        } else {
+            v = v * 10 + u64::from(d - b'0');
+        }
+    }
+    list.push(Some(v as f64));
+    debug_assert_eq!(list.len(), a.items);
+    Some((list, a.end))
 }
 
 /// A plain integer of at most 15 digits (exact as a double), without the float parser.

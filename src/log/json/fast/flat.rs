@@ -52,11 +52,34 @@ impl Flat {
 /// (see the module documentation) and valid, the index just past its closing `]`.
 #[inline]
 pub(crate) fn array_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
-    match s.get(i)? {
-        b'"' => strings_end(s, i, flat.escapes()),
-        b'0'..=b'9' => integers_end(s, i, flat),
-        _ => None,
-    }
+    array_items(s, i, flat).map(|a| a.end)
+}
+
+/// A flat array [`array_items`] took.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct FlatArray {
+    /// Just past the closing `]`.
+    pub end: usize,
+    /// How many items it holds.
+    pub items: usize,
+    /// Whether they are strings (else integers).
+    pub strings: bool,
+}
+
+/// [`array_end`], with how many items the array holds and of which kind (a packed row kept
+/// packed needs only that of its members, `sqlite::js::run_fast`).
+#[inline]
+pub(crate) fn array_items(s: &[u8], i: usize, flat: Flat) -> Option<FlatArray> {
+    let (end, items, strings) = match s.get(i)? {
+        b'"' => strings_end(s, i, flat.escapes()).map(|(end, n)| (end, n, true))?,
+        b'0'..=b'9' => integers_end(s, i, flat).map(|(end, n)| (end, n, false))?,
+        _ => return None,
+    };
+    Some(FlatArray {
+        end,
+        items,
+        strings,
+    })
 }
 
 /// The 64 bytes from `j`, padded with spaces past the end of `s`: a space ends no string
@@ -88,14 +111,15 @@ fn at(stop: u32) -> u64 {
 
 /// Items that are plain integers: `0` or a digit run not starting with `0`, of at most
 /// [`Flat::max_digits`] digits (longer ones are read, and audited, item by item), a comma
-/// between two, `]` after the last.
-fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
+/// between two, `]` after the last: the end and how many items.
+fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<(usize, usize)> {
     let max_digits = flat.max_digits();
     let mut pad = [0u8; 64];
     let mut j = i;
     // What the byte before the window was: a digit (and how many end there), a comma, a `0`
     // that starts an item.
     let (mut digit, mut run, mut comma, mut zero_start) = (0u64, 0u32, 0u64, 0u64);
+    let mut items = 0;
     while j < s.len() {
         let w = window(s, j, &mut pad)?;
         let m = class_masks(w);
@@ -108,6 +132,7 @@ fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
         }
         // An item that starts with `0` is `0`.
         let starts = d & !((d << 1) | digit);
+        items += starts.count_ones() as usize;
         let zeros = starts & m.zero;
         if ((zeros << 1) | zero_start) & d != 0 {
             return None;
@@ -131,7 +156,8 @@ fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
         if stop < 64 {
             // The last item ends right before the `]`.
             let digit_before = ((d << 1) | digit) & at(stop) != 0;
-            return (w[stop as usize] == b']' && digit_before).then_some(j + stop as usize + 1);
+            return (w[stop as usize] == b']' && digit_before)
+                .then_some((j + stop as usize + 1, items));
         }
         run = match d {
             u64::MAX if digit != 0 => run + 64,
@@ -146,8 +172,8 @@ fn integers_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
 }
 
 /// Items that are strings whose escapes are all in `escapes` (never `\u`): a comma between
-/// two, `]` after the last.
-fn strings_end(s: &[u8], i: usize, escapes: [u64; 4]) -> Option<usize> {
+/// two, `]` after the last: the end and how many items.
+fn strings_end(s: &[u8], i: usize, escapes: [u64; 4]) -> Option<(usize, usize)> {
     let mut pad = [0u8; 64];
     let mut j = i;
     let mut escape_carry = 0u64;
@@ -155,6 +181,7 @@ fn strings_end(s: &[u8], i: usize, escapes: [u64; 4]) -> Option<usize> {
     let mut inside = 0u64;
     // What the byte before the window was: a closing quote, a comma between items.
     let (mut closed, mut comma) = (0u64, 0u64);
+    let mut items = 0;
     while j < s.len() {
         let w = window(s, j, &mut pad)?;
         let (quote, backslash, control) = masks64(w);
@@ -190,9 +217,10 @@ fn strings_end(s: &[u8], i: usize, escapes: [u64; 4]) -> Option<usize> {
         if ((commas << 1) | comma) & !opening != 0 {
             return None;
         }
+        items += (opening & below).count_ones() as usize;
         if stop < 64 {
             let ends = w[stop as usize] == b']' && after_closing & at(stop) != 0;
-            return ends.then_some(j + stop as usize + 1);
+            return ends.then_some((j + stop as usize + 1, items));
         }
         inside = if strings >> 63 != 0 { u64::MAX } else { 0 };
         closed = closing >> 63;
@@ -266,15 +294,25 @@ fn class_masks_bytewise(window: &[u8; 64]) -> ClassMasks {
 #[cfg(test)]
 mod tests {
     use super::super::{Shape, parse};
-    use super::{Flat, array_end, class_masks, class_masks_bytewise};
+    use super::{Flat, FlatArray, array_end, array_items, class_masks, class_masks_bytewise};
     use crate::log::test_support::{Rng, random_window, rounds};
 
     /// Where serde_json ends the array `text` starts with, if it reads one there.
     fn serde_end(text: &[u8]) -> Option<usize> {
+        serde_array(text).map(|a| a.end)
+    }
+
+    /// The array `text` starts with as serde_json reads it: where it ends, how many items,
+    /// whether the first is a string.
+    fn serde_array(text: &[u8]) -> Option<FlatArray> {
         let mut values =
             serde_json::Deserializer::from_slice(text).into_iter::<serde_json::Value>();
         match values.next() {
-            Some(Ok(serde_json::Value::Array(_))) => Some(values.byte_offset()),
+            Some(Ok(serde_json::Value::Array(items))) => Some(FlatArray {
+                end: values.byte_offset(),
+                items: items.len(),
+                strings: items.first().is_some_and(serde_json::Value::is_string),
+            }),
             _ => None,
         }
     }
@@ -336,6 +374,11 @@ mod tests {
                 let shown = String::from_utf8_lossy(&text);
                 assert_eq!(serde_end(&text), Some(end), "{shown}");
                 assert_eq!(array_end(&text, 1, flat), Some(end), "{flat:?} {shown}");
+                assert_eq!(
+                    array_items(&text, 1, flat),
+                    serde_array(&text),
+                    "{flat:?} {shown}"
+                );
             }
         }
     }
@@ -379,6 +422,7 @@ mod tests {
             };
             taken += 1;
             assert_eq!(Some(end), serde_end(&text), "{shown}");
+            assert_eq!(array_items(&text, 1, flat), serde_array(&text), "{shown}");
             if flat == Flat::Stringify {
                 // serde_json escapes strings as JavaScript does, and prints these integers
                 // as written.
