@@ -617,15 +617,20 @@ pub struct Steps {
 
 impl Steps {
     pub fn of(items: &[Json<'_>]) -> Steps {
+        Steps::over(items.len(), items.iter().map(Json::safe_int))
+    }
+
+    /// The steps of `len` items whose values (`None`: not a safe integer) are `values`.
+    pub(crate) fn over(len: usize, values: impl Iterator<Item = Option<i64>>) -> Steps {
         let mut steps = Steps {
-            len: items.len(),
+            len,
             safe: true,
             low: 0,
             high: 0,
             sum: 0,
         };
-        for v in items {
-            let Some(d) = v.safe_int() else {
+        for v in values {
+            let Some(d) = v else {
                 steps.safe = false;
                 break;
             };

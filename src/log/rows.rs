@@ -1230,9 +1230,12 @@ mod tests {
             dt in proptest::collection::vec(proptest::sample::select(vec![
                 "0", "1", "-1", "-0", "1.0", "2.5", "\"1\"", "null", "[1]",
                 "9007199254740991", "-9007199254740991", "9007199254740992", "4503599627370496",
+                "0", "12", "9999999999999999", "12345678901234567",
             ]), 0..6),
             texts in proptest::collection::vec(proptest::sample::select(vec![
                 "\"a\"", "\"b\\nc\"", "\"\\u00e9\"", "1", "null", "[\"x\"]", "{}",
+                // Flat arrays (checked a window at a time) hold these too.
+                "\"x\\/y\"", "\"\\\"\"", "\"\"", "\"a\"",
             ]), 0..6),
             tool in proptest::bool::ANY,
         ) {

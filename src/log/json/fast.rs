@@ -482,6 +482,9 @@ impl<'a> Parser<'a> {
     /// At the `[` of a packed row's member array: its items parsed and tallied, and all but
     /// those the tree keeps (the first of `texts` or `args`) forgotten.
     fn summed(&mut self, which: Summed, put: impl Fn(&mut Self, Json<'a>)) -> Option<()> {
+        if self.summed_flat(which, &put) {
+            return Some(());
+        }
         self.summed_from = self.items.len();
         let base = self.array()?;
         let items = &self.items[base..];
@@ -504,6 +507,60 @@ impl<'a> Parser<'a> {
         let list = Self::close(self.arena, &mut self.items, base, false);
         put(self, Json::Arr(list));
         Some(())
+    }
+
+    /// [`Self::summed`] of a flat array (see [`flat`]), checked and tallied a window at a
+    /// time: the same tally and the same kept item, or false (nothing read) for the item by
+    /// item path. A member array is taken only when its first member, which the tree keeps,
+    /// has no escape.
+    fn summed_flat(&mut self, which: Summed, put: &impl Fn(&mut Self, Json<'a>)) -> bool {
+        let at = self.i;
+        if self.depth >= MAX_DEPTH {
+            return false;
+        }
+        let Some(a) = flat::array_items(self.s, at + 1, Flat::Json) else {
+            return false;
+        };
+        let list = match which {
+            Summed::Dt if !a.strings => {
+                let values = self.s[at + 1..a.end - 1]
+                    .split(|&b| b == b',')
+                    .map(|digits| {
+                        let v = digits
+                            .iter()
+                            .fold(0u64, |v, d| v * 10 + u64::from(d - b'0'));
+                        Num::U(v).safe_int()
+                    });
+                self.tally.get_or_insert_default().dt = Some(Steps::over(a.items, values));
+                List::Arena(&[])
+            }
+            Summed::Texts | Summed::Args if a.strings => {
+                let first = at + 2;
+                let Some(close) = memchr::memchr(b'"', &self.s[first..a.end]) else {
+                    return false;
+                };
+                if memchr::memchr(b'\\', &self.s[first..first + close]).is_some() {
+                    return false;
+                }
+                let text = self.between_quotes(first, first + close);
+                let pieces = Some(Pieces {
+                    len: a.items,
+                    strings: true,
+                });
+                let tally = self.tally.get_or_insert_default();
+                match which {
+                    Summed::Texts => tally.texts = pieces,
+                    _ => tally.args = pieces,
+                }
+                let base = self.items.len();
+                push(&mut self.items, || Json::Str(JStr::from(text)));
+                Self::close(self.arena, &mut self.items, base, false)
+            }
+            _ => return false,
+        };
+        self.i = a.end;
+        put(self, Json::Arr(list));
+        true
     }
 
     /// At the `[` of the top-level `sourceEventSeqs` ([`Shape::LeanPacked`]): a strictly
