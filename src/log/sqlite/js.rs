@@ -415,24 +415,27 @@ pub fn run_fast(text: &str, tool: bool, tally: bool) -> Option<Run<'_>> {
                     dt = Some(list);
                 }
             }
-            _ => match flat_strings(b, c.i).filter(|_| tally) {
-                Some((tallied, end)) => {
-                    c.i = end;
-                    members = Some(tallied);
+            _ => {
+                let tallied = if tally { flat_strings(b, c.i) } else { None };
+                match tallied {
+                    Some((tallied, end)) => {
+                        c.i = end;
+                        members = Some(tallied);
+                    }
+                    None => {
+                        let mut list = Vec::new();
+                        c.array(|c| {
+                            if b.get(c.i) != Some(&b'"') {
+                                return None;
+                            }
+                            let (s, e) = c.string().ok()?;
+                            list.push(Some(&text[s..e]));
+                            Some(())
+                        })?;
+                        members = Some(Members::Each(list));
+                    }
                 }
-                None => {
-                    let mut list = Vec::new();
-                    c.array(|c| {
-                        if b.get(c.i) != Some(&b'"') {
-                            return None;
-                        }
-                        let (s, e) = c.string().ok()?;
-                        list.push(Some(&text[s..e]));
-                        Some(())
-                    })?;
-                    members = Some(Members::Each(list));
-                }
-            },
+            }
         }
         match b.get(c.i) {
             Some(b',') => c.i += 1,
