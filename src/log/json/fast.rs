@@ -523,14 +523,7 @@ impl<'a> Parser<'a> {
         };
         let list = match which {
             Summed::Dt if !a.strings => {
-                let values = self.s[at + 1..a.end - 1]
-                    .split(|&b| b == b',')
-                    .map(|digits| {
-                        let v = digits
-                            .iter()
-                            .fold(0u64, |v, d| v * 10 + u64::from(d - b'0'));
-                        Num::U(v).safe_int()
-                    });
+                let values = a.integers(self.s).map(|v| Num::U(v).safe_int());
                 self.tally.get_or_insert_default().dt = Some(Steps::over(a.items, values));
                 List::Arena(&[])
             }

@@ -490,17 +490,7 @@ fn flat_integers(b: &[u8], at: usize) -> Option<(Vec<Option<f64>>, usize)> {
         return None;
     }
     let a = flat_array_items(b, at + 1, Flat::Stringify).filter(|a| !a.strings)?;
-    let mut list = Vec::with_capacity(a.items);
-    let mut v = 0u64;
-    for &d in &b[at + 1..a.end - 1] {
-        if d == b',' {
-            list.push(Some(v as f64));
-            v = 0;
-        } else {
-            v = v * 10 + u64::from(d - b'0');
-        }
-    }
-    list.push(Some(v as f64));
+    let list: Vec<Option<f64>> = a.integers(b).map(|v| Some(v as f64)).collect();
     debug_assert_eq!(list.len(), a.items);
     Some((list, a.end))
 }

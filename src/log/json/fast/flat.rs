@@ -58,6 +58,8 @@ pub(crate) fn array_end(s: &[u8], i: usize, flat: Flat) -> Option<usize> {
 /// A flat array [`array_items`] took.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct FlatArray {
+    /// The first item.
+    pub start: usize,
     /// Just past the closing `]`.
     pub end: usize,
     /// How many items it holds.
@@ -76,10 +78,26 @@ pub(crate) fn array_items(s: &[u8], i: usize, flat: Flat) -> Option<FlatArray> {
         _ => return None,
     };
     Some(FlatArray {
+        start: i,
         end,
         items,
         strings,
     })
+}
+
+impl FlatArray {
+    /// The values of an array of integers, in order: each item is a run of at most 16 digits
+    /// (see [`integers_end`]), so a `u64` holds it.
+    pub(crate) fn integers<'s>(&self, s: &'s [u8]) -> impl Iterator<Item = u64> + 's {
+        debug_assert!(!self.strings);
+        s[self.start..self.end - 1]
+            .split(|&b| b == b',')
+            .map(|digits| {
+                digits
+                    .iter()
+                    .fold(0u64, |v, d| v * 10 + u64::from(d - b'0'))
+            })
+    }
 }
 
 /// The 64 bytes from `j`, padded with spaces past the end of `s`: a space ends no string
@@ -309,6 +327,7 @@ mod tests {
             serde_json::Deserializer::from_slice(text).into_iter::<serde_json::Value>();
         match values.next() {
             Some(Ok(serde_json::Value::Array(items))) => Some(FlatArray {
+                start: 1,
                 end: values.byte_offset(),
                 items: items.len(),
                 strings: items.first().is_some_and(serde_json::Value::is_string),
@@ -374,11 +393,19 @@ mod tests {
                 let shown = String::from_utf8_lossy(&text);
                 assert_eq!(serde_end(&text), Some(end), "{shown}");
                 assert_eq!(array_end(&text, 1, flat), Some(end), "{flat:?} {shown}");
-                assert_eq!(
-                    array_items(&text, 1, flat),
-                    serde_array(&text),
-                    "{flat:?} {shown}"
-                );
+                let taken = array_items(&text, 1, flat);
+                assert_eq!(taken, serde_array(&text), "{flat:?} {shown}");
+                if let Some(a) = taken.filter(|a| !a.strings) {
+                    let value: serde_json::Value =
+                        serde_json::from_slice(&text[..end]).expect("JSON");
+                    let want: Vec<u64> = value
+                        .as_array()
+                        .expect("an array")
+                        .iter()
+                        .map(|v| v.as_u64().expect("an integer"))
+                        .collect();
+                    assert_eq!(a.integers(&text).collect::<Vec<_>>(), want, "{shown}");
+                }
             }
         }
     }
